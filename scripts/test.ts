@@ -1,0 +1,41 @@
+// `npm test`: type-check, start one embedded PostgreSQL for the whole run, run every
+// test file with node:test (each integration test file creates its own database).
+// Extra arguments select test files: `npm test -- test/unit`.
+import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPostgres, freePort } from '../src/db/embedded-postgres.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const args = process.argv.slice(2);
+
+function run(command: string, commandArgs: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, commandArgs, { cwd: root, stdio: 'inherit', env });
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+if (!process.env.SKIP_TYPECHECK) {
+  console.log('# tsc --noEmit');
+  const code = await run(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', root]);
+  if (code !== 0) process.exit(code);
+}
+
+const clusterDir = path.join(os.tmpdir(), `hwr-test-pg-${process.pid}`);
+const database = await startEmbeddedPostgres({ dataDir: clusterDir, port: await freePort() });
+let exitCode = 1;
+try {
+  const selection = args.length > 0 ? args : ['test/'];
+  const files = selection.flatMap((entry) => (entry.endsWith('.ts') ? [entry] : [`${entry.replace(/\/$/, '')}/**/*.test.ts`]));
+  exitCode = await run(
+    process.execPath,
+    ['--test', `--test-concurrency=${Math.max(2, os.availableParallelism())}`, '--test-timeout=600000', ...files],
+    { ...process.env, HWR_TEST_DATABASE_URL: database.url },
+  );
+} finally {
+  await database.stop();
+  await rm(clusterDir, { recursive: true, force: true });
+}
+process.exit(exitCode);

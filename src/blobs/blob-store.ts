@@ -1,0 +1,35 @@
+// Blob storage for uploaded scans, page images, page results and result archives.
+// Keys are relative slash-separated paths such as `jobs/<job_id>/result.zip`.
+import type { Readable } from 'node:stream';
+
+export interface BlobInfo {
+  bytes: number;
+}
+
+export interface BlobStore {
+  /** Writes a blob atomically (readers never see a partial blob). */
+  put(key: string, body: Buffer | string | Readable): Promise<BlobInfo>;
+  get(key: string): Promise<Buffer>;
+  /** Streams a blob; rejects with BlobNotFoundError when absent. */
+  stream(key: string): Promise<Readable>;
+  stat(key: string): Promise<BlobInfo | null>;
+  /** Deletes every blob whose key starts with `prefix/` (or equals it). */
+  deletePrefix(prefix: string): Promise<void>;
+  /** A local file path for the blob, for tools that need one (e.g. sharp, tesseract). */
+  localPath(key: string): string;
+}
+
+export class BlobNotFoundError extends Error {
+  readonly key: string;
+  constructor(key: string) {
+    super(`blob not found: ${key}`);
+    this.name = 'BlobNotFoundError';
+    this.key = key;
+  }
+}
+
+export function assertSafeKey(key: string): void {
+  if (key === '' || key.startsWith('/') || key.split('/').some((part) => part === '..' || part === '.' || part === '')) {
+    throw new Error(`invalid blob key: ${JSON.stringify(key)}`);
+  }
+}

