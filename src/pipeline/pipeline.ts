@@ -83,3 +83,22 @@ export interface ExportOutcome {
 export interface ExportPipeline {
   exportJob(task: ExportTask, context: ExportContext): Promise<ExportOutcome>;
 }
+
+/**
+ * The correction step (src/pipeline/correction/). Returns the page with corrected
+ * line/word texts (geometry unchanged), `correction` usage filled in, and any
+ * warning (e.g. provider down, no provider configured) appended to `warnings`.
+ * Never throws for provider trouble: an LLM outage must not fail a job.
+ */
+export interface PageCorrector {
+  correct(page: PageResult, input: CorrectionInput): Promise<PageResult>;
+}
+
+export interface CorrectionInput {
+  options: JobOptions;
+  /** The page image (the `best` tier may send it to the model). */
+  imageBlobKey: string;
+  blobs: BlobStore;
+  signal: AbortSignal;
+  log: Logger;
+}
