@@ -29,6 +29,10 @@ export interface Config {
     taskExpireSeconds: number;
     /** Fallback poll interval; LISTEN/NOTIFY wakes workers at once. */
     pollingIntervalSeconds: number;
+    /** A running task refreshes its claim this often x2; a killed worker's task is retried after it lapses. */
+    heartbeatSeconds: number;
+    /** How often pg-boss looks for lapsed tasks and runs cron schedules. */
+    superviseIntervalSeconds: number;
   };
   limits: {
     maxUploadBytes: number;
@@ -55,14 +59,26 @@ export interface Config {
     threads: number;
   };
   correction: {
+    /** The provider correction uses; null: none configured (the step is skipped with a warning). */
+    provider: CorrectionProviderName | null;
     geminiApiKey: string | null;
     geminiBaseUrl: string | null;
     openaiBaseUrl: string | null;
     openaiApiKey: string | null;
+    /** Model per tier; the openai ones are all set whenever OPENAI_BASE_URL is. */
     models: { gemini: Record<'cheap' | 'balanced' | 'best', string>; openai: Record<'cheap' | 'balanced' | 'best', string | null> };
+    /** Whether the `best` tier sends the page image (off for openai: many self-hosted models read text only). */
+    bestTierImage: { gemini: boolean; openai: boolean };
     /** A corrected line farther than this edit-distance ratio from the recognised text is refused. */
     maxEditRatio: number;
+    /** One provider call (one attempt). */
     timeoutMs: number;
+    /** Retries after a 429, 5xx, timeout or connection failure. */
+    retries: number;
+    /** First backoff delay; doubles per retry (with jitter) unless the provider sends Retry-After. */
+    retryBaseMs: number;
+    /** Longest wait between attempts; a Retry-After beyond it ends the retries at once. */
+    maxRetryWaitMs: number;
   };
 }
 
@@ -105,6 +121,8 @@ export function loadConfig(env: Env = process.env): Config {
       pageRetryLimit: read.integer('PAGE_RETRY_LIMIT', 2, 0, 20),
       taskExpireSeconds: read.integer('TASK_EXPIRE_SECONDS', 900, 10, 86400),
       pollingIntervalSeconds: read.number('WORKER_POLL_SECONDS', 2, 0.5, 60),
+      heartbeatSeconds: read.integer('TASK_HEARTBEAT_SECONDS', 30, 10, 3600),
+      superviseIntervalSeconds: read.integer('SUPERVISE_INTERVAL_SECONDS', 30, 1, 3600),
     },
     limits: {
       maxUploadBytes: read.integer('MAX_UPLOAD_BYTES', 512 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
@@ -126,29 +144,66 @@ export function loadConfig(env: Env = process.env): Config {
       modelDir: read.string('MODEL_DIR'),
       threads: read.integer('ORT_THREADS', cores, 1, 256),
     },
-    correction: {
-      geminiApiKey: read.string('GEMINI_API_KEY'),
-      geminiBaseUrl: read.url('GEMINI_BASE_URL'),
-      openaiBaseUrl: read.url('OPENAI_BASE_URL'),
-      openaiApiKey: read.string('OPENAI_API_KEY'),
-      models: {
-        gemini: {
-          cheap: read.string('GEMINI_MODEL_CHEAP') ?? 'gemini-2.5-flash-lite',
-          balanced: read.string('GEMINI_MODEL_BALANCED') ?? 'gemini-2.5-flash',
-          best: read.string('GEMINI_MODEL_BEST') ?? 'gemini-2.5-pro',
-        },
-        openai: {
-          cheap: read.string('OPENAI_MODEL_CHEAP'),
-          balanced: read.string('OPENAI_MODEL_BALANCED'),
-          best: read.string('OPENAI_MODEL_BEST'),
-        },
-      },
-      maxEditRatio: read.number('CORRECTION_MAX_EDIT_RATIO', 0.3, 0, 1),
-      timeoutMs: read.integer('CORRECTION_TIMEOUT_MS', 60_000, 1, 3_600_000),
-    },
+    correction: readCorrection(read, problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+export const CORRECTION_PROVIDERS = ['gemini', 'openai'] as const;
+export type CorrectionProviderName = (typeof CORRECTION_PROVIDERS)[number];
+
+function readCorrection(read: EnvReader, problems: string[]): Config['correction'] {
+  const geminiApiKey = read.string('GEMINI_API_KEY');
+  const openaiBaseUrl = read.url('OPENAI_BASE_URL');
+  const openaiDefaultModel = read.string('OPENAI_MODEL');
+  const openaiModels = {
+    cheap: read.string('OPENAI_MODEL_CHEAP') ?? openaiDefaultModel,
+    balanced: read.string('OPENAI_MODEL_BALANCED') ?? openaiDefaultModel,
+    best: read.string('OPENAI_MODEL_BEST') ?? openaiDefaultModel,
+  };
+  if (openaiBaseUrl !== null) {
+    const missing = Object.entries(openaiModels)
+      .filter(([, model]) => model === null)
+      .map(([tier]) => `OPENAI_MODEL_${tier.toUpperCase()}`);
+    if (missing.length > 0) problems.push(`OPENAI_BASE_URL needs OPENAI_MODEL, or else ${missing.join(', ')}`);
+  }
+  const choice = read.oneOf('CORRECTION_PROVIDER', ['auto', 'none', ...CORRECTION_PROVIDERS], 'auto');
+  let provider: CorrectionProviderName | null = null;
+  if (choice === 'gemini' || choice === 'openai') {
+    provider = choice;
+    if (choice === 'gemini' && geminiApiKey === null) problems.push('CORRECTION_PROVIDER=gemini needs GEMINI_API_KEY');
+    if (choice === 'openai' && openaiBaseUrl === null) problems.push('CORRECTION_PROVIDER=openai needs OPENAI_BASE_URL');
+  } else if (choice === 'auto') {
+    if (geminiApiKey !== null && openaiBaseUrl !== null) {
+      problems.push('both GEMINI_API_KEY and OPENAI_BASE_URL are set: choose one with CORRECTION_PROVIDER=gemini|openai|none');
+    }
+    provider = geminiApiKey !== null ? 'gemini' : openaiBaseUrl !== null ? 'openai' : null;
+  }
+  return {
+    provider,
+    geminiApiKey,
+    geminiBaseUrl: read.url('GEMINI_BASE_URL'),
+    openaiBaseUrl,
+    openaiApiKey: read.string('OPENAI_API_KEY'),
+    models: {
+      gemini: {
+        cheap: read.string('GEMINI_MODEL_CHEAP') ?? 'gemini-2.5-flash-lite',
+        balanced: read.string('GEMINI_MODEL_BALANCED') ?? 'gemini-2.5-flash',
+        best: read.string('GEMINI_MODEL_BEST') ?? 'gemini-2.5-pro',
+      },
+      openai: openaiModels,
+    },
+    bestTierImage: {
+      gemini: read.string('GEMINI_BEST_TIER_IMAGE') === null ? true : read.flag('GEMINI_BEST_TIER_IMAGE'),
+      openai: read.flag('OPENAI_BEST_TIER_IMAGE'),
+    },
+    maxEditRatio: read.number('CORRECTION_MAX_EDIT_RATIO', 0.3, 0, 1),
+    timeoutMs: read.integer('CORRECTION_TIMEOUT_MS', 60_000, 1, 3_600_000),
+    retries: read.integer('CORRECTION_RETRIES', 3, 0, 10),
+    retryBaseMs: read.integer('CORRECTION_RETRY_BASE_MS', 1_000, 0, 600_000),
+    maxRetryWaitMs: read.integer('CORRECTION_MAX_RETRY_WAIT_MS', 60_000, 0, 3_600_000),
+  };
 }
 
 class EnvReader {

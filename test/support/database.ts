@@ -23,7 +23,10 @@ function testServerUrl(): Promise<string> {
   return serverUrl;
 }
 
-/** Creates an empty database and returns its URL; it is dropped after the test file. */
+/**
+ * Creates an empty database and returns its URL; it is dropped after the test file.
+ * Call it at the top level of a test file (its clean-up registers with `after`).
+ */
 export async function createTestDatabase(): Promise<string> {
   const base = await testServerUrl();
   const name = `hwr_test_${randomBytes(6).toString('hex')}`;
@@ -31,7 +34,8 @@ export async function createTestDatabase(): Promise<string> {
   await admin.connect();
   await admin.query(`create database ${name}`);
   await admin.end();
-  after(async () => {
+  // A cluster started here is deleted whole after the file; a shared one keeps running.
+  if (process.env.HWR_TEST_DATABASE_URL) after(async () => {
     const client = new pg.Client(base);
     await client.connect();
     await client.query(`drop database if exists ${name} with (force)`);

@@ -1,0 +1,17 @@
+import { accountsProjection } from './accounts.ts';
+import { apiKeysProjection } from './api-keys.ts';
+import { billingProjection } from './billing.ts';
+import { idempotencyKeysProjection } from './idempotency-keys.ts';
+import { jobStatusProjection } from './job-status.ts';
+import type { Projection } from './projection.ts';
+
+/** Every inline projection, in the order they apply each event. */
+export const PROJECTIONS: readonly Projection[] = [
+  jobStatusProjection,
+  billingProjection,
+  accountsProjection,
+  apiKeysProjection,
+  idempotencyKeysProjection,
+];
+
+export type { Projection };

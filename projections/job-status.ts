@@ -1,0 +1,87 @@
+import type { Projection } from './projection.ts';
+
+// Serves GET /v1/process-scan/<id>: one row per job (job_status) and one per page
+// (job_pages, which also tells the export task where each page result is).
+export const jobStatusProjection: Projection = {
+  name: 'job_status',
+  tables: ['job_status', 'job_pages'],
+  handles: [
+    'JobQueued',
+    'JobStarted',
+    'StepStarted',
+    'PageCompleted',
+    'JobSucceeded',
+    'JobFailed',
+    'JobCancelled',
+    'CallbackAttempted',
+    'CallbackAbandoned',
+    'ResultExpired',
+  ],
+  apply: `
+declare
+  job uuid := substring(e.stream_id from 5)::uuid;
+begin
+  case e.type
+  when 'JobQueued' then
+    insert into job_status (job_id, account_id, state, page_count, pages_done, current_step, created_at,
+      expires_at, options, upload_key, result_expired, callback_attempts, version)
+    values (job, (e.data->>'accountId')::uuid, 'queued', (e.data->>'pageCount')::int, 0, null,
+      (e.data->>'createdAt')::timestamptz, (e.data->>'expiresAt')::timestamptz, e.data->'options',
+      e.data->>'uploadKey', false, 0, e.stream_version);
+    insert into job_pages (job_id, page_number, name, blob_key, sha256, bytes, completed)
+    select job, (p->>'pageNumber')::int, p->>'name', p->>'blobKey', p->>'sha256', (p->>'bytes')::bigint, false
+    from jsonb_array_elements(e.data->'pages') as p;
+  when 'JobStarted' then
+    update job_status set state = 'processing', started_at = (e.data->>'startedAt')::timestamptz,
+      current_step = 'layout' where job_id = job;
+  when 'StepStarted' then
+    if e.data->'page' <> 'null'::jsonb then
+      update job_pages set step = e.data->>'step' where job_id = job and page_number = (e.data->>'page')::int;
+    end if;
+  when 'PageCompleted' then
+    update job_pages set completed = true, result_key = e.data->>'resultKey', line_count = (e.data->>'lineCount')::int
+      where job_id = job and page_number = (e.data->>'page')::int;
+    update job_status set pages_done = pages_done + 1 where job_id = job;
+  when 'JobSucceeded' then
+    update job_status set state = 'done', current_step = null, finished_at = (e.data->>'finishedAt')::timestamptz,
+      warning_message = e.data->>'warningMessage', archive_key = e.data->>'archiveKey',
+      archive_bytes = (e.data->>'archiveBytes')::bigint, archive_sha256 = e.data->>'archiveSha256',
+      callback_state = case when options->>'webhookUrl' is not null then 'pending' end,
+      callback_next_attempt_at = case when options->>'webhookUrl' is not null then (e.data->>'finishedAt')::timestamptz end
+      where job_id = job;
+  when 'JobFailed' then
+    update job_status set state = 'failed', current_step = null, finished_at = (e.data->>'finishedAt')::timestamptz,
+      error_message = e.data->>'errorMessage',
+      callback_state = case when options->>'webhookUrl' is not null then 'pending' end,
+      callback_next_attempt_at = case when options->>'webhookUrl' is not null then (e.data->>'finishedAt')::timestamptz end
+      where job_id = job;
+  when 'JobCancelled' then
+    update job_status set state = 'cancelled', current_step = null, finished_at = (e.data->>'cancelledAt')::timestamptz
+      where job_id = job;
+  when 'CallbackAttempted' then
+    update job_status set callback_attempts = (e.data->>'attempt')::int,
+      callback_state = case when (e.data->>'ok')::boolean then 'delivered'
+                            when e.data->'nextAttemptAt' <> 'null'::jsonb then 'retrying' else 'abandoned' end,
+      callback_next_attempt_at = (e.data->>'nextAttemptAt')::timestamptz,
+      callback_last_status = (e.data->>'httpStatus')::int
+      where job_id = job;
+  when 'CallbackAbandoned' then
+    update job_status set callback_state = 'abandoned', callback_next_attempt_at = null where job_id = job;
+  when 'ResultExpired' then
+    update job_status set result_expired = true where job_id = job;
+  end case;
+
+  -- While processing, current_step is the earliest step an unfinished page is at
+  -- (a page not started yet waits for layout); with every page done, it is export.
+  if e.type in ('StepStarted', 'PageCompleted') then
+    update job_status set current_step = coalesce(
+      (select coalesce(p.step, 'layout') from job_pages p
+        where p.job_id = job and not p.completed
+        order by array_position(array['layout', 'recognition', 'correction', 'export'], coalesce(p.step, 'layout'))
+        limit 1),
+      'export')
+    where job_id = job and state = 'processing';
+  end if;
+  update job_status set version = e.stream_version where job_id = job;
+end`,
+};

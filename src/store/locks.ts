@@ -1,0 +1,5 @@
+// Advisory lock ids (one place, so no two uses collide).
+export const MIGRATION_LOCK = 7285000;
+/** Taken shared by every append (hwr_append_events), exclusively by rebuild/verify's catch-up. */
+export const APPEND_LOCK = 7285001;
+export const IDEMPOTENCY_LOCK_NAMESPACE = 7285002;

@@ -1,0 +1,67 @@
+// pg-boss in the same database as the events (schema `pgboss`), with its queues.
+import { PgBoss } from 'pg-boss';
+import type pg from 'pg';
+import type { Config } from '../config.ts';
+import { QUEUES } from './queues.ts';
+import type { Reaction } from './reactions.ts';
+
+export interface BossOptions {
+  /** Run maintenance and supervision (expiry of dead tasks, cron). Workers do; an API-only process need not. */
+  supervise: boolean;
+}
+
+export async function startBoss(databaseUrl: string, config: Config, options: BossOptions): Promise<PgBoss> {
+  const boss = new PgBoss({
+    connectionString: databaseUrl,
+    max: 10,
+    application_name: 'hwr-boss',
+    useListenNotify: true,
+    supervise: options.supervise,
+    schedule: options.supervise,
+    superviseIntervalSeconds: config.workers.superviseIntervalSeconds,
+    monitorIntervalSeconds: Math.max(config.workers.superviseIntervalSeconds, 1),
+  });
+  boss.on('error', () => {});
+  await boss.start();
+  const common = { notify: true, deleteAfterSeconds: 7 * 24 * 3600 };
+  await ensureQueue(boss, QUEUES.page, {
+    ...common,
+    retryLimit: config.workers.pageRetryLimit,
+    retryDelay: 1,
+    expireInSeconds: config.workers.taskExpireSeconds,
+    heartbeatSeconds: config.workers.heartbeatSeconds,
+  });
+  await ensureQueue(boss, QUEUES.export, {
+    ...common,
+    retryLimit: config.workers.pageRetryLimit,
+    retryDelay: 1,
+    expireInSeconds: config.workers.taskExpireSeconds,
+    heartbeatSeconds: config.workers.heartbeatSeconds,
+  });
+  // A callback task records its own outcome as an event and schedules the next attempt itself;
+  // pg-boss retries cover only a crash between sending and recording.
+  await ensureQueue(boss, QUEUES.callback, { ...common, retryLimit: 3, retryDelay: 1, expireInSeconds: 120 });
+  await ensureQueue(boss, QUEUES.expireResults, { ...common, retryLimit: 1, expireInSeconds: 600 });
+  return boss;
+}
+
+async function ensureQueue(boss: PgBoss, name: string, options: Parameters<PgBoss['createQueue']>[1]): Promise<void> {
+  if (await boss.getQueue(name)) await boss.updateQueue(name, options);
+  else await boss.createQueue(name, options);
+}
+
+/** Writes reactions through the caller's transaction. */
+export async function scheduleReactions(boss: PgBoss, client: pg.PoolClient, reactions: readonly Reaction[]): Promise<void> {
+  const db = { executeSql: (text: string, values?: unknown[]) => client.query(text, values as unknown[]) };
+  const sends = new Map<string, Array<{ id: string; data: object; startAfter?: Date }>>();
+  for (const reaction of reactions) {
+    if (reaction.kind === 'cancel') {
+      await boss.cancel(reaction.queue, reaction.ids, { db });
+    } else {
+      const list = sends.get(reaction.queue) ?? [];
+      list.push({ id: reaction.id, data: reaction.data, startAfter: reaction.startAfter });
+      sends.set(reaction.queue, list);
+    }
+  }
+  for (const [queue, jobs] of sends) await boss.insert(queue, jobs, { db });
+}

@@ -1,0 +1,29 @@
+// pg-boss queue names and the ids of their tasks. Task ids are derived from what
+// they do, so a reaction written twice (a retried command) inserts one task, and
+// a cancel can name every task of a job without looking them up.
+import { derivedUuid } from '../../domain/ids.ts';
+
+export const QUEUES = {
+  page: 'hwr-page',
+  export: 'hwr-export',
+  callback: 'hwr-callback',
+  expireResults: 'hwr-expire-results',
+} as const;
+
+export interface PageTaskData {
+  jobId: string;
+  page: number;
+}
+
+export interface ExportTaskData {
+  jobId: string;
+}
+
+export interface CallbackTaskData {
+  jobId: string;
+  attempt: number;
+}
+
+export const pageTaskId = (jobId: string, page: number): string => derivedUuid('hwr-page', jobId, page);
+export const exportTaskId = (jobId: string): string => derivedUuid('hwr-export', jobId);
+export const callbackTaskId = (jobId: string, attempt: number): string => derivedUuid('hwr-callback', jobId, attempt);

@@ -1,0 +1,58 @@
+// What the engine does in reaction to events, decided from the events and the
+// state after them. Written to pg-boss in the same transaction as the events:
+// no event without its reaction, no reaction for a rolled-back event.
+import type { DomainEvent } from '../../domain/events.ts';
+import { pagesDone, type JobState } from '../../domain/job.ts';
+import { callbackTaskId, exportTaskId, pageTaskId, QUEUES } from './queues.ts';
+
+export type Reaction =
+  | { kind: 'send'; queue: string; id: string; data: object; startAfter?: Date }
+  | { kind: 'cancel'; queue: string; ids: string[] };
+
+export function reactionsTo(events: readonly DomainEvent[], after: JobState): Reaction[] {
+  const reactions: Reaction[] = [];
+  for (const event of events) {
+    switch (event.type) {
+      case 'JobQueued':
+        for (const page of event.data.pages) {
+          reactions.push({ kind: 'send', queue: QUEUES.page, id: pageTaskId(after.jobId, page.pageNumber), data: { jobId: after.jobId, page: page.pageNumber } });
+        }
+        break;
+      case 'PageCompleted':
+        // The append that completes the last page schedules the export.
+        if (pagesDone(after) === after.pageCount) {
+          reactions.push({ kind: 'send', queue: QUEUES.export, id: exportTaskId(after.jobId), data: { jobId: after.jobId } });
+        }
+        break;
+      case 'JobSucceeded':
+      case 'JobFailed':
+        if (after.callback) {
+          reactions.push({ kind: 'send', queue: QUEUES.callback, id: callbackTaskId(after.jobId, 1), data: { jobId: after.jobId, attempt: 1 } });
+        }
+        if (event.type === 'JobFailed') reactions.push(cancelPendingTasks(after));
+        break;
+      case 'CallbackAttempted':
+        if (event.data.nextAttemptAt !== null) {
+          const attempt = event.data.attempt + 1;
+          reactions.push({
+            kind: 'send',
+            queue: QUEUES.callback,
+            id: callbackTaskId(after.jobId, attempt),
+            data: { jobId: after.jobId, attempt },
+            startAfter: new Date(event.data.nextAttemptAt),
+          });
+        }
+        break;
+      case 'JobCancelled':
+        reactions.push(cancelPendingTasks(after));
+        break;
+      default:
+        break;
+    }
+  }
+  return reactions;
+}
+
+function cancelPendingTasks(state: JobState): Reaction {
+  return { kind: 'cancel', queue: QUEUES.page, ids: state.pages.map((page) => pageTaskId(state.jobId, page.pageNumber)) };
+}
