@@ -70,6 +70,12 @@ export interface CorrectionInfo {
   refusedLines: { id: string; reason: string }[];
   inputTokens: number;
   outputTokens: number;
+  /**
+   * 'applied': the answer passed the guards (some lines may still be refused);
+   * 'rejected': the answer was malformed twice, the recognised text was kept;
+   * 'unavailable': the provider could not be reached, the recognised text was kept.
+   */
+  outcome?: 'applied' | 'rejected' | 'unavailable';
 }
 
 export interface PageResult {
