@@ -1,0 +1,64 @@
+// The one error type of upload intake. Each code is stable (clients branch on it) and maps to
+// an HTTP status and a problem+json title; `detail` names the offending file. docs/intake.md
+// lists every code with the rule behind it.
+
+export const INTAKE_ERRORS = {
+  upload_too_large: { status: 413, title: 'Upload too large' },
+  invalid_zip: { status: 400, title: 'Not a readable ZIP archive' },
+  encrypted_zip: { status: 400, title: 'Encrypted ZIP entries are not supported' },
+  unsupported_compression: { status: 400, title: 'Unsupported ZIP compression method' },
+  unsafe_path: { status: 400, title: 'Unsafe entry path in ZIP' },
+  duplicate_entry: { status: 400, title: 'Duplicate entry path in ZIP' },
+  zip_bomb: { status: 400, title: 'ZIP exceeds the decompression limits' },
+  too_many_entries: { status: 400, title: 'Too many entries in ZIP' },
+  no_images: { status: 400, title: 'No images in ZIP' },
+  not_an_image: { status: 400, title: 'Entry is not an image' },
+  unsupported_image_format: { status: 400, title: 'Unsupported image format' },
+  unreadable_image: { status: 400, title: 'Unreadable image' },
+  multi_page_image: { status: 400, title: 'Multi-page image' },
+  image_too_large: { status: 400, title: 'Image has too many pixels' },
+  too_many_pages: { status: 400, title: 'Too many pages' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type IntakeErrorCode = keyof typeof INTAKE_ERRORS;
+
+export class IntakeError extends Error {
+  readonly code: IntakeErrorCode;
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  /** The ZIP entry path the error is about, when it is about one. */
+  readonly entry: string | null;
+
+  constructor(code: IntakeErrorCode, detail: string, options: { entry?: string; cause?: unknown } = {}) {
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'IntakeError';
+    this.code = code;
+    this.status = INTAKE_ERRORS[code].status;
+    this.title = INTAKE_ERRORS[code].title;
+    this.detail = detail;
+    this.entry = options.entry ?? null;
+  }
+}
+
+export function isIntakeError(error: unknown): error is IntakeError {
+  return error instanceof IntakeError;
+}
+
+/** For the HTTP layer, which enforces MAX_UPLOAD_BYTES while the upload streams to disk. */
+export function uploadTooLargeError(maxUploadBytes: number, uploadName = 'scan_zip'): IntakeError {
+  return new IntakeError(
+    'upload_too_large',
+    `${uploadName} is larger than the ${maxUploadBytes}-byte limit (MAX_UPLOAD_BYTES)`,
+  );
+}
+
+/**
+ * A file or entry name as it appears in a `detail`: in double quotes, with quotes and control
+ * characters escaped (backslashes stay as they are: `"C:\evil.jpg"` is what the client wrote).
+ */
+export function quoteName(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  const escaped = name.replace(/["\u0000-\u001f\u007f]/g, (character) => JSON.stringify(character).slice(1, -1));
+  return `"${escaped}"`;
+}

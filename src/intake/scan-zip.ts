@@ -1,0 +1,334 @@
+// Intake of an uploaded scan ZIP: checks it (docs/intake.md lists every rule) and stores
+// each page image in the blob store under `<keyPrefix>/<0001>.<ext>`, in natural order of
+// the entry paths. Nothing is trusted from the ZIP headers alone: sizes, ratios and CRCs are
+// checked on the bytes actually inflated, and images are recognised by content.
+import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { crc32 } from 'node:zlib';
+import sharp, { type Metadata } from 'sharp';
+import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import type { Config } from '../config.ts';
+import type { PageSource } from '../pipeline/pipeline.ts';
+import { checkEntryPath, isDirectoryPath, isJunkPath } from './entry-path.ts';
+import { detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';
+import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';
+import { sortPathsNaturally } from './natural-sort.ts';
+
+export interface IntakeOptions {
+  limits: Config['limits'];
+  blobs: BlobStore;
+  /** Where pages go, e.g. `jobs/<job_id>/pages`; deleted again if intake fails. */
+  keyPrefix: string;
+  signal?: AbortSignal;
+  /** The upload's name in error details (the client's file name, or the form field). */
+  uploadName?: string;
+}
+
+/**
+ * Small entries may be very compressible (a blank page, a tiny PNG stored deflated): the
+ * compression-ratio rule applies only once an entry has inflated past this many bytes.
+ */
+export const RATIO_GRACE_BYTES = 1024 * 1024;
+
+/** Entries read from the central directory at most: pages plus room for folders and OS junk. */
+export function maxZipEntries(maxPages: number): number {
+  return maxPages * 4 + 1000;
+}
+
+interface Candidate {
+  entry: Entry;
+  /** The entry path, `/`-separated. */
+  path: string;
+}
+
+export async function intakeScanZip(zipPath: string, options: IntakeOptions): Promise<PageSource[]> {
+  const { limits, signal } = options;
+  const uploadName = options.uploadName ?? 'scan_zip';
+  signal?.throwIfAborted();
+
+  const { size } = await stat(zipPath);
+  if (size > limits.maxUploadBytes) throw uploadTooLargeError(limits.maxUploadBytes, uploadName);
+
+  const zip = await openZip(zipPath, uploadName);
+  try {
+    if (zip.entryCount > maxZipEntries(limits.maxPages)) {
+      throw new IntakeError(
+        'too_many_entries',
+        `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted (4 × MAX_PAGES + 1000)`,
+      );
+    }
+    const candidates = await readCandidates(zip, limits, uploadName);
+    if (candidates.length === 0) {
+      throw new IntakeError('no_images', `${quoteName(uploadName)} contains no images (OS junk such as __MACOSX/ and .DS_Store is ignored)`);
+    }
+    if (candidates.length > limits.maxPages) {
+      throw new IntakeError(
+        'too_many_pages',
+        `${quoteName(uploadName)} has ${candidates.length} files; at most ${limits.maxPages} pages are accepted (MAX_PAGES)`,
+      );
+    }
+    const ordered = sortPathsNaturally(candidates, (candidate) => candidate.path);
+    const digits = Math.max(4, String(ordered.length).length);
+    const progress = { inflatedBytes: 0 };
+    const pages: PageSource[] = [];
+    try {
+      for (const [index, candidate] of ordered.entries()) {
+        signal?.throwIfAborted();
+        const pageNumber = index + 1;
+        const keyStem = `${options.keyPrefix}/${String(pageNumber).padStart(digits, '0')}`;
+        pages.push(await storePage(zip, candidate, pageNumber, keyStem, options, progress));
+      }
+    } catch (error) {
+      await options.blobs.deletePrefix(options.keyPrefix).catch(() => undefined);
+      throw error;
+    }
+    return pages;
+  } finally {
+    zip.close();
+  }
+}
+
+function openZip(zipPath: string, uploadName: string): Promise<ZipFile> {
+  return new Promise((resolve, reject) => {
+    yauzl.open(
+      zipPath,
+      // decodeStrings: false so that unsafe names reach our own checks (with a precise error)
+      // instead of failing inside yauzl; names are decoded in readCandidates.
+      { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true, strictFileNames: true },
+      (error, zip) => (error ? reject(zipLevelError(error, uploadName)) : resolve(zip)),
+    );
+  });
+}
+
+function zipLevelError(error: Error, uploadName: string): IntakeError {
+  if (/strong encryption/i.test(error.message)) {
+    return new IntakeError('encrypted_zip', `${quoteName(uploadName)} uses strong encryption; submit an unencrypted ZIP`, { cause: error });
+  }
+  if (/end of central directory record signature not found/i.test(error.message)) {
+    return new IntakeError('invalid_zip', `${quoteName(uploadName)} is not a ZIP archive (or is truncated)`, { cause: error });
+  }
+  return new IntakeError('invalid_zip', `${quoteName(uploadName)} is a damaged ZIP archive: ${error.message}`, { cause: error });
+}
+
+function entryName(entry: Entry): string {
+  // With decodeStrings: false yauzl leaves names as bytes; decode as yauzl would
+  // (UTF-8 flag, Info-ZIP Unicode path field, else CP437) but keep backslashes.
+  return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, true);
+}
+
+function isSymbolicLink(entry: Entry): boolean {
+  const madeByUnix = entry.versionMadeBy >> 8 === 3;
+  return madeByUnix && ((entry.externalFileAttributes >>> 16) & 0o170000) === 0o120000;
+}
+
+function isDirectoryEntry(entry: Entry, path: string): boolean {
+  const msDosDirectory = (entry.externalFileAttributes & 0x10) !== 0 && entry.uncompressedSize === 0;
+  return isDirectoryPath(path) || msDosDirectory;
+}
+
+/** Reads the central directory, applies every rule that needs no decompression, returns the page candidates. */
+function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: string): Promise<Candidate[]> {
+  return new Promise((resolve, reject) => {
+    const candidates: Candidate[] = [];
+    const seen = new Set<string>();
+    let declaredTotal = 0;
+    let settled = false;
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      reject(error);
+    };
+
+    zip.on('error', (error: Error) => fail(zipLevelError(error, uploadName)));
+    zip.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(candidates);
+    });
+    zip.on('entry', (entry: Entry) => {
+      if (settled) return;
+      try {
+        const candidate = checkEntry(entry);
+        if (candidate) candidates.push(candidate);
+        zip.readEntry();
+      } catch (error) {
+        fail(error);
+      }
+    });
+    zip.readEntry();
+
+    function checkEntry(entry: Entry): Candidate | null {
+      const name = entryName(entry);
+      const checked = checkEntryPath(name);
+      if (!checked.safe) throw new IntakeError('unsafe_path', `entry ${quoteName(name)} ${checked.reason}`, { entry: name });
+      const path = checked.path;
+      if (isDirectoryEntry(entry, path) || isJunkPath(path)) return null;
+      if (isSymbolicLink(entry)) throw new IntakeError('unsafe_path', `entry ${quoteName(path)} is a symbolic link`, { entry: path });
+      if (entry.isEncrypted()) {
+        throw new IntakeError('encrypted_zip', `entry ${quoteName(path)} is encrypted (password-protected); submit an unencrypted ZIP`, { entry: path });
+      }
+      if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
+        throw new IntakeError(
+          'unsupported_compression',
+          `entry ${quoteName(path)} uses compression method ${entry.compressionMethod}; only stored (0) and deflate (8) are supported`,
+          { entry: path },
+        );
+      }
+      if (seen.has(path)) throw new IntakeError('duplicate_entry', `entry ${quoteName(path)} appears more than once`, { entry: path });
+      seen.add(path);
+      checkInflatedSize(path, entry.uncompressedSize, entry.compressedSize, limits, 'declares');
+      declaredTotal += entry.uncompressedSize;
+      if (declaredTotal > limits.maxUncompressedBytes) {
+        throw new IntakeError(
+          'zip_bomb',
+          `${quoteName(uploadName)} declares more than ${limits.maxUncompressedBytes} bytes uncompressed in total (MAX_UNCOMPRESSED_BYTES)`,
+          { entry: path },
+        );
+      }
+      return { entry, path };
+    }
+  });
+}
+
+function checkInflatedSize(path: string, inflated: number, compressed: number, limits: Config['limits'], verb: 'declares' | 'inflates to'): void {
+  if (inflated > limits.maxUncompressedBytes) {
+    throw new IntakeError(
+      'zip_bomb',
+      `entry ${quoteName(path)} ${verb} more than ${limits.maxUncompressedBytes} bytes uncompressed (MAX_UNCOMPRESSED_BYTES)`,
+      { entry: path },
+    );
+  }
+  if (inflated > RATIO_GRACE_BYTES && inflated / Math.max(1, compressed) > limits.maxCompressionRatio) {
+    throw new IntakeError(
+      'zip_bomb',
+      `entry ${quoteName(path)} ${verb} ${inflated} bytes from ${compressed} compressed, a ratio above ${limits.maxCompressionRatio} (MAX_COMPRESSION_RATIO)`,
+      { entry: path },
+    );
+  }
+}
+
+function openEntryStream(zip: ZipFile, candidate: Candidate): Promise<Readable> {
+  return new Promise((resolve, reject) => {
+    zip.openReadStream(candidate.entry, (error, stream) => (error ? reject(entryReadError(error, candidate.path)) : resolve(stream)));
+  });
+}
+
+function entryReadError(error: unknown, path: string): unknown {
+  if (error instanceof IntakeError || (error as Error)?.name === 'AbortError') return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (/too many bytes in the stream/i.test(message)) {
+    return new IntakeError('zip_bomb', `entry ${quoteName(path)} inflates to more bytes than its header declares`, { entry: path, cause: error });
+  }
+  return new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged: ${message}`, { entry: path, cause: error });
+}
+
+async function storePage(
+  zip: ZipFile,
+  candidate: Candidate,
+  pageNumber: number,
+  keyStem: string,
+  options: IntakeOptions,
+  progress: { inflatedBytes: number },
+): Promise<PageSource> {
+  const { path, entry } = candidate;
+  const { limits, signal } = options;
+  const stream = await openEntryStream(zip, candidate);
+  const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const hash = createHash('sha256');
+  let crc = 0;
+  let bytes = 0;
+
+  const next = async (): Promise<Buffer | null> => {
+    let result: IteratorResult<Buffer>;
+    try {
+      result = await chunks.next();
+    } catch (error) {
+      throw entryReadError(error, path);
+    }
+    if (result.done) return null;
+    const chunk = result.value;
+    signal?.throwIfAborted();
+    bytes += chunk.length;
+    progress.inflatedBytes += chunk.length;
+    checkInflatedSize(path, bytes, entry.compressedSize, limits, 'inflates to');
+    if (progress.inflatedBytes > limits.maxUncompressedBytes) {
+      throw new IntakeError('zip_bomb', `the archive inflates to more than ${limits.maxUncompressedBytes} bytes in total (MAX_UNCOMPRESSED_BYTES)`, {
+        entry: path,
+      });
+    }
+    hash.update(chunk);
+    crc = crc32(chunk, crc);
+    return chunk;
+  };
+
+  try {
+    const headChunks: Buffer[] = [];
+    let headLength = 0;
+    while (headLength < IMAGE_SNIFF_BYTES) {
+      const chunk = await next();
+      if (chunk === null) break;
+      headChunks.push(chunk);
+      headLength += chunk.length;
+    }
+    const head = Buffer.concat(headChunks);
+    const type = detectImageType(head);
+    if (type.kind === 'unsupported') {
+      throw new IntakeError(
+        'unsupported_image_format',
+        `entry ${quoteName(path)} is a ${unsupportedFormatName(type.format)} file; pages must be JPEG, PNG, TIFF or WebP images`,
+        { entry: path },
+      );
+    }
+    if (type.kind === 'unknown') {
+      const what = head.length === 0 ? 'is empty' : 'is not an image';
+      throw new IntakeError('not_an_image', `entry ${quoteName(path)} ${what}; pages must be JPEG, PNG, TIFF or WebP images`, { entry: path });
+    }
+
+    const blobKey = `${keyStem}.${type.extension}`;
+    async function* body(): AsyncGenerator<Buffer> {
+      yield head;
+      for (let chunk = await next(); chunk !== null; chunk = await next()) yield chunk;
+    }
+    await options.blobs.put(blobKey, Readable.from(body(), { objectMode: false }));
+
+    if (crc >>> 0 !== entry.crc32 >>> 0) {
+      throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
+    }
+    await checkImageHeader(options.blobs.localPath(blobKey), path, type.format, limits);
+    return { pageNumber, name: path, blobKey, sha256: hash.digest('hex'), bytes };
+  } finally {
+    stream.destroy();
+  }
+}
+
+async function checkImageHeader(file: string, path: string, format: string, limits: Config['limits']): Promise<void> {
+  let metadata: Metadata;
+  try {
+    // No pixel limit here: the image is measured below to give our own error.
+    metadata = await sharp(file, { limitInputPixels: false }).metadata();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new IntakeError('unreadable_image', `entry ${quoteName(path)} looks like ${format.toUpperCase()} but its header cannot be read (${reason})`, {
+      entry: path,
+      cause: error,
+    });
+  }
+  const { width, height } = metadata;
+  if (!width || !height) {
+    throw new IntakeError('unreadable_image', `entry ${quoteName(path)} has no readable width and height`, { entry: path });
+  }
+  if ((metadata.pages ?? 1) > 1) {
+    throw new IntakeError('multi_page_image', `entry ${quoteName(path)} holds ${metadata.pages} pages or frames; submit one image per page`, {
+      entry: path,
+    });
+  }
+  if (width * height > limits.maxImagePixels) {
+    throw new IntakeError(
+      'image_too_large',
+      `entry ${quoteName(path)} is ${width}×${height} pixels, more than ${limits.maxImagePixels} (MAX_IMAGE_PIXELS)`,
+      { entry: path },
+    );
+  }
+}
