@@ -1,0 +1,113 @@
+"""Handwriting augmentation applied to a whole padded batch at once (torch ops, no extra CPU libraries).
+
+Works on the 64 px source images (white = 1.0, ink dark) before they are scaled to the model height,
+so that one-pixel morphology and sub-pixel distortions stay fine-grained. Every random draw comes from
+the generator passed in, which the trainer seeds per (seed, epoch, batch): a resumed run replays the
+same augmentation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def _uniform(g: torch.Generator, n: int, low: float, high: float) -> torch.Tensor:
+    return low + (high - low) * torch.rand(n, generator=g)
+
+
+def _chance(g: torch.Generator, n: int, p: float) -> torch.Tensor:
+    return torch.rand(n, generator=g) < p
+
+
+def geometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """Slant (shear), small rotation, vertical scale and shift, plus a smooth elastic displacement."""
+    n, _, h, w = x.shape
+    shear = _uniform(g, n, -0.45, 0.45) * _chance(g, n, 0.8)
+    rotation = _uniform(g, n, -0.015, 0.015)  # radians; long lines make this a few pixels at the ends
+    yscale = _uniform(g, n, 0.85, 1.12)
+    yshift = _uniform(g, n, -0.08, 0.08)
+    theta = torch.zeros(n, 2, 3)
+    # in normalised coordinates a pixel-space shear/rotation is scaled by the aspect ratio
+    theta[:, 0, 0] = 1.0
+    theta[:, 0, 1] = shear * (h / w)
+    theta[:, 1, 0] = rotation * (w / h)
+    theta[:, 1, 1] = 1.0 / yscale
+    theta[:, 1, 2] = yshift
+    grid = F.affine_grid(theta, [n, 1, h, w], align_corners=False)
+
+    # elastic: random displacements on a coarse lattice (one knot per ~16 px), smoothly upsampled
+    elastic = _chance(g, n, 0.6).float().view(n, 1, 1, 1)
+    amplitude = _uniform(g, n, 0.5, 2.2).view(n, 1, 1, 1)  # pixels
+    coarse = torch.randn(n, 2, max(2, h // 16), max(2, w // 16), generator=g)
+    field = F.interpolate(coarse, size=(h, w), mode="bicubic", align_corners=False)
+    field = field * amplitude * elastic
+    field = torch.stack([field[:, 0] * (2.0 / w), field[:, 1] * (2.0 / h)], dim=-1)
+    return F.grid_sample(x - 1.0, grid + field, mode="bilinear", padding_mode="zeros", align_corners=False) + 1.0
+
+
+def stroke_width(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """Thicker ink (min filter) or thinner ink (max filter) on some lines."""
+    n = x.shape[0]
+    draw = torch.rand(n, generator=g)
+    thicker = -F.max_pool2d(-x, 3, stride=1, padding=1)
+    thinner = F.max_pool2d(x, 3, stride=1, padding=1)
+    # a full 3x3 max erases thin strokes; blend halfway so thin pens survive
+    thinner = 0.5 * (x + thinner)
+    pick_thick = (draw < 0.2).view(n, 1, 1, 1)
+    pick_thin = ((draw >= 0.2) & (draw < 0.35)).view(n, 1, 1, 1)
+    return torch.where(pick_thick, thicker, torch.where(pick_thin, thinner, x))
+
+
+def blur(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    n = x.shape[0]
+    sigma = _uniform(g, n, 0.6, 1.6)
+    apply = _chance(g, n, 0.3)
+    if not bool(apply.any()):
+        return x
+    radius = 3
+    t = torch.arange(-radius, radius + 1, dtype=torch.float32)
+    out = x.clone()
+    for i in torch.nonzero(apply).flatten().tolist():
+        k = torch.exp(-(t**2) / (2 * float(sigma[i]) ** 2))
+        k = k / k.sum()
+        xi = F.pad(x[i : i + 1], (radius, radius, radius, radius), mode="replicate")
+        xi = F.conv2d(xi, k.view(1, 1, 1, -1))
+        out[i : i + 1] = F.conv2d(xi, k.view(1, 1, -1, 1))
+    return out
+
+
+def photometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """Contrast, brightness, paper tone and gamma: faded ink, yellowed paper, dark scans."""
+    n = x.shape[0]
+    ink = _uniform(g, n, 0.0, 0.45).view(n, 1, 1, 1)  # darkest ink level
+    paper = _uniform(g, n, 0.7, 1.0).view(n, 1, 1, 1)  # paper level
+    gamma = torch.exp(_uniform(g, n, -0.4, 0.4)).view(n, 1, 1, 1)
+    x = x.clamp(0.0, 1.0) ** gamma
+    return ink + (paper - ink) * x
+
+
+def noise(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    n = x.shape[0]
+    level = _uniform(g, n, 0.0, 0.06).view(n, 1, 1, 1)
+    return (x + level * torch.randn(x.shape, generator=g)).clamp(0.0, 1.0)
+
+
+def augment_source(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """Augmentations done at source resolution (before scaling to the model height)."""
+    x = geometric(x, g)
+    x = stroke_width(x, g)
+    x = blur(x, g)
+    return x
+
+
+def augment_scaled(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """Augmentations done at model resolution (after scaling)."""
+    return noise(photometric(x, g), g)
+
+
+def random_width_scale(g: torch.Generator) -> float:
+    """Horizontal stretch factor of one line: handwriting width varies far more than its height."""
+    return math.exp(float(_uniform(g, 1, math.log(0.75), math.log(1.25))))

@@ -1,0 +1,257 @@
+"""Train the CTC line recognizer on htr-lines; checkpoints often and resumes exactly.
+
+    python3 train/train.py --dataset ../shared/datasets/htr-lines --run /work/cache/hwr-train/run1
+    python3 train/train.py --run /work/cache/hwr-train/run1 --resume
+
+See train/README.md for the full set of commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from batches import make_batch, pixel_statistics  # noqa: E402
+from data import ImageStore, build_charset, ensure_extracted, read_split, save_json, width_batches, write_charset  # noqa: E402
+from metrics import ErrorRate, greedy_decode  # noqa: E402
+from model import CRNN, ModelConfig, count_parameters  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+CSV_FIELDS = ["epoch", "steps", "train_loss", "val_loss", "val_cer", "val_wer", "lr", "epoch_seconds", "elapsed_seconds"]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", type=Path, default=REPO.parent / "shared" / "datasets" / "htr-lines")
+    p.add_argument("--cache", type=Path, default=Path("/work/cache/htr-lines"), help="where the tar shards are unpacked")
+    p.add_argument("--run", type=Path, required=True, help="run directory: checkpoints, charset, log CSV")
+    p.add_argument("--resume", action="store_true", help="continue from RUN/last.pt (settings come from the checkpoint)")
+    p.add_argument("--epochs", type=int, default=12, help="length of the learning-rate schedule")
+    p.add_argument("--height", type=int, default=32)
+    p.add_argument("--channels", type=str, default="16,48,96,96,128")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--temporal-layers", type=int, default=6)
+    p.add_argument("--kernel", type=int, default=5)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--weight-decay", type=float, default=1e-4)
+    p.add_argument("--batch-width", type=int, default=24000, help="max sum of padded source widths per batch")
+    p.add_argument("--max-batch", type=int, default=32)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--limit-train", type=int, default=0, help="use only the first N training lines (timing runs)")
+    p.add_argument("--limit-val", type=int, default=0)
+    p.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    p.add_argument("--max-minutes", type=float, default=0.0, help="stop (after a checkpoint) once this much time has passed")
+    p.add_argument("--max-epochs-this-run", type=int, default=0, help="stop after this many epochs in this invocation")
+    return p.parse_args(argv)
+
+
+def git_commit() -> str:
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "train"], capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("+dirty-train" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def learning_rate(peak: float, progress: float) -> float:
+    """Linear warm-up over the first 3 % of the schedule, then cosine decay to 2 % of the peak."""
+    warm = 0.03
+    if progress < warm:
+        return peak * (0.05 + 0.95 * progress / warm)
+    t = min(1.0, (progress - warm) / (1 - warm))
+    return peak * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
+    g = torch.Generator()
+    g.manual_seed((seed * 1_000_003 + epoch) * 100_003 + index)
+    return g
+
+
+@torch.no_grad()
+def evaluate(model: CRNN, lines, store, index, charset, height, mean, std) -> tuple[float, float, float]:
+    model.eval()
+    rate = ErrorRate()
+    loss_sum = 0.0
+    batches = width_batches(lines, 40000, 32, seed=0)
+    for ids in batches:
+        b = make_batch([lines[i] for i in ids], store, index, height, mean, std, None)
+        out = model(b.images)
+        loss = F.ctc_loss(out.transpose(0, 1), b.targets, b.frames, b.target_lengths, blank=0, zero_infinity=True, reduction="sum")
+        loss_sum += float(loss)
+        for hyp, ref in zip(greedy_decode(out, b.frames.tolist(), charset), b.texts):
+            rate.add(hyp, ref)
+    model.train()
+    return loss_sum / max(1, len(lines)), rate.cer, rate.wer
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
+    args.run.mkdir(parents=True, exist_ok=True)
+    last_path = args.run / "last.pt"
+    state: dict | None = None
+    if args.resume:
+        state = torch.load(last_path, map_location="cpu")
+        saved = state["args"]
+        # everything that shapes the run comes from the checkpoint; only stopping rules are taken from the command line
+        for key in ("max_minutes", "max_epochs_this_run", "checkpoint_minutes", "threads", "resume"):
+            saved[key] = getattr(args, key)
+        args = argparse.Namespace(**saved)
+        args.run = Path(args.run)
+        args.dataset = Path(args.dataset)
+        args.cache = Path(args.cache)
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+
+    started = time.time()
+    images_dir, digest = ensure_extracted(args.dataset, args.cache)
+    train_lines = read_split(args.dataset, "train", images_dir)
+    val_lines = read_split(args.dataset, "val", images_dir)
+    if args.limit_train:
+        train_lines = train_lines[: args.limit_train]
+    if args.limit_val:
+        val_lines = val_lines[: args.limit_val]
+    store = ImageStore(images_dir, train_lines + val_lines)
+
+    if state is None:
+        charset = build_charset(train_lines)
+        mean, std = pixel_statistics(train_lines, store, args.height)
+        cfg = ModelConfig(
+            num_classes=len(charset) + 1,
+            height=args.height,
+            channels=tuple(int(c) for c in args.channels.split(",")),
+            hidden=args.hidden,
+            temporal_layers=args.temporal_layers,
+            kernel=args.kernel,
+            dropout=args.dropout,
+        )
+        meta = {"dataset_digest": digest, "training_commit": git_commit(), "mean": mean, "std": std, "charset": charset}
+    else:
+        meta = state["meta"]
+        if meta["dataset_digest"] != digest:
+            raise SystemExit(f"dataset changed since the checkpoint: {digest} != {meta['dataset_digest']}")
+        charset, mean, std = meta["charset"], meta["mean"], meta["std"]
+        cfg = ModelConfig.from_dict(state["model_config"])
+    write_charset(charset, args.run / "charset.txt")
+    index = {ch: i + 1 for i, ch in enumerate(charset)}
+
+    model = CRNN(cfg)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    epoch, position, best_cer, elapsed_before = 0, 0, float("inf"), 0.0
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        epoch, position, best_cer = state["epoch"], state["position"], state["best_cer"]
+        elapsed_before = state["elapsed_seconds"]
+        torch.set_rng_state(state["torch_rng"])
+    print(
+        f"train {len(train_lines)} lines, val {len(val_lines)}, charset {len(charset)}, params {count_parameters(model)}, "
+        f"height {cfg.height}, mean {mean:.4f} std {std:.4f}, start epoch {epoch} batch {position}, setup {time.time() - started:.1f}s",
+        flush=True,
+    )
+    save_json(args.run / "config.json", {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "model": cfg.to_dict(), "meta": {k: v for k, v in meta.items() if k != "charset"}})
+
+    log_path = args.run / "log.csv"
+    if not log_path.exists():
+        with open(log_path, "w", newline="") as f:
+            csv.writer(f).writerow(CSV_FIELDS)
+
+    run_started = time.time()
+    last_checkpoint = time.time()
+    epochs_this_run = 0
+
+    def snapshot(epoch_: int, position_: int, loss_sum_: float, loss_count_: int, epoch_seconds_: float) -> dict:
+        return {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "model_config": cfg.to_dict(),
+            "meta": meta,
+            "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+            "epoch": epoch_,
+            "position": position_,
+            "partial_loss": (loss_sum_, loss_count_),
+            "epoch_seconds": epoch_seconds_,
+            "best_cer": best_cer,
+            "elapsed_seconds": elapsed_before + time.time() - run_started,
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    model.train()
+    while epoch < args.epochs:
+        batches = width_batches(train_lines, args.batch_width, args.max_batch, seed=args.seed * 1000 + epoch)
+        loss_sum, loss_count = (state["partial_loss"] if state is not None and position > 0 else (0.0, 0))
+        epoch_seconds = state["epoch_seconds"] if state is not None and position > 0 else 0.0
+        segment_start = time.time()
+        state = None
+        for i in range(position, len(batches)):
+            lr = learning_rate(args.lr, (epoch + i / len(batches)) / args.epochs)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            b = make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch, i))
+            out = model(b.images)
+            loss = F.ctc_loss(out.transpose(0, 1), b.targets, b.frames, b.target_lengths, blank=0, zero_infinity=True, reduction="mean")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            optimizer.step()
+            loss_sum += float(loss) * len(b.texts)
+            loss_count += len(b.texts)
+            if i % 50 == 0:
+                print(f"epoch {epoch} batch {i}/{len(batches)} loss {loss_sum / max(1, loss_count):.4f} lr {lr:.2e} {time.time() - segment_start + epoch_seconds:.0f}s", flush=True)
+            now = time.time()
+            out_of_time = args.max_minutes and (now - run_started) / 60 >= args.max_minutes
+            if out_of_time or (now - last_checkpoint) / 60 >= args.checkpoint_minutes:
+                save_checkpoint(last_path, snapshot(epoch, i + 1, loss_sum, loss_count, epoch_seconds + now - segment_start))
+                last_checkpoint = now
+                if out_of_time:
+                    print(f"stopping: --max-minutes reached at epoch {epoch} batch {i + 1}", flush=True)
+                    return
+        epoch_seconds += time.time() - segment_start
+        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std)
+        epoch += 1
+        elapsed = elapsed_before + time.time() - run_started
+        with open(log_path, "a", newline="") as f:
+            csv.writer(f).writerow([epoch, len(batches), f"{loss_sum / max(1, loss_count):.4f}", f"{val_loss:.4f}", f"{cer:.4f}", f"{wer:.4f}", f"{lr:.2e}", f"{epoch_seconds:.0f}", f"{elapsed:.0f}"])
+        print(f"epoch {epoch} done: train loss {loss_sum / max(1, loss_count):.4f} val loss {val_loss:.4f} CER {cer:.4f} WER {wer:.4f} ({epoch_seconds:.0f}s)", flush=True)
+        if cer < best_cer:
+            best_cer = cer
+            best = snapshot(epoch, 0, 0.0, 0, 0.0)
+            best["val_cer"], best["val_wer"] = cer, wer
+            save_checkpoint(args.run / "best.pt", best)
+        save_checkpoint(last_path, snapshot(epoch, 0, 0.0, 0, 0.0))
+        last_checkpoint = time.time()
+        position = 0
+        epochs_this_run += 1
+        if args.max_epochs_this_run and epochs_this_run >= args.max_epochs_this_run:
+            return
+        if args.max_minutes and (time.time() - run_started) / 60 >= args.max_minutes:
+            print("stopping: --max-minutes reached at an epoch boundary", flush=True)
+            return
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
