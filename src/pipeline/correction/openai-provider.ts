@@ -62,7 +62,8 @@ export class OpenAiProvider implements CorrectionProvider {
               json_schema: { name: 'corrected_lines', strict: true, schema: ANSWER_SCHEMA as unknown as Record<string, unknown> },
             },
           },
-          { signal, timeout: request.timeoutMs },
+          // Our signal enforces the limit; the SDK's own timeout (default 10 min) only backs it up.
+          { signal, timeout: request.timeoutMs + 5_000 },
         ),
       toProviderError,
     );

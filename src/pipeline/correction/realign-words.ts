@@ -9,7 +9,8 @@
 //   the recognised characters its own characters were aligned with (inserted
 //   characters add no width); its height is that of the recognised words it
 //   touches. So a split ("brownfox" → "brown fox") divides one box, a join
-//   ("to gether" → "together") merges two.
+//   ("to gether" → "together") merges two, and a word that aligns with exactly
+//   one whole recognised word keeps that word's box and polygon.
 // - A corrected word that aligns with no recognised character (a wholly
 //   inserted word), or a line without word boxes, falls back to spreading all
 //   corrected words over the line's word span in proportion to their length.
@@ -69,6 +70,11 @@ function alignByCharacters(line: TextLine, texts: string[]): Word[] | null {
     const touched = new Set<number>();
     for (let k = first; k <= last; k++) if (slices[k].word >= 0) touched.add(slices[k].word);
     const sources = [...touched].map((index) => words[index]);
+    if (sources.length === 1 && coversWholeWord(slices, first, last)) {
+      // The token is that recognised word, corrected: keep its exact box and polygon.
+      result.push({ ...sources[0], id: ids.claim(sources[0].id), text: token.text });
+      continue;
+    }
     const y0 = Math.min(...sources.map((word) => word.box.y));
     const y1 = Math.max(...sources.map((word) => word.box.y + word.box.height));
     result.push({
@@ -79,6 +85,13 @@ function alignByCharacters(line: TextLine, texts: string[]): Word[] | null {
     });
   }
   return result;
+}
+
+function coversWholeWord(slices: Slice[], first: number, last: number): boolean {
+  const word = slices[first].word;
+  const startsWord = first === 0 || slices[first - 1].word !== word;
+  const endsWord = last === slices.length - 1 || slices[last + 1].word !== word;
+  return startsWord && endsWord;
 }
 
 function recognisedSlices(words: Word[]): Slice[] {

@@ -74,8 +74,8 @@ export function backoffDelay(retry: number, policy: RetryPolicy, random: () => n
 
 /**
  * Runs `call` until it succeeds, a non-transient ProviderError, or the policy ends
- * the retries (then throws RetriesEnded). Other errors, and an abort of `signal`
- * during a wait, propagate unchanged.
+ * the retries (then throws RetriesEnded). Other errors propagate unchanged; an
+ * abort of `signal` during a wait rejects with the signal's reason.
  */
 export async function withRetry<T>(
   call: (attempt: number) => Promise<T>,
@@ -93,7 +93,9 @@ export async function withRetry<T>(
       const waitMs = error.retryAfterMs ?? backoffDelay(attempt - 1, policy);
       if (waitMs > policy.maxWaitMs) throw new RetriesEnded({ error, attempts: attempt, reason: 'wait too long' });
       onRetry?.({ attempt, waitMs, error });
-      await sleep(waitMs, undefined, { signal });
+      await sleep(waitMs, undefined, { signal }).catch((error: unknown) => {
+        throw signal.aborted ? signal.reason : error;
+      });
     }
   }
 }
