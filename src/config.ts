@@ -55,8 +55,13 @@ export interface Config {
   recognition: {
     /** Directory of a custom model (manifest.json); null: the built-in default. */
     modelDir: string | null;
-    /** onnxruntime intra-op threads per session. */
+    /** onnxruntime intra-op threads per model run (ORT_THREADS), at most the number of cores. */
     threads: number;
+    /**
+     * Model runs at once in one process, across all its pages (RECOGNITION_CONCURRENCY);
+     * threads x concurrency never exceeds the cores. Default: cores / threads.
+     */
+    concurrency: number;
   };
   correction: {
     /** The provider correction uses; null: none configured (the step is skipped with a warning). */
@@ -140,10 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
       allowHttp: read.flag('WEBHOOK_ALLOW_HTTP'),
       allowPrivate: read.flag('WEBHOOK_ALLOW_PRIVATE'),
     },
-    recognition: {
-      modelDir: read.string('MODEL_DIR'),
-      threads: read.integer('ORT_THREADS', cores, 1, 256),
-    },
+    recognition: recognitionConfig(read, cores),
     correction: readCorrection(read, problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
@@ -204,6 +206,13 @@ function readCorrection(read: EnvReader, problems: string[]): Config['correction
     retryBaseMs: read.integer('CORRECTION_RETRY_BASE_MS', 1_000, 0, 600_000),
     maxRetryWaitMs: read.integer('CORRECTION_MAX_RETRY_WAIT_MS', 60_000, 0, 3_600_000),
   };
+}
+
+function recognitionConfig(read: EnvReader, cores: number): Config['recognition'] {
+  const threads = Math.min(cores, read.integer('ORT_THREADS', cores, 1, 256));
+  const fitting = Math.max(1, Math.floor(cores / threads));
+  const concurrency = Math.min(fitting, read.integer('RECOGNITION_CONCURRENCY', fitting, 1, 256));
+  return { modelDir: read.string('MODEL_DIR'), threads, concurrency };
 }
 
 class EnvReader {
