@@ -1,0 +1,56 @@
+// bench/eval-correction.ts against the fake server: the scoring and the report,
+// so that `npm run eval -- --correction` does not rot while CI cannot run it.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { after, before, test } from 'node:test';
+import { evaluateCorrection, formatCorrectionReport, scoringText } from '../../bench/eval-correction.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { buildPage, HOOKER_RECOGNISED, HOOKER_TRUTH, requestLines } from '../support/correction-pages.ts';
+import { answerLines, FakeLlmServer } from '../support/fake-llm-server.ts';
+
+const IMAGE = new URL('../fixtures/correction/hooker_JDH_2_16_144_002.jpg', import.meta.url).pathname;
+let server: FakeLlmServer;
+
+before(async () => {
+  server = await FakeLlmServer.start();
+});
+after(() => server.close());
+
+test('the fixture ground truth is the one the hand-built page uses', async () => {
+  const lines = (await readFile(new URL('../fixtures/correction/hooker_JDH_2_16_144_002.gt.txt', import.meta.url), 'utf8')).split('\n');
+  assert.deepEqual(lines.slice(0, 6), Object.values(HOOKER_TRUTH));
+});
+
+test('CER before and after correction, per page and over all pages', async () => {
+  // The model fixes every line but r1l4 ("withthe" stays).
+  server.handle((request) =>
+    answerLines(
+      requestLines(request.userText).map((line) => ({ id: line.id, text: line.id === 'r1l4' ? line.text : HOOKER_TRUTH[line.id] })),
+      { input: 300, output: 80 },
+    ),
+  );
+  const config = loadConfig({ GEMINI_API_KEY: 'k', GEMINI_BASE_URL: server.geminiBaseUrl }).correction;
+  const groundTruth = Object.values(HOOKER_TRUTH);
+  const result = await evaluateCorrection(
+    [{ name: 'hooker_JDH_2_16_144_002', page: buildPage(HOOKER_RECOGNISED), groundTruth, imagePath: IMAGE }],
+    { config, llmTier: 'cheap', preset: 'letter', log: createLogger('silent') },
+  );
+  assert.ok(result);
+  const chars = Array.from(scoringText(groundTruth)).length;
+  assert.equal(result.rows[0].referenceChars, chars);
+  assert.equal(result.rows[0].errorsBefore, 5, 'c→e, q→g, o→e, c→e, and the missing space');
+  assert.equal(result.rows[0].errorsAfter, 1);
+  assert.equal(result.cerBefore, 5 / chars);
+  assert.equal(result.cerAfter, 1 / chars);
+  assert.equal(result.rows[0].changedLines, 3);
+  assert.deepEqual([result.provider, result.model, result.rows[0].inputTokens, result.rows[0].outputTokens], ['gemini', 'gemini-2.5-flash-lite', 300, 80]);
+  const report = formatCorrectionReport(result);
+  assert.match(report, /^correction with gemini gemini-2\.5-flash-lite \(tier cheap, preset letter\)/);
+  assert.match(report, /hooker_JDH_2_16_144_002 +163 +3\.07% +0\.61% +3 +0 +300\/80/);
+});
+
+test('without a provider the evaluation is skipped and says why', async () => {
+  assert.equal(await evaluateCorrection([], { config: loadConfig({}).correction }), null);
+  assert.match(formatCorrectionReport(null), /no correction provider is configured/);
+});
