@@ -25,10 +25,9 @@ export const PRESET_PROMPTS: Readonly<Record<Preset, string>> = {
     'and every abbreviation; never complete a sentence or expand an abbreviation.',
   register:
     'Document type: a register or ledger (civil status, parish, accounts, inventory). Lines are records ' +
-    'of names, dates, places, numbers and amounts, often in columns. Keep the order of the fields and ' +
-    'the column spacing. Change a digit only where the recogniser confused similar shapes (1/7, 0/6, ' +
-    '3/8, 5/6) and the context (a running total, a sequence of dates or numbers) confirms it. Do not ' +
-    'normalise names.',
+    'of names, dates, places, numbers and amounts, often in columns. Keep the order of the fields. ' +
+    'Change a digit only where the recogniser confused similar shapes (1/7, 0/6, 3/8, 5/6) and the ' +
+    'context (a running total, a sequence of dates or numbers) confirms it. Do not normalise names.',
   form:
     'Document type: a filled-in form. Printed labels are followed by handwritten entries (names, dates, ' +
     'addresses, codes, ticks). Keep labels as printed and entries as filled in; fix only clear ' +
