@@ -17,8 +17,10 @@ const REDACT = [
   'req.headers["x-api-key"]',
 ];
 
-export function createLogger(level: LogLevel, name = 'hwr'): Logger {
-  return pino({ name, level, redact: { paths: REDACT, censor: '[redacted]' } });
+/** JSON lines to stdout, or to stderr (`toStderr`) where stdout carries a command's output. */
+export function createLogger(level: LogLevel, options: { name?: string; toStderr?: boolean } = {}): Logger {
+  const settings = { name: options.name ?? 'hwr', level, redact: { paths: REDACT, censor: '[redacted]' } };
+  return options.toStderr ? pino(settings, pino.destination(2)) : pino(settings);
 }
 
 export type { Logger };

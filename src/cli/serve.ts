@@ -1,0 +1,60 @@
+// `hwr serve [--role api|worker|all]`: the HTTP API, the workers, or both (default).
+import { countAccounts, createAccount, createApiKey } from '../commands/accounts.ts';
+import { loadConfig } from '../config.ts';
+import { defaultPipelines } from '../default-pipelines.ts';
+import { startHttpServer, type RunningServer } from '../http/server.ts';
+import { createLogger } from '../logger.ts';
+import { startRuntime, type Runtime } from '../runtime.ts';
+import { parseArgs, stringOption, UsageError } from './args.ts';
+
+const ROLES = ['api', 'worker', 'all'] as const;
+type Role = (typeof ROLES)[number];
+
+export async function run(args: string[]): Promise<number> {
+  const role = (stringOption(parseArgs(args), 'role') ?? 'all') as Role;
+  if (!ROLES.includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  const runtime = await startRuntime(config, log, {
+    workers: role !== 'api',
+    pipelines: () => defaultPipelines(config, log),
+  });
+  let server: RunningServer | null = null;
+  if (role !== 'worker') {
+    if (!config.databaseUrl) await bootstrapFirstAccount(runtime);
+    server = await startHttpServer(runtime);
+    log.info({ port: server.port, base_url: config.baseUrl, role }, 'hwr listening');
+  } else {
+    log.info({ role }, 'hwr worker running');
+  }
+
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      log.info({ signal }, 'shutting down: finishing in-flight requests and tasks');
+      resolve();
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+  await server?.close();
+  await runtime.stop();
+  log.info('stopped');
+  return 0;
+}
+
+/** First start on the embedded database: an account `default` with one key, printed once. */
+async function bootstrapFirstAccount(runtime: Runtime): Promise<void> {
+  if ((await countAccounts(runtime.db.pool)) > 0) return;
+  const account = await createAccount(runtime.bus, 'default', 'bootstrap');
+  const key = await createApiKey(runtime.bus, 'default', 'first start', 'bootstrap');
+  process.stdout.write(
+    [
+      '',
+      'First start: created account "default". These are shown ONCE; store them in a secret manager now.',
+      `  API key:        ${key.key}`,
+      `  Webhook secret: ${account.webhookSecret}`,
+      'Create more with `hwr keys create --account default --label NAME`.',
+      '',
+    ].join('\n') + '\n',
+  );
+}

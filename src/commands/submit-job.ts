@@ -1,0 +1,75 @@
+// Submission: append JobQueued (and its page tasks) once per Idempotency-Key.
+// The same key from the same account within 24 h returns the original job; the
+// same key with a different request is refused.
+import { decideJob } from '../../domain/job-decide.ts';
+import { initialJobState } from '../../domain/job.ts';
+import type { JobOptions, PageSource } from '../pipeline/pipeline.ts';
+import type { Queryable } from '../db/database.ts';
+import { IDEMPOTENCY_LOCK_NAMESPACE } from '../store/locks.ts';
+import type { CommandBus } from './command-bus.ts';
+
+export const IDEMPOTENCY_WINDOW_HOURS = 24;
+
+export class IdempotencyConflict extends Error {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(`This Idempotency-Key was used within the last ${IDEMPOTENCY_WINDOW_HOURS} h for a different request (job ${jobId}).`);
+    this.name = 'IdempotencyConflict';
+    this.jobId = jobId;
+  }
+}
+
+export interface Submission {
+  jobId: string;
+  accountId: string;
+  keyId: string | null;
+  pages: PageSource[];
+  options: JobOptions;
+  uploadKey: string;
+  retentionSeconds: number;
+  idempotency: { key: string; requestHash: string } | null;
+  requestId?: string;
+}
+
+/** The job an Idempotency-Key already names, or null. Throws IdempotencyConflict for a different request. */
+export async function findIdempotentJob(db: Queryable, accountId: string, idempotency: { key: string; requestHash: string }): Promise<string | null> {
+  const result = await db.query<{ job_id: string; request_hash: string }>(
+    `select job_id, request_hash from idempotency_keys
+     where account_id = $1 and idempotency_key = $2 and created_at > now() - make_interval(hours => $3)`,
+    [accountId, idempotency.key, IDEMPOTENCY_WINDOW_HOURS],
+  );
+  const row = result.rows[0];
+  if (!row) return null;
+  if (row.request_hash !== idempotency.requestHash) throw new IdempotencyConflict(row.job_id);
+  return row.job_id;
+}
+
+/** Returns the job id: the new one, or the original one for a repeated Idempotency-Key. */
+export async function submitJob(bus: CommandBus, submission: Submission): Promise<{ jobId: string; replayed: boolean }> {
+  return bus.db.transaction(async (client) => {
+    if (submission.idempotency) {
+      await client.query('select pg_advisory_xact_lock($1, hashtext($2))', [IDEMPOTENCY_LOCK_NAMESPACE, `${submission.accountId}:${submission.idempotency.key}`]);
+      const existing = await findIdempotentJob(client, submission.accountId, submission.idempotency);
+      if (existing) return { jobId: existing, replayed: true };
+    }
+    const state = initialJobState();
+    const events = decideJob(state, {
+      type: 'SubmitJob',
+      jobId: submission.jobId,
+      accountId: submission.accountId,
+      keyId: submission.keyId,
+      pages: submission.pages,
+      options: submission.options,
+      uploadKey: submission.uploadKey,
+      now: new Date(),
+      retentionSeconds: submission.retentionSeconds,
+      idempotency: submission.idempotency,
+    });
+    await bus.commitJobEvents(client, { ...state, jobId: submission.jobId }, events, {
+      actor: submission.keyId ?? 'api',
+      requestId: submission.requestId,
+    });
+    return { jobId: submission.jobId, replayed: false };
+  });
+}
+

@@ -1,0 +1,14 @@
+// The real processing steps the service runs: recognition (+ correction) per page,
+// PageXML/ALTO/PDF export per job. Loaded only by worker processes.
+import type { Config } from './config.ts';
+import type { Logger } from './logger.ts';
+import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
+
+export async function defaultPipelines(config: Config, log: Logger): Promise<{ page: PagePipeline; export: ExportPipeline }> {
+  const { createPagePipeline } = await import('./pipeline/page-pipeline.ts');
+  const { createCorrector } = await import('./pipeline/correction/create-corrector.ts');
+  const { createExportPipeline } = await import('./export/export-pipeline.ts');
+  const corrector = createCorrector(config.correction);
+  log.debug('pipelines loaded');
+  return { page: createPagePipeline({ config, corrector }), export: createExportPipeline() };
+}

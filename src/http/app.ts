@@ -1,0 +1,33 @@
+// The koa application: request ids, problem+json errors, authentication, routes.
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Runtime } from '../runtime.ts';
+import { authenticate } from './authenticate.ts';
+import { openApiDocument } from './openapi.ts';
+import { problemMiddleware } from './problem.ts';
+import { requestContext } from './request-context.ts';
+import { registerHealth } from './routes/health.ts';
+import { registerJobRoutes } from './routes/jobs.ts';
+import { registerSubmitScan } from './routes/submit-scan.ts';
+import { registerUsage } from './routes/usage.ts';
+
+export function createApp(runtime: Runtime): Koa {
+  const app = new Koa();
+  app.proxy = true;
+  app.silent = true;
+  const router = new Router();
+  const auth = authenticate(runtime.db.pool);
+  registerHealth(router, runtime);
+  const document = openApiDocument(runtime.config.baseUrl);
+  router.get('/v1/openapi.json', (ctx) => {
+    ctx.body = document;
+  });
+  registerSubmitScan(router, runtime, auth);
+  registerJobRoutes(router, runtime, auth);
+  registerUsage(router, runtime, auth);
+  app.use(requestContext(runtime.log));
+  app.use(problemMiddleware);
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: false }));
+  return app;
+}

@@ -1,0 +1,53 @@
+// API key authentication: `X-API-Key: <key>` or `Authorization: Bearer <key>`.
+// Only the key's SHA-256 is stored; a revoked key fails on the very next request.
+import type { Context, Next } from 'koa';
+import { sha256Hex } from '../commands/accounts.ts';
+import type { Queryable } from '../db/database.ts';
+import { HttpProblem } from './problem.ts';
+
+export interface AuthContext {
+  accountId: string;
+  keyId: string;
+}
+
+const USAGE_WRITE_INTERVAL_MS = 60_000;
+
+export function authenticate(db: Queryable) {
+  const lastUsageWrite = new Map<string, number>();
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const key = presentedKey(ctx);
+    if (!key) throw unauthorized('An API key is required (X-API-Key or Authorization: Bearer).', 'missing_api_key');
+    const result = await db.query<{ key_id: string; account_id: string }>(
+      'select key_id, account_id from api_keys where key_hash = $1 and revoked_at is null',
+      [sha256Hex(key)],
+    );
+    const row = result.rows[0];
+    if (!row) throw unauthorized('The API key is not valid or has been revoked.', 'invalid_api_key');
+    ctx.state.auth = { accountId: row.account_id, keyId: row.key_id } satisfies AuthContext;
+    recordUsage(db, row.key_id, lastUsageWrite);
+    await next();
+  };
+}
+
+function presentedKey(ctx: Context): string | null {
+  const header = ctx.get('X-API-Key').trim();
+  if (header) return header;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('Authorization'));
+  return match ? match[1] : null;
+}
+
+function unauthorized(detail: string, code: string): HttpProblem {
+  return new HttpProblem(401, code, 'Unauthorized', detail, { 'WWW-Authenticate': 'Bearer realm="hwr"' });
+}
+
+/** last_used_at, written at most once a minute per key and process, off the request path. */
+function recordUsage(db: Queryable, keyId: string, lastWrite: Map<string, number>): void {
+  const now = Date.now();
+  if (now - (lastWrite.get(keyId) ?? 0) < USAGE_WRITE_INTERVAL_MS) return;
+  lastWrite.set(keyId, now);
+  db.query(
+    `insert into api_key_usage (key_id, last_used_at) values ($1, now())
+     on conflict (key_id) do update set last_used_at = excluded.last_used_at`,
+    [keyId],
+  ).catch(() => lastWrite.delete(keyId));
+}

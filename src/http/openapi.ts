@@ -1,0 +1,307 @@
+// The OpenAPI 3.1 document of the whole interface, served at /v1/openapi.json.
+// Tests validate every response they receive against it.
+import { LLM_TIERS, PDF_FORMATS } from '../pipeline/pipeline.ts';
+import { PRESETS } from '../pipeline/correction/presets.ts';
+
+const timestamp = { type: 'string', format: 'date-time' } as const;
+const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+const uuid = { type: 'string', format: 'uuid' } as const;
+
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
+
+const JOB_ID_PARAMETER = { name: 'job_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The job id (a UUID).' };
+
+export function openApiDocument(baseUrl: string) {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Handwriting recognition job service',
+      version: '1.0.0',
+      description:
+        'Submit a ZIP of page scans; get PageXML, ALTO and a searchable PDF/A back, as an asynchronous job with polling, signed callbacks and cancel.',
+    },
+    servers: [{ url: baseUrl }],
+    security: [{ ApiKeyHeader: [] }, { BearerAuth: [] }],
+    paths: {
+      '/v1/process-scan': {
+        post: {
+          operationId: 'submitScan',
+          summary: 'Submit a scan (a ZIP of page images) as a job',
+          parameters: [
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', maxLength: 255 },
+              description: 'The same key from the same account within 24 h returns the original job; with a different upload: 409.',
+            },
+          ],
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': {
+                schema: {
+                  type: 'object',
+                  required: ['scan_zip'],
+                  properties: {
+                    scan_zip: { type: 'string', format: 'binary', description: 'One image per page (JPEG, PNG, TIFF, WebP); not password-protected.' },
+                    llm_tier: { type: 'string', enum: [...LLM_TIERS], default: 'balanced' },
+                    preset: { type: 'string', enum: [...PRESETS], default: 'generic' },
+                    webhook_url: { type: 'string', format: 'uri', description: 'HTTPS address for the callback; empty means none.' },
+                    pipeline_steps: { type: 'string', default: 'all', description: '`all` or a comma list from layout,recognition,correction,export; export always runs; each step needs the ones before it.' },
+                    pdf_format: { type: 'string', enum: [...PDF_FORMATS], default: 'pdfa-2b' },
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            '202': {
+              description: 'Accepted: the job is queued.',
+              headers: { Location: { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Submission' } } },
+            },
+            '400': problem('Invalid input (e.g. a password-protected ZIP, no images, an unknown option value).'),
+            '401': problem('Missing or invalid API key.'),
+            '409': problem('The Idempotency-Key was used for a different request.'),
+            '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
+            '415': problem('The body is not multipart/form-data.'),
+          },
+        },
+      },
+      '/v1/process-scan/{job_id}': {
+        parameters: [JOB_ID_PARAMETER],
+        get: {
+          operationId: 'getJobStatus',
+          summary: 'Get job status',
+          responses: {
+            '200': { description: 'The job status.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+            '401': problem('Missing or invalid API key.'),
+            '404': problem('Unknown job, or another account’s.'),
+          },
+        },
+        delete: {
+          operationId: 'cancelJob',
+          summary: 'Cancel a queued or processing job',
+          responses: {
+            '200': { description: 'The job status (state cancelled); also for a job already cancelled.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+            '401': problem('Missing or invalid API key.'),
+            '404': problem('Unknown job, or another account’s.'),
+            '409': problem('The job has already finished (done or failed).'),
+          },
+        },
+      },
+      '/v1/process-scan/{job_id}/result': {
+        parameters: [JOB_ID_PARAMETER],
+        get: {
+          operationId: 'getJobResult',
+          summary: 'Download the result archive (ZIP)',
+          responses: {
+            '200': {
+              description: 'The result archive.',
+              headers: {
+                'Content-Length': { schema: { type: 'integer' } },
+                'Content-Disposition': { schema: { type: 'string' } },
+              },
+              content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
+            },
+            '401': problem('Missing or invalid API key.'),
+            '404': problem('Unknown job, or another account’s.'),
+            '409': problem('The job is not done.'),
+            '410': problem('The result has expired (after expires_at).'),
+          },
+        },
+      },
+      '/v1/process-scan/{job_id}/events': {
+        parameters: [JOB_ID_PARAMETER],
+        get: {
+          operationId: 'getJobEvents',
+          summary: 'The job’s event history (for auditors)',
+          responses: {
+            '200': { description: 'Every event of the job, in order.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobEvents' } } } },
+            '401': problem('Missing or invalid API key.'),
+            '404': problem('Unknown job, or another account’s.'),
+          },
+        },
+      },
+      '/v1/usage': {
+        get: {
+          operationId: 'getUsage',
+          summary: 'Billed pages of the calling account (done jobs only)',
+          parameters: [
+            { name: 'from', in: 'query', required: false, schema: { type: 'string' }, description: 'ISO 8601 date or timestamp (inclusive).' },
+            { name: 'to', in: 'query', required: false, schema: { type: 'string' }, description: 'ISO 8601 date or timestamp (exclusive).' },
+          ],
+          responses: {
+            '200': { description: 'Usage.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Usage' } } } },
+            '400': problem('An invalid date.'),
+            '401': problem('Missing or invalid API key.'),
+          },
+        },
+      },
+      '/healthz': {
+        get: {
+          operationId: 'health',
+          security: [],
+          responses: { '200': { description: 'The process is alive.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } } },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'ready',
+          security: [],
+          responses: {
+            '200': { description: 'Ready: the database answers.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } },
+            '503': { description: 'Not ready.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } },
+          },
+        },
+      },
+      '/v1/openapi.json': {
+        get: { operationId: 'openapi', security: [], responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } } },
+      },
+    },
+    webhooks: {
+      jobFinished: {
+        post: {
+          summary: 'Callback when a job reaches done or failed',
+          parameters: [
+            { name: 'X-SVC-Event', in: 'header', required: true, schema: { type: 'string', enum: ['job.completed', 'job.failed'] } },
+            { name: 'X-SVC-Signature', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' }, description: 'Lowercase hex HMAC-SHA256 of the raw body, keyed with the account webhook secret.' },
+            { name: 'X-SVC-Delivery', in: 'header', required: true, schema: uuid },
+          ],
+          requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Callback' } } } },
+          responses: { '200': { description: 'Any 2xx ends the delivery; anything else is retried after about 1, 5, 25, 125 and 625 s.' } },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        ApiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        BearerAuth: { type: 'http', scheme: 'bearer' },
+      },
+      schemas: {
+        Problem: {
+          type: 'object',
+          required: ['type', 'title', 'status', 'detail', 'code'],
+          properties: {
+            type: { type: 'string' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            detail: { type: 'string' },
+            code: { type: 'string', pattern: '^[a-z0-9_]+$' },
+            instance: { type: 'string' },
+          },
+        },
+        Submission: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['job_id', 'state', 'page_count', 'created_at', 'expires_at', 'status_url', 'result_url'],
+          properties: {
+            job_id: uuid,
+            state: { const: 'queued' },
+            page_count: { type: 'integer', minimum: 1 },
+            created_at: timestamp,
+            expires_at: timestamp,
+            status_url: { type: 'string', format: 'uri' },
+            result_url: { type: 'string', format: 'uri' },
+          },
+        },
+        JobStatus: {
+          type: 'object',
+          additionalProperties: false,
+          required: [
+            'job_id', 'state', 'page_count', 'pages_done', 'current_step', 'created_at', 'started_at', 'finished_at',
+            'expires_at', 'error_message', 'warning_message', 'status_url', 'callback',
+          ],
+          properties: {
+            job_id: uuid,
+            state: { type: 'string', enum: ['queued', 'processing', 'done', 'failed', 'cancelled'] },
+            page_count: { type: 'integer', minimum: 1 },
+            pages_done: { type: 'integer', minimum: 0 },
+            current_step: { enum: ['layout', 'recognition', 'correction', 'export', null] },
+            created_at: timestamp,
+            started_at: nullableTimestamp,
+            finished_at: nullableTimestamp,
+            expires_at: timestamp,
+            error_message: { type: ['string', 'null'] },
+            warning_message: { type: ['string', 'null'] },
+            status_url: { type: 'string', format: 'uri' },
+            result_url: { type: 'string', format: 'uri', description: 'Present only when state is done.' },
+            callback: {
+              description: 'Delivery state of the callback; null without webhook_url.',
+              oneOf: [
+                { type: 'null' },
+                {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['state', 'attempts', 'last_status', 'next_attempt_at'],
+                  properties: {
+                    state: { enum: ['waiting', 'pending', 'retrying', 'delivered', 'abandoned'] },
+                    attempts: { type: 'integer', minimum: 0 },
+                    last_status: { type: ['integer', 'null'] },
+                    next_attempt_at: nullableTimestamp,
+                  },
+                },
+              ],
+            },
+          },
+          if: { properties: { state: { const: 'done' } } },
+          then: { required: ['result_url'] },
+          else: { not: { required: ['result_url'] } },
+        },
+        JobEvents: {
+          type: 'object',
+          required: ['job_id', 'events'],
+          properties: {
+            job_id: uuid,
+            events: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['position', 'version', 'type', 'data', 'metadata', 'recorded_at'],
+                properties: {
+                  position: { type: 'string', pattern: '^[0-9]+$' },
+                  version: { type: 'integer', minimum: 1 },
+                  type: { type: 'string' },
+                  data: { type: 'object' },
+                  metadata: { type: 'object' },
+                  recorded_at: timestamp,
+                },
+              },
+            },
+          },
+        },
+        Usage: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['account_id', 'from', 'to', 'jobs', 'pages'],
+          properties: {
+            account_id: uuid,
+            from: nullableTimestamp,
+            to: nullableTimestamp,
+            jobs: { type: 'integer', minimum: 0 },
+            pages: { type: 'integer', minimum: 0 },
+          },
+        },
+        Health: { type: 'object', required: ['status'], properties: { status: { type: 'string' }, detail: { type: 'string' } } },
+        Callback: {
+          type: 'object',
+          required: ['job_id', 'state', 'page_count', 'event_id', 'event', 'sent_at'],
+          properties: {
+            job_id: uuid,
+            state: { enum: ['done', 'failed'] },
+            page_count: { type: 'integer' },
+            result_url: { type: 'string', format: 'uri', description: 'Only when state is done.' },
+            error_message: { type: ['string', 'null'], description: 'Only when state is failed.' },
+            event_id: { ...uuid, description: 'The same on every retry of this delivery.' },
+            event: { enum: ['job.completed', 'job.failed'] },
+            sent_at: timestamp,
+          },
+        },
+      },
+    },
+  };
+}

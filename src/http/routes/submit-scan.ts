@@ -1,0 +1,171 @@
+// POST /v1/process-scan: the upload streams to a temp file (never held in memory),
+// is checked and split into pages by intake, and becomes a queued job.
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { koaBody } from 'koa-body';
+import type { Config } from '../../config.ts';
+import type { Runtime } from '../../runtime.ts';
+import { intakeScanZip } from '../../intake/scan-zip.ts';
+import { uploadTooLargeError } from '../../intake/intake-error.ts';
+import { findIdempotentJob, IdempotencyConflict, submitJob } from '../../commands/submit-job.ts';
+import type { AuthContext } from '../authenticate.ts';
+import { JOB_STATUS_COLUMNS, resultUrl, statusUrl, type JobStatusRow } from '../job-view.ts';
+import { HttpProblem } from '../problem.ts';
+import { parseSubmissionOptions } from '../submission-options.ts';
+
+/** Multipart overhead allowed on top of MAX_UPLOAD_BYTES before a request is refused unread. */
+const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
+
+interface UploadedFile {
+  filepath: string;
+  size: number;
+  originalFilename: string | null;
+  hash?: string | null;
+}
+
+export function registerSubmitScan(router: Router, runtime: Runtime, authenticate: (ctx: Context, next: Next) => Promise<void>): void {
+  const { config } = runtime;
+  const uploadDir = path.join(config.dataDir, 'tmp', 'uploads');
+  router.post('/v1/process-scan', authenticate, refuseOversizedUpload(config), parseUpload(config, uploadDir), async (ctx) => {
+    const file = uploadedFile(ctx);
+    try {
+      const auth = ctx.state.auth as AuthContext;
+      const fields = (ctx.request.body ?? {}) as Record<string, string | string[]>;
+      const options = await parseSubmissionOptions(fields, config);
+      const idempotencyKey = readIdempotencyKey(ctx);
+      const idempotency = idempotencyKey
+        ? { key: idempotencyKey, requestHash: createHash('sha256').update(`${file.hash}\n${JSON.stringify(options)}`).digest('hex') }
+        : null;
+
+      if (idempotency) {
+        const existing = await findIdempotentJob(runtime.db.pool, auth.accountId, idempotency).catch(conflictProblem);
+        if (existing) return await respondWithSubmission(ctx, runtime, existing, true);
+      }
+
+      const jobId = randomUUID();
+      const jobPrefix = `jobs/${jobId}`;
+      try {
+        const pages = await intakeScanZip(file.filepath, {
+          limits: config.limits,
+          blobs: runtime.blobs,
+          keyPrefix: `${jobPrefix}/pages`,
+          uploadName: file.originalFilename ?? 'scan_zip',
+        });
+        const uploadKey = `${jobPrefix}/upload.zip`;
+        await runtime.blobs.put(uploadKey, createReadStream(file.filepath));
+        const submitted = await submitJob(runtime.bus, {
+          jobId,
+          accountId: auth.accountId,
+          keyId: auth.keyId,
+          pages,
+          options,
+          uploadKey,
+          retentionSeconds: config.results.retentionSeconds,
+          idempotency,
+          requestId: ctx.state.requestId,
+        }).catch(conflictProblem);
+        if (submitted.replayed) await runtime.blobs.deletePrefix(jobPrefix);
+        ctx.state.log.info({ job_id: submitted.jobId, account_id: auth.accountId, pages: pages.length, replayed: submitted.replayed }, 'job submitted');
+        await respondWithSubmission(ctx, runtime, submitted.jobId, submitted.replayed);
+      } catch (error) {
+        await runtime.blobs.deletePrefix(jobPrefix).catch(() => {});
+        throw error;
+      }
+    } finally {
+      await rm(file.filepath, { force: true });
+    }
+  });
+  // The upload directory exists before the first request.
+  void mkdir(uploadDir, { recursive: true });
+}
+
+async function respondWithSubmission(ctx: Context, runtime: Runtime, jobId: string, replayed: boolean): Promise<void> {
+  const result = await runtime.db.pool.query<JobStatusRow>(`select ${JOB_STATUS_COLUMNS} from job_status where job_id = $1`, [jobId]);
+  const row = result.rows[0];
+  const { baseUrl } = runtime.config;
+  ctx.status = 202;
+  ctx.set('Location', statusUrl(baseUrl, jobId));
+  if (replayed) ctx.set('Idempotent-Replayed', 'true');
+  // The submission body, identical for a replayed Idempotency-Key.
+  ctx.body = {
+    job_id: row.job_id,
+    state: 'queued',
+    page_count: row.page_count,
+    created_at: row.created_at.toISOString(),
+    expires_at: row.expires_at.toISOString(),
+    status_url: statusUrl(baseUrl, jobId),
+    result_url: resultUrl(baseUrl, jobId),
+  };
+}
+
+function refuseOversizedUpload(config: Config) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const length = Number(ctx.get('Content-Length'));
+    if (Number.isFinite(length) && length > config.limits.maxUploadBytes + MULTIPART_OVERHEAD_BYTES) {
+      ctx.set('Connection', 'close');
+      throw uploadTooLargeError(config.limits.maxUploadBytes);
+    }
+    if (!ctx.is('multipart/form-data')) {
+      throw new HttpProblem(415, 'unsupported_media_type', 'Unsupported media type', 'Send the scan as multipart/form-data with the ZIP in the field scan_zip.');
+    }
+    await next();
+  };
+}
+
+function parseUpload(config: Config, uploadDir: string) {
+  const parse = koaBody({
+    multipart: true,
+    urlencoded: false,
+    json: false,
+    text: false,
+    formidable: {
+      uploadDir,
+      maxFiles: 1,
+      maxFileSize: config.limits.maxUploadBytes,
+      maxTotalFileSize: config.limits.maxUploadBytes,
+      maxFields: 20,
+      maxFieldsSize: 64 * 1024,
+      hashAlgorithm: 'sha256',
+      allowEmptyFiles: true,
+      minFileSize: 0,
+    },
+    onError: (error: Error) => {
+      const httpCode = (error as { httpCode?: number }).httpCode;
+      if (httpCode === 413 || /maxFileSize|maxTotalFileSize/.test(error.message)) throw uploadTooLargeError(config.limits.maxUploadBytes);
+      throw new HttpProblem(400, 'invalid_multipart', 'Invalid multipart body', `The request body could not be read as multipart/form-data: ${error.message}`);
+    },
+  });
+  return async (ctx: Context, next: Next): Promise<void> => {
+    await mkdir(uploadDir, { recursive: true });
+    await parse(ctx, next);
+  };
+}
+
+function uploadedFile(ctx: Context): UploadedFile {
+  const files = ctx.request.files as Record<string, UploadedFile | UploadedFile[]> | undefined;
+  const entry = files?.scan_zip;
+  const file = Array.isArray(entry) ? entry[0] : entry;
+  if (!file) {
+    for (const other of Object.values(files ?? {})) for (const f of [other].flat()) void rm(f.filepath, { force: true });
+    throw new HttpProblem(400, 'missing_scan_zip', 'Invalid input', 'The multipart field scan_zip (the ZIP of page images) is required.');
+  }
+  return file;
+}
+
+function readIdempotencyKey(ctx: Context): string | null {
+  const key = ctx.get('Idempotency-Key').trim();
+  if (!key) return null;
+  if (key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
+    throw new HttpProblem(400, 'invalid_idempotency_key', 'Invalid input', 'Idempotency-Key must be 1-255 visible ASCII characters.');
+  }
+  return key;
+}
+
+function conflictProblem(error: unknown): never {
+  if (error instanceof IdempotencyConflict) throw new HttpProblem(409, 'idempotency_key_reused', 'Idempotency-Key reused', error.message);
+  throw error;
+}

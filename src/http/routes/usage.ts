@@ -1,0 +1,30 @@
+import type Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { billingReport } from '../../commands/billing-report.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { AuthContext } from '../authenticate.ts';
+import { HttpProblem } from '../problem.ts';
+
+/** GET /v1/usage?from=&to=: billed pages of the calling account (done jobs; `to` exclusive). */
+export function registerUsage(router: Router, runtime: Runtime, authenticate: (ctx: Context, next: Next) => Promise<void>): void {
+  router.get('/v1/usage', authenticate, async (ctx) => {
+    const auth = ctx.state.auth as AuthContext;
+    const from = dateParam(ctx.query.from, 'from');
+    const to = dateParam(ctx.query.to, 'to');
+    const [line] = await billingReport(runtime.db.pool, { accountId: auth.accountId, from, to });
+    ctx.body = {
+      account_id: auth.accountId,
+      from: from?.toISOString() ?? null,
+      to: to?.toISOString() ?? null,
+      jobs: line?.jobs ?? 0,
+      pages: line?.pages ?? 0,
+    };
+  });
+}
+
+function dateParam(value: unknown, name: string): Date | null {
+  if (value === undefined || value === '') return null;
+  const date = typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
+  if (Number.isNaN(date.getTime())) throw new HttpProblem(400, 'invalid_date', 'Invalid input', `${name} must be an ISO 8601 date or timestamp.`);
+  return date;
+}

@@ -1,0 +1,56 @@
+// The optional fields of POST /v1/process-scan, validated into JobOptions.
+import { checkWebhookUrl } from '../callbacks/webhook-url.ts';
+import type { Config } from '../config.ts';
+import { LLM_TIERS, PDF_FORMATS, PIPELINE_STEPS, type JobOptions, type LlmTier, type PdfFormat, type PipelineStep } from '../pipeline/pipeline.ts';
+import { DEFAULT_PRESET, isPreset, PRESETS } from '../pipeline/correction/presets.ts';
+import { HttpProblem } from './problem.ts';
+
+type Fields = Record<string, string | string[] | undefined>;
+
+export async function parseSubmissionOptions(fields: Fields, config: Config): Promise<JobOptions> {
+  const llmTier = oneOf(field(fields, 'llm_tier') ?? 'balanced', LLM_TIERS, 'llm_tier', 'invalid_llm_tier') as LlmTier;
+  const preset = field(fields, 'preset') ?? DEFAULT_PRESET;
+  if (!isPreset(preset)) throw invalid('invalid_preset', `preset must be one of ${PRESETS.join(', ')}; got ${JSON.stringify(preset)}`);
+  const pdfFormat = oneOf(field(fields, 'pdf_format') ?? 'pdfa-2b', PDF_FORMATS, 'pdf_format', 'invalid_pdf_format') as PdfFormat;
+  const pipelineSteps = parsePipelineSteps(field(fields, 'pipeline_steps') ?? 'all');
+  const rawWebhook = field(fields, 'webhook_url');
+  const webhookUrl = rawWebhook
+    ? (await checkWebhookUrl(rawWebhook, { allowHttp: config.callbacks.allowHttp, allowPrivate: config.callbacks.allowPrivate })).toString()
+    : null;
+  return { llmTier, preset, pipelineSteps, pdfFormat, webhookUrl };
+}
+
+/** `all`, or a comma list that runs the steps in order without gaps; export always runs. */
+export function parsePipelineSteps(raw: string): PipelineStep[] {
+  const value = raw.trim().toLowerCase();
+  if (value === 'all') return [...PIPELINE_STEPS];
+  const requested = value.split(',').map((step) => step.trim()).filter(Boolean);
+  for (const step of requested) {
+    if (!(PIPELINE_STEPS as readonly string[]).includes(step)) {
+      throw invalid('invalid_pipeline_steps', `pipeline_steps has an unknown step ${JSON.stringify(step)}; use all or a comma list of ${PIPELINE_STEPS.join(', ')}`);
+    }
+  }
+  const pageSteps = PIPELINE_STEPS.filter((step) => step !== 'export' && requested.includes(step));
+  if (pageSteps.length === 0) throw invalid('invalid_pipeline_steps', 'pipeline_steps must include layout (export alone has nothing to export)');
+  const expected = PIPELINE_STEPS.slice(0, pageSteps.length);
+  if (pageSteps.some((step, index) => step !== expected[index])) {
+    throw invalid('invalid_pipeline_steps', `each step needs the ones before it: ${pageSteps.join(',')} skips ${expected.filter((step) => !pageSteps.includes(step)).join(', ')}`);
+  }
+  return [...pageSteps, 'export'];
+}
+
+function field(fields: Fields, name: string): string | null {
+  const value = fields[name];
+  const single = Array.isArray(value) ? value[0] : value;
+  const trimmed = single?.trim();
+  return trimmed ? trimmed : null;
+}
+
+function oneOf(value: string, allowed: readonly string[], name: string, code: string): string {
+  if (!allowed.includes(value)) throw invalid(code, `${name} must be one of ${allowed.join(', ')}; got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function invalid(code: string, detail: string): HttpProblem {
+  return new HttpProblem(400, code, 'Invalid input', detail);
+}

@@ -1,0 +1,76 @@
+// Starts what a process needs: the database (embedded or DATABASE_URL), migrations,
+// pg-boss, the command bus and blob storage; and, for worker roles, the workers.
+import path from 'node:path';
+import type { PgBoss } from 'pg-boss';
+import type { BlobStore } from './blobs/blob-store.ts';
+import { FilesystemBlobStore } from './blobs/filesystem-blob-store.ts';
+import { CommandBus } from './commands/command-bus.ts';
+import type { Config } from './config.ts';
+import { openDatabase, type Database } from './db/database.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
+import { migrate } from './db/migrate.ts';
+import type { Logger } from './logger.ts';
+import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
+import { startBoss } from './workers/boss.ts';
+import { startWorkers } from './workers/start-workers.ts';
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  db: Database;
+  boss: PgBoss;
+  bus: CommandBus;
+  blobs: BlobStore;
+  stop(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  /** Start pg-boss workers for pages, exports, callbacks and expiry. */
+  workers: boolean;
+  pipelines?: () => Promise<{ page: PagePipeline; export: ExportPipeline }>;
+}
+
+export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | null }> {
+  if (config.databaseUrl) return { url: config.databaseUrl, embedded: null };
+  const embedded = await startEmbeddedPostgres({
+    dataDir: path.join(config.dataDir, 'postgres'),
+    port: config.embeddedPostgresPort,
+    log: (line) => log.debug({ postgres: line.trim() }),
+  });
+  log.info({ owned: embedded.owned }, embedded.owned ? 'embedded PostgreSQL started' : 'connected to the running embedded PostgreSQL');
+  return { url: embedded.url, embedded };
+}
+
+export async function startRuntime(config: Config, log: Logger, options: RuntimeOptions): Promise<Runtime> {
+  const { url, embedded } = await resolveDatabaseUrl(config, log);
+  const db = openDatabase(url, { max: Math.max(10, config.workers.pageConcurrency * 2 + 6) });
+  try {
+    await migrate(db.pool);
+    const boss = await startBoss(url, config, { supervise: options.workers });
+    const bus = new CommandBus(db, boss);
+    const blobs = new FilesystemBlobStore(path.join(config.dataDir, 'blobs'));
+    if (options.workers) {
+      if (!options.pipelines) throw new Error('a worker needs pipelines');
+      const pipelines = await options.pipelines();
+      await startWorkers({ boss, bus, blobs, config, log, pagePipeline: pipelines.page, exportPipeline: pipelines.export });
+    }
+    return {
+      config,
+      log,
+      db,
+      boss,
+      bus,
+      blobs,
+      stop: async () => {
+        // Graceful: running tasks finish (or are retried after their heartbeat lapses).
+        await boss.stop({ graceful: true, timeout: 30_000 });
+        await db.close();
+        if (embedded) await embedded.stop();
+      },
+    };
+  } catch (error) {
+    await db.close().catch(() => {});
+    if (embedded) await embedded.stop().catch(() => {});
+    throw error;
+  }
+}

@@ -1,0 +1,64 @@
+// Delivers the signed callback of a finished job, one attempt per task. Each
+// attempt is recorded as an event, whose reaction schedules the next attempt.
+import type { Job } from 'pg-boss';
+import { sendCallback } from '../callbacks/send-callback.ts';
+import type { CommandBus } from '../commands/command-bus.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { isTerminalCallbackState, callbackBody } from './callback-body.ts';
+import type { CallbackTaskData } from './queues.ts';
+import { isJobEnded } from './task-errors.ts';
+import { Rejection } from '../../domain/rejections.ts';
+
+export interface CallbackWorkerDeps {
+  bus: CommandBus;
+  config: Config;
+  log: Logger;
+}
+
+export function createCallbackHandler(deps: CallbackWorkerDeps) {
+  return async (task: Job<CallbackTaskData>): Promise<void> => {
+    const { jobId, attempt } = task.data;
+    const log = deps.log.child({ job_id: jobId, attempt });
+    const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
+    const delivery = state.callback;
+    if (!delivery || isTerminalCallbackState(delivery.state) || attempt <= delivery.attempts || !state.options?.webhookUrl) return;
+
+    const secret = await deps.bus.db.pool.query<{ webhook_secret: string }>(
+      'select webhook_secret from account_secrets where account_id = $1',
+      [state.accountId],
+    );
+    const body = Buffer.from(JSON.stringify(callbackBody(state, deps.config.baseUrl, new Date())));
+    const outcome = await sendCallback({
+      url: state.options.webhookUrl,
+      body,
+      secret: secret.rows[0]?.webhook_secret ?? '',
+      event: delivery.event,
+      deliveryId: delivery.deliveryId,
+      timeoutMs: deps.config.callbacks.timeoutMs,
+      allowHttp: deps.config.callbacks.allowHttp,
+      allowPrivate: deps.config.callbacks.allowPrivate,
+    });
+    log.info({ ok: outcome.ok, http_status: outcome.status, error: outcome.error }, 'callback attempt');
+    try {
+      await deps.bus.job(
+        jobId,
+        {
+          type: 'RecordCallbackAttempt',
+          attempt,
+          url: state.options.webhookUrl,
+          ok: outcome.ok,
+          httpStatus: outcome.status,
+          error: outcome.error,
+          durationMs: Math.round(outcome.durationMs),
+          now: new Date(),
+          retryScale: deps.config.callbacks.retryScale,
+        },
+        { actor: 'worker', causationId: task.id },
+      );
+    } catch (error) {
+      if (error instanceof Rejection && error.code === 'no_callback') return;
+      if (!isJobEnded(error)) throw error;
+    }
+  };
+}

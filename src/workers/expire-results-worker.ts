@@ -1,0 +1,36 @@
+// Cron task: at expires_at, delete a finished job's stored files (upload, page
+// images, page results, archive) and record ResultExpired.
+import type { BlobStore } from '../blobs/blob-store.ts';
+import type { CommandBus } from '../commands/command-bus.ts';
+import type { Logger } from '../logger.ts';
+import { isJobEnded } from './task-errors.ts';
+
+export interface ExpireResultsDeps {
+  bus: CommandBus;
+  blobs: BlobStore;
+  log: Logger;
+}
+
+export const jobBlobPrefix = (jobId: string): string => `jobs/${jobId}`;
+
+export async function expireResults(deps: ExpireResultsDeps, now = new Date()): Promise<number> {
+  const due = await deps.bus.db.pool.query<{ job_id: string }>(
+    `select job_id from job_status
+     where not result_expired and expires_at <= $1 and state in ('done', 'failed', 'cancelled')
+     order by expires_at limit 1000`,
+    [now],
+  );
+  let expired = 0;
+  for (const { job_id: jobId } of due.rows) {
+    // Files first: a crash in between leaves the event to the next run, never files without an owner.
+    await deps.blobs.deletePrefix(jobBlobPrefix(jobId));
+    try {
+      const result = await deps.bus.job(jobId, { type: 'ExpireResult', now }, { actor: 'system' });
+      if (result.events.length > 0) expired++;
+    } catch (error) {
+      if (!isJobEnded(error)) throw error;
+    }
+  }
+  if (expired > 0) deps.log.info({ expired }, 'results expired');
+  return expired;
+}

@@ -1,0 +1,68 @@
+// Builds the result archive of a job whose pages are all complete, then records JobSucceeded.
+import type { Job } from 'pg-boss';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import type { CommandBus } from '../commands/command-bus.ts';
+import type { Logger } from '../logger.ts';
+import type { ExportPipeline } from '../pipeline/pipeline.ts';
+import { watchForJobEnd } from './cancel-watch.ts';
+import { failJob } from './page-worker.ts';
+import type { ExportTaskData } from './queues.ts';
+import { describeError, isJobEnded, isPermanent } from './task-errors.ts';
+
+export interface ExportWorkerDeps {
+  bus: CommandBus;
+  blobs: BlobStore;
+  pipeline: ExportPipeline;
+  retryLimit: number;
+  log: Logger;
+}
+
+export const archiveKeyFor = (jobId: string): string => `jobs/${jobId}/result.zip`;
+
+export function createExportHandler(deps: ExportWorkerDeps) {
+  return async (task: Job<ExportTaskData>): Promise<void> => {
+    const { jobId } = task.data;
+    const log = deps.log.child({ job_id: jobId, task_id: task.id, attempt: task.retryCount + 1 });
+    const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
+    if (state.status !== 'processing' || !state.options) {
+      log.info({ state: state.status }, 'export task dropped');
+      return;
+    }
+    const watch = watchForJobEnd(deps.bus.db.pool, jobId);
+    const signal = AbortSignal.any([task.signal, watch.signal]);
+    const archiveKey = archiveKeyFor(jobId);
+    try {
+      await deps.bus.job(jobId, { type: 'StartStep', page: null, step: 'export', now: new Date() }, { actor: 'worker', causationId: task.id });
+      const outcome = await deps.pipeline.exportJob(
+        {
+          jobId,
+          accountId: state.accountId,
+          createdAt: state.createdAt ?? '',
+          options: state.options,
+          pages: state.pages.map((source) => ({ source, resultKey: state.completedPages[source.pageNumber] })),
+          archiveKey,
+        },
+        { blobs: deps.blobs, signal, log },
+      );
+      signal.throwIfAborted();
+      await deps.bus.job(
+        jobId,
+        { type: 'SucceedJob', archiveKey: outcome.archiveKey, archiveBytes: outcome.bytes, archiveSha256: outcome.sha256, now: new Date() },
+        { actor: 'worker', causationId: task.id },
+      );
+      log.info({ bytes: outcome.bytes }, 'job done');
+    } catch (error) {
+      if (isJobEnded(error) || watch.signal.aborted) {
+        await deps.blobs.deletePrefix(archiveKey).catch(() => {});
+        log.info('export dropped: job has ended');
+        return;
+      }
+      const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
+      log.warn({ err: error, last_try: lastTry }, 'export failed');
+      if (!lastTry) throw error;
+      await failJob(deps.bus, jobId, `export: ${describeError(error)}`, null, task.id);
+    } finally {
+      watch.stop();
+    }
+  };
+}

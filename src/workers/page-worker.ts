@@ -1,0 +1,97 @@
+// Runs one page of a job through the page pipeline, stores its result and records
+// PageCompleted. The append that completes the last page schedules the export.
+import type { Job } from 'pg-boss';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import type { CommandBus } from '../commands/command-bus.ts';
+import type { Logger } from '../logger.ts';
+import type { PagePipeline } from '../pipeline/pipeline.ts';
+import { watchForJobEnd } from './cancel-watch.ts';
+import type { PageTaskData } from './queues.ts';
+import { describeError, isJobEnded, isPermanent } from './task-errors.ts';
+
+export interface PageWorkerDeps {
+  bus: CommandBus;
+  blobs: BlobStore;
+  pipeline: PagePipeline;
+  retryLimit: number;
+  log: Logger;
+}
+
+export const pageResultKey = (jobId: string, page: number): string => `jobs/${jobId}/results/${String(page).padStart(4, '0')}.json`;
+
+export function createPageHandler(deps: PageWorkerDeps) {
+  return async (task: Job<PageTaskData>): Promise<void> => {
+    const { jobId, page } = task.data;
+    const log = deps.log.child({ job_id: jobId, page, task_id: task.id, attempt: task.retryCount + 1 });
+    const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
+    if (state.status !== 'queued' && state.status !== 'processing') {
+      log.info({ state: state.status }, 'page task dropped: job has ended');
+      return;
+    }
+    if (state.completedPages[page] !== undefined) return;
+    const source = state.pages.find((candidate) => candidate.pageNumber === page);
+    if (!source || !state.options) throw new Error(`job ${jobId} has no page ${page}`);
+
+    const watch = watchForJobEnd(deps.bus.db.pool, jobId);
+    const signal = AbortSignal.any([task.signal, watch.signal]);
+    try {
+      const result = await deps.pipeline.processPage(
+        { jobId, accountId: state.accountId, pageCount: state.pageCount, page: source, options: state.options },
+        {
+          blobs: deps.blobs,
+          signal,
+          log,
+          enterStep: async (step) => {
+            signal.throwIfAborted();
+            await deps.bus.job(jobId, { type: 'StartStep', page, step, now: new Date() }, { actor: 'worker', causationId: task.id });
+          },
+        },
+      );
+      signal.throwIfAborted();
+      const resultKey = pageResultKey(jobId, page);
+      await deps.blobs.put(resultKey, JSON.stringify(result));
+      const correction = result.correction;
+      await deps.bus.job(
+        jobId,
+        {
+          type: 'CompletePage',
+          page,
+          resultKey,
+          lineCount: result.regions.reduce((sum, region) => sum + region.lines.length, 0),
+          warnings: result.warnings,
+          correction: correction
+            ? {
+                provider: correction.provider,
+                model: correction.model,
+                inputTokens: correction.inputTokens,
+                outputTokens: correction.outputTokens,
+                refusedLines: correction.refusedLines.length,
+              }
+            : null,
+          now: new Date(),
+        },
+        { actor: 'worker', causationId: task.id },
+      );
+      log.info('page completed');
+    } catch (error) {
+      if (isJobEnded(error) || watch.signal.aborted) {
+        log.info('page task dropped: job has ended');
+        return;
+      }
+      const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
+      log.warn({ err: error, last_try: lastTry }, 'page failed');
+      if (!lastTry) throw error;
+      await failJob(deps.bus, jobId, `page ${page} (${source.name}): ${describeError(error)}`, page, task.id);
+    } finally {
+      watch.stop();
+    }
+  };
+}
+
+export async function failJob(bus: CommandBus, jobId: string, errorMessage: string, page: number | null, causationId: string): Promise<void> {
+  try {
+    await bus.job(jobId, { type: 'FailJob', errorMessage, page, now: new Date() }, { actor: 'worker', causationId });
+  } catch (error) {
+    if (!isJobEnded(error)) throw error;
+  }
+}

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import type { Runtime } from '../../src/runtime.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import { testExportPipeline, testPagePipeline, type PageLog } from '../support/test-pipelines.ts';
+
+const databaseUrl = await createTestDatabase();
+const config = await testConfig(databaseUrl);
+const processed: PageLog[] = [];
+const runtimes: Runtime[] = [];
+for (const worker of ['w1', 'w2', 'w3']) {
+  runtimes.push(await startTestRuntime(config, { page: testPagePipeline({ worker, stepMs: 40, processed, failPages: [], flakyPages: [] }), export: testExportPipeline() }));
+}
+const [api] = runtimes;
+after(async () => {
+  for (const runtime of runtimes) await runtime.stop();
+});
+const accountId = await testAccount(api);
+
+async function eventTypes(jobId: string): Promise<string[]> {
+  const result = await api.db.pool.query<{ type: string }>('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`]);
+  return result.rows.map((row) => row.type);
+}
+
+describe('workers', () => {
+  test('pages fan out over every worker and fan in to one export', async () => {
+    const jobId = await submitTestJob(api, accountId, 12);
+    assert.equal(await waitForJobState(api, jobId, ['done', 'failed']), 'done');
+    const pages = processed.filter((entry) => entry.jobId === jobId);
+    assert.deepEqual(pages.map((entry) => entry.page).sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
+    assert.ok(new Set(pages.map((entry) => entry.worker)).size >= 2, `pages ran on ${[...new Set(pages.map((entry) => entry.worker))]}`);
+
+    const types = await eventTypes(jobId);
+    assert.equal(types[0], 'JobQueued');
+    assert.equal(types.filter((type) => type === 'JobStarted').length, 1);
+    assert.equal(types.filter((type) => type === 'PageCompleted').length, 12);
+    assert.equal(types.filter((type) => type === 'StepStarted').length, 12 * 3 + 1);
+    assert.equal(types.at(-1), 'JobSucceeded');
+
+    const status = (await api.db.pool.query('select * from job_status where job_id = $1', [jobId])).rows[0];
+    assert.equal(status.pages_done, 12);
+    assert.equal(status.current_step, null);
+    assert.ok(status.started_at && status.finished_at && status.archive_key);
+    const archive = JSON.parse((await api.blobs.get(status.archive_key)).toString());
+    assert.deepEqual(archive.pages, Array.from({ length: 12 }, (_, i) => `page ${i + 1}`));
+    const billing = (await api.db.pool.query('select * from billing where job_id = $1', [jobId])).rows;
+    assert.equal(billing.length, 1);
+    assert.equal(billing[0].pages, 12);
+    assert.equal(billing[0].tier, 'balanced');
+  });
+
+  test('cancel during processing stops the job and nothing follows the cancel', async () => {
+    const jobId = await submitTestJob(api, accountId, 30);
+    await waitForJobState(api, jobId, ['processing']);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await api.bus.job(jobId, { type: 'CancelJob', now: new Date() });
+    const doneAtCancel = processed.filter((entry) => entry.jobId === jobId).length;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const types = await eventTypes(jobId);
+    assert.equal(types.at(-1), 'JobCancelled', `events after cancel: ${types.slice(types.indexOf('JobCancelled'))}`);
+    assert.ok(!types.includes('JobSucceeded'));
+    // Within one page's work: each worker slot may have been mid-page.
+    assert.ok(processed.filter((entry) => entry.jobId === jobId).length <= doneAtCancel + 6);
+    assert.ok(types.filter((type) => type === 'PageCompleted').length < 30);
+    const billing = (await api.db.pool.query('select * from billing where job_id = $1', [jobId])).rows;
+    assert.equal(billing.length, 0);
+    const queued = await api.db.pool.query(`select count(*)::int as n from pgboss.job where name = 'hwr-page' and data->>'jobId' = $1 and state in ('created', 'retry')`, [jobId]);
+    assert.equal(queued.rows[0].n, 0, 'pending page tasks of a cancelled job are dropped');
+  });
+});

@@ -1,0 +1,83 @@
+// Engine test helpers: a runtime on a test database, an account, and submitted jobs.
+import { randomUUID, createHash } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import type { ExportPipeline, JobOptions, PagePipeline, PageSource } from '../../src/pipeline/pipeline.ts';
+import { startRuntime, type Runtime } from '../../src/runtime.ts';
+import { createAccount } from '../../src/commands/accounts.ts';
+
+export async function testConfig(databaseUrl: string, env: Record<string, string> = {}, dataDir?: string): Promise<Config> {
+  return loadConfig({
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'hwr-test-data-'))),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    WORKER_POLL_SECONDS: '0.5',
+    TASK_HEARTBEAT_SECONDS: '10',
+    SUPERVISE_INTERVAL_SECONDS: '1',
+    PAGE_RETRY_LIMIT: '1',
+    WORKER_CONCURRENCY: '2',
+    CALLBACK_RETRY_SCALE: '0.01',
+    ...env,
+  });
+}
+
+export async function startTestRuntime(
+  config: Config,
+  pipelines?: { page: PagePipeline; export: ExportPipeline },
+): Promise<Runtime> {
+  return startRuntime(config, createLogger(config.logLevel), {
+    workers: pipelines !== undefined,
+    pipelines: pipelines ? async () => pipelines : undefined,
+  });
+}
+
+export const DEFAULT_OPTIONS: JobOptions = {
+  llmTier: 'balanced',
+  preset: 'generic',
+  pipelineSteps: ['layout', 'recognition', 'correction', 'export'],
+  pdfFormat: 'pdfa-2b',
+  webhookUrl: null,
+};
+
+/** Submits a job of `pageCount` small stored pages directly through the command bus. */
+export async function submitTestJob(runtime: Runtime, accountId: string, pageCount: number, options: Partial<JobOptions> = {}): Promise<string> {
+  const jobId = randomUUID();
+  const pages: PageSource[] = [];
+  for (let page = 1; page <= pageCount; page++) {
+    const body = Buffer.from(`page ${page} of ${jobId}`);
+    const blobKey = `jobs/${jobId}/pages/${String(page).padStart(4, '0')}.png`;
+    await runtime.blobs.put(blobKey, body);
+    pages.push({ pageNumber: page, name: `${page}.png`, blobKey, sha256: createHash('sha256').update(body).digest('hex'), bytes: body.length });
+  }
+  await runtime.bus.job(jobId, {
+    type: 'SubmitJob',
+    jobId,
+    accountId,
+    keyId: null,
+    pages,
+    options: { ...DEFAULT_OPTIONS, ...options },
+    uploadKey: `jobs/${jobId}/upload.zip`,
+    now: new Date(),
+    retentionSeconds: runtime.config.results.retentionSeconds,
+    idempotency: null,
+  });
+  return jobId;
+}
+
+export async function testAccount(runtime: Runtime, name = `acct-${randomUUID().slice(0, 8)}`): Promise<string> {
+  return (await createAccount(runtime.bus, name)).accountId;
+}
+
+export async function waitForJobState(runtime: Runtime, jobId: string, states: string[], timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const result = await runtime.db.pool.query<{ state: string }>('select state from job_status where job_id = $1', [jobId]);
+    const state = result.rows[0]?.state;
+    if (state && states.includes(state)) return state;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${state} after ${timeoutMs} ms (waiting for ${states.join('|')})`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
