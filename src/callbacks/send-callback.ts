@@ -33,7 +33,7 @@ export interface SendCallbackOptions {
   allowPrivate: boolean;
   /** Replaces DNS resolution (tests; a custom resolver). */
   lookup?: WebhookLookup;
-  /** Extra trusted CA certificates for https (a private CA; tests). Default: Node's CA store. */
+  /** CA certificates to trust for https instead of Node's default store (a private CA; tests). */
   ca?: string | Buffer | Array<string | Buffer>;
   /** Aborts the attempt (worker shutdown). */
   signal?: AbortSignal;
