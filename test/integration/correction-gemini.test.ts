@@ -282,3 +282,16 @@ test('a page without lines makes no call', async () => {
   assert.equal(server.requests.length, 0);
   assert.equal(corrected, empty);
 });
+
+test('the SDK takes nothing from the environment: GOOGLE_GENAI_USE_VERTEXAI and GOOGLE_GEMINI_BASE_URL are ignored', async () => {
+  const saved = { ...process.env };
+  process.env.GOOGLE_GENAI_USE_VERTEXAI = 'true';
+  process.env.GOOGLE_GEMINI_BASE_URL = 'http://127.0.0.1:9';
+  try {
+    const corrected = await correct(buildPage(HOOKER_RECOGNISED));
+    assert.equal(server.requests.length, 1);
+    assert.deepEqual(texts(corrected), truth);
+  } finally {
+    process.env = saved;
+  }
+});

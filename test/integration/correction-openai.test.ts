@@ -185,3 +185,19 @@ test('an unknown model (404) is not retried', async () => {
     'correction unavailable: openai-compatible server answered HTTP 404 (not retryable after 1 attempt); the recognised text was kept',
   ]);
 });
+
+test('the SDK takes nothing from the environment: OPENAI_ORG_ID and OPENAI_PROJECT_ID add no headers', async () => {
+  const saved = { ...process.env };
+  process.env.OPENAI_ORG_ID = 'org-from-env';
+  process.env.OPENAI_PROJECT_ID = 'proj-from-env';
+  process.env.OPENAI_API_KEY = 'key-from-env';
+  try {
+    await correct(buildPage(HOOKER_RECOGNISED));
+    const [request] = server.requests;
+    assert.equal(request.headers['openai-organization'], undefined);
+    assert.equal(request.headers['openai-project'], undefined);
+    assert.equal(request.headers.authorization, 'Bearer none');
+  } finally {
+    process.env = saved;
+  }
+});

@@ -7,6 +7,8 @@ import { ANSWER_SCHEMA } from './prompt.ts';
 import { describeCause, withTimeout, type CorrectionProvider, type ProviderRequest, type ProviderResponse } from './provider.ts';
 import { isTransientStatus, ProviderError, retryAfterMs } from './retry.ts';
 
+export const GEMINI_DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com/';
+
 export interface GeminiProviderOptions {
   apiKey: string;
   /** null: Google's endpoint. */
@@ -36,8 +38,11 @@ export class GeminiProvider implements CorrectionProvider {
     let retryAfter: number | null = null;
     const client = new GoogleGenAI({
       apiKey: this.options.apiKey,
+      // Explicit, so that no GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GEMINI_BASE_URL in the
+      // environment redirects the call behind config.ts's back.
+      vertexai: false,
       httpOptions: {
-        ...(this.options.baseUrl ? { baseUrl: this.options.baseUrl } : {}),
+        baseUrl: this.options.baseUrl ?? GEMINI_DEFAULT_BASE_URL,
         fetch: async (input, init) => {
           const response = await fetch(input, init);
           if (!response.ok) retryAfter = retryAfterMs(response.headers);
