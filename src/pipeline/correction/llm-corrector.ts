@@ -109,7 +109,7 @@ async function pageImage(input: CorrectionInput): Promise<PageImage | null> {
   try {
     return await loadPageImage(input.blobs, input.imageBlobKey);
   } catch (error) {
-    input.log.warn({ err: error instanceof Error ? error.message : String(error), key: input.imageBlobKey }, 'page image unreadable; correcting from text only');
+    input.log.warn({ err: error instanceof Error ? error.message : String(error), blob_key: input.imageBlobKey }, 'page image unreadable; correcting from text only');
     return null;
   }
 }
