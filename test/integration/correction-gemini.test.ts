@@ -295,3 +295,20 @@ test('the SDK takes nothing from the environment: GOOGLE_GENAI_USE_VERTEXAI and 
     process.env = saved;
   }
 });
+
+test('an unreadable page image: the best tier corrects from the text alone', async () => {
+  await blobs.put('jobs/test/pages/broken.jpg', Buffer.from('not an image'));
+  for (const key of ['jobs/test/pages/missing.jpg', 'jobs/test/pages/broken.jpg']) {
+    server.reset();
+    const corrected = await corrector().correct(buildPage(HOOKER_RECOGNISED), {
+      options: jobOptions('best'),
+      imageBlobKey: key,
+      blobs,
+      signal: new AbortController().signal,
+      log: createLogger('silent'),
+    });
+    assert.equal(server.requests[0].image, null, key);
+    assert.ok(!server.requests[0].system.includes(IMAGE_INSTRUCTION));
+    assert.deepEqual(texts(corrected), truth);
+  }
+});
