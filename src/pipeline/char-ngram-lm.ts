@@ -1,0 +1,88 @@
+// Character n-gram language model in the `hwr-char-ngram/1` JSON format written by
+// train/char_lm.py (interpolated Witten-Bell stored in backoff form; natural logs).
+// The lookup below must stay identical to CharNgram.logp in train/char_lm.py.
+import { readFileSync } from 'node:fs';
+import { PipelineError } from './errors.ts';
+
+export const CHAR_NGRAM_FORMAT = 'hwr-char-ngram/1';
+
+export interface CharNgramModel {
+  readonly order: number;
+  readonly boundary: string;
+  /** Natural log of P(char | history); `history` is the line text so far. */
+  logProbability(history: string, char: string): number;
+}
+
+interface StoredModel {
+  ngrams: Record<string, number>;
+  backoff: Record<string, number>;
+  unknown: number;
+}
+
+/** All models of one LM file (`all` and per-language ones such as `en`, `fr`). */
+export interface CharNgramFile {
+  order: number;
+  models: ReadonlyMap<string, CharNgramModel>;
+}
+
+export function loadCharNgramFile(file: string): CharNgramFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new PipelineError('model_invalid', `cannot read the language model ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  return parseCharNgramFile(raw, file);
+}
+
+export function parseCharNgramFile(raw: unknown, where = 'language model'): CharNgramFile {
+  const invalid = (why: string): PipelineError => new PipelineError('model_invalid', `${where}: ${why}`);
+  if (raw === null || typeof raw !== 'object') throw invalid('not a JSON object');
+  const document = raw as Record<string, unknown>;
+  if (document.format !== CHAR_NGRAM_FORMAT) throw invalid(`format must be "${CHAR_NGRAM_FORMAT}", got ${JSON.stringify(document.format)}`);
+  const order = document.order;
+  if (typeof order !== 'number' || !Number.isInteger(order) || order < 1 || order > 16) throw invalid('order must be an integer from 1 to 16');
+  const boundary = document.boundary;
+  if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
+  const stored = document.models;
+  if (stored === null || typeof stored !== 'object' || Object.keys(stored).length === 0) throw invalid('models must be a non-empty object');
+  const models = new Map<string, CharNgramModel>();
+  for (const [name, value] of Object.entries(stored as Record<string, unknown>)) {
+    const model = value as Partial<StoredModel> | null;
+    if (!model || typeof model.ngrams !== 'object' || typeof model.backoff !== 'object' || typeof model.unknown !== 'number') {
+      throw invalid(`model "${name}" needs ngrams, backoff and unknown`);
+    }
+    models.set(name, new BackoffModel(order, boundary, model as StoredModel));
+  }
+  return { order, models };
+}
+
+class BackoffModel implements CharNgramModel {
+  readonly order: number;
+  readonly boundary: string;
+  private readonly ngrams: Map<string, number>;
+  private readonly backoff: Map<string, number>;
+  private readonly unknown: number;
+
+  constructor(order: number, boundary: string, stored: StoredModel) {
+    this.order = order;
+    this.boundary = boundary;
+    this.ngrams = new Map(Object.entries(stored.ngrams));
+    this.backoff = new Map(Object.entries(stored.backoff));
+    this.unknown = stored.unknown;
+  }
+
+  logProbability(history: string, char: string): number {
+    // context = last order-1 code points of boundary + history (a code point is at most 2 UTF-16 units)
+    const symbols = [...(this.boundary + history.slice(-2 * this.order))];
+    let context = this.order > 1 ? symbols.slice(-(this.order - 1)).join('') : '';
+    let total = 0;
+    for (;;) {
+      const value = this.ngrams.get(context + char);
+      if (value !== undefined) return total + value;
+      if (context === '') return total + this.unknown;
+      total += this.backoff.get(context) ?? 0;
+      context = [...context].slice(1).join('');
+    }
+  }
+}

@@ -1,0 +1,159 @@
+// CTC prefix beam search with an optional character n-gram language model
+// (Hannun et al. 2014). Same algorithm and parameters as train/ctc_beam.py, which
+// measured and tuned it on the validation set (docs/training.md).
+//
+// Each prefix keeps two log scores: ending in blank (pb) and ending in its last
+// character (pnb). Extending by character c at frame t adds log P(c at t) +
+// alpha * log P_lm(c | prefix) + beta; a repeated character extends only from pb (CTC
+// needs a blank between equal letters) and otherwise collapses into the same prefix.
+// At the end each prefix gets alpha * log P_lm(boundary | prefix); the best total wins.
+import type { CharNgramModel } from './char-ngram-lm.ts';
+import type { CharacterClasses } from './models/charset.ts';
+import type { DecodedCharacter } from './recognition/ctc-decode.ts';
+
+export interface BeamSearchOptions {
+  beam: number;
+  /** Weight of the language model's log probability. */
+  alpha: number;
+  /** Bonus per emitted character (balances the LM's preference for short lines). */
+  beta: number;
+  /** Only classes with at least this probability at a frame are tried. */
+  prune: number;
+  maxCandidates: number;
+}
+
+export const DEFAULT_BEAM_SEARCH: BeamSearchOptions = { beam: 10, alpha: 0.5, beta: 1.0, prune: 1e-3, maxCandidates: 12 };
+
+/** One emitted character on a prefix's path; shared by the prefixes that extend it. */
+interface Emission {
+  text: string;
+  start: number;
+  end: number;
+  confidence: number;
+  previous: Emission | null;
+}
+
+interface Beam {
+  blank: number;
+  nonBlank: number;
+  last: Emission | null;
+  /** Score of the path that set `last` (the strongest one wins the timing). */
+  lastScore: number;
+}
+
+const NEG = -Infinity;
+
+function logAdd(a: number, b: number): number {
+  if (a === NEG) return b;
+  if (b === NEG) return a;
+  return a > b ? a + Math.log1p(Math.exp(b - a)) : b + Math.log1p(Math.exp(a - b));
+}
+
+/**
+ * Decodes `steps` frames of `scores` (rows `stride` values apart from `offset`, one value
+ * per class of `classes.symbols`); `logits` true means raw scores or log-probabilities
+ * (a log-softmax is applied per row), false means probabilities.
+ */
+export function beamSearchCtc(
+  scores: Float32Array,
+  offset: number,
+  stride: number,
+  steps: number,
+  classes: CharacterClasses,
+  logits: boolean,
+  lm: CharNgramModel | null,
+  options: BeamSearchOptions = DEFAULT_BEAM_SEARCH,
+): DecodedCharacter[] {
+  const count = classes.symbols.length;
+  const logPrune = Math.log(options.prune);
+  const frame = new Float64Array(count);
+  const lmCache = new Map<string, number>();
+  const lmScore = (prefix: string, char: string): number => {
+    if (!lm) return options.beta;
+    const key = `${prefix}\u0000${char}`;
+    let value = lmCache.get(key);
+    if (value === undefined) {
+      value = options.alpha * lm.logProbability(prefix, char) + options.beta;
+      lmCache.set(key, value);
+    }
+    return value;
+  };
+
+  let beams = new Map<string, Beam>([['', { blank: 0, nonBlank: NEG, last: null, lastScore: 0 }]]);
+  for (let t = 0; t < steps; t += 1) {
+    readLogRow(scores, offset + t * stride, count, logits, frame);
+    const blankScore = frame[classes.blank];
+    const candidates: number[] = [];
+    for (let k = 0; k < count; k += 1) if (k !== classes.blank && frame[k] >= logPrune) candidates.push(k);
+    if (candidates.length > options.maxCandidates) {
+      candidates.sort((a, b) => frame[b] - frame[a]);
+      candidates.length = options.maxCandidates;
+    }
+
+    const next = new Map<string, Beam>();
+    const entry = (prefix: string): Beam => {
+      let beam = next.get(prefix);
+      if (!beam) {
+        beam = { blank: NEG, nonBlank: NEG, last: null, lastScore: NEG };
+        next.set(prefix, beam);
+      }
+      return beam;
+    };
+    // the character timings of a prefix follow its strongest contributing path
+    const offer = (target: Beam, score: number, emission: () => Emission | null): void => {
+      if (score > target.lastScore) {
+        target.last = emission();
+        target.lastScore = score;
+      }
+    };
+
+    for (const [prefix, beam] of beams) {
+      const total = logAdd(beam.blank, beam.nonBlank);
+      const same = entry(prefix);
+      same.blank = logAdd(same.blank, total + blankScore);
+      offer(same, total + blankScore, () => beam.last);
+      const last = beam.last;
+      for (const k of candidates) {
+        const char = classes.symbols[k];
+        const p = frame[k];
+        const target = entry(prefix + char);
+        const via = (char === last?.text ? beam.blank : total) + p + lmScore(prefix, char);
+        target.nonBlank = logAdd(target.nonBlank, via);
+        offer(target, via, () => ({ text: char, start: t, end: t + 1, confidence: Math.exp(p), previous: last }));
+        if (last && char === last.text) {
+          // a repeated frame without blank prolongs the character's run (emissions are shared: copy)
+          const stay = beam.nonBlank + p;
+          same.nonBlank = logAdd(same.nonBlank, stay);
+          offer(same, stay, () => ({ ...last, end: t + 1, confidence: Math.max(last.confidence, Math.exp(p)) }));
+        }
+      }
+    }
+    beams = new Map([...next].sort((a, b) => logAdd(b[1].blank, b[1].nonBlank) - logAdd(a[1].blank, a[1].nonBlank)).slice(0, options.beam));
+  }
+
+  let best: [string, Beam] | null = null;
+  let bestScore = NEG;
+  for (const item of beams) {
+    const score = logAdd(item[1].blank, item[1].nonBlank) + (lm ? options.alpha * lm.logProbability(item[0], lm.boundary) : 0);
+    if (best === null || score > bestScore) {
+      best = item;
+      bestScore = score;
+    }
+  }
+  const result: DecodedCharacter[] = [];
+  for (let e = best ? best[1].last : null; e; e = e.previous) result.push({ text: e.text, start: e.start, end: e.end, confidence: e.confidence });
+  return result.reverse();
+}
+
+function readLogRow(scores: Float32Array, row: number, count: number, logits: boolean, out: Float64Array): void {
+  if (!logits) {
+    for (let k = 0; k < count; k += 1) out[k] = Math.log(Math.max(scores[row + k], 1e-30));
+    return;
+  }
+  let max = NEG;
+  for (let k = 0; k < count; k += 1) max = Math.max(max, scores[row + k]);
+  let sum = 0;
+  for (let k = 0; k < count; k += 1) sum += Math.exp(scores[row + k] - max);
+  const shift = max + Math.log(sum);
+  for (let k = 0; k < count; k += 1) out[k] = scores[row + k] - shift;
+}

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/char-ngram-lm.ts';
+import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../../src/pipeline/ctc-beam-search.ts';
+import { characterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
+import { decodeCtc } from '../../src/pipeline/recognition/ctc-decode.ts';
+import { PipelineError } from '../../src/pipeline/errors.ts';
+
+const fixtures = new URL('../fixtures/ctc-beam-search/', import.meta.url);
+const lmFile = loadCharNgramFile(new URL('tiny-lm.json', fixtures).pathname);
+const lm = lmFile.models.get('all') as CharNgramModel;
+
+/** Blank at 0, then the given characters. */
+function classesOf(chars: string): CharacterClasses {
+  return characterClasses([...chars].join('\n') + '\n', { appendSpace: false, blankIndex: 0 });
+}
+
+/** Frames given as { char: probability }; the rest of each frame goes to blank. */
+function probabilities(classes: CharacterClasses, frames: Record<string, number>[]): Float32Array {
+  const count = classes.symbols.length;
+  const data = new Float32Array(frames.length * count);
+  frames.forEach((frame, t) => {
+    let rest = 1;
+    for (const [char, p] of Object.entries(frame)) {
+      data[t * count + classes.symbols.indexOf(char)] = p;
+      rest -= p;
+    }
+    data[t * count + classes.blank] = rest;
+  });
+  return data;
+}
+
+const text = (characters: { text: string }[]): string => characters.map((c) => c.text).join('');
+
+test('the LM lookup gives the same log probabilities as train/char_lm.py', () => {
+  const expected = JSON.parse(readFileSync(new URL('expected-logp.json', fixtures), 'utf8')) as [string, string, number][];
+  for (const [history, char, logp] of expected) {
+    assert.ok(Math.abs(lm.logProbability(history, char) - logp) < 1e-9, `${JSON.stringify(history)} + ${JSON.stringify(char)}`);
+  }
+});
+
+test('the LM probabilities after a context sum to one over its vocabulary', () => {
+  const raw = JSON.parse(readFileSync(new URL('tiny-lm.json', fixtures), 'utf8')) as { models: { all: { ngrams: Record<string, number> } } };
+  const vocabulary = Object.keys(raw.models.all.ngrams).filter((gram) => [...gram].length === 1);
+  for (const history of ['', 'the q', 'xyz', "qu'il"]) {
+    const sum = vocabulary.reduce((total, char) => total + Math.exp(lm.logProbability(history, char)), 0);
+    assert.ok(Math.abs(sum - 1) < 0.01, `${history}: ${sum}`);
+  }
+});
+
+test('beam search sums over CTC paths where greedy decoding takes the single best path', () => {
+  const classes = classesOf('a');
+  // each frame: blank 0.6, "a" 0.4. Best path is blank-blank (""), but P("a") = 1 - 0.36 = 0.64
+  const scores = probabilities(classes, [{ a: 0.4 }, { a: 0.4 }]);
+  assert.equal(text(decodeCtc(scores, 0, classes.symbols.length, 2, classes, false)), '');
+  assert.equal(text(beamSearchCtc(scores, 0, classes.symbols.length, 2, classes, false, null, { ...DEFAULT_BEAM_SEARCH, beta: 0 })), 'a');
+});
+
+test('repeated characters need a blank between them', () => {
+  const classes = classesOf('lo');
+  const count = classes.symbols.length;
+  const merged = probabilities(classes, [{ l: 0.98 }, { l: 0.98 }, { o: 0.98 }]);
+  assert.equal(text(beamSearchCtc(merged, 0, count, 3, classes, false, null)), 'lo');
+  const separated = probabilities(classes, [{ l: 0.98 }, {}, { l: 0.98 }, { o: 0.98 }]);
+  const decoded = beamSearchCtc(separated, 0, count, 4, classes, false, null);
+  assert.equal(text(decoded), 'llo');
+  assert.deepEqual(
+    decoded.map((c) => [c.start, c.end]),
+    [
+      [0, 1],
+      [2, 3],
+      [3, 4],
+    ],
+  );
+});
+
+test('the language model settles an ambiguous letter that greedy decoding gets wrong', () => {
+  const classes = classesOf('qeuv ');
+  const count = classes.symbols.length;
+  // "qu" or "qv": the image slightly prefers v
+  const scores = probabilities(classes, [{ q: 0.95 }, {}, { v: 0.5, u: 0.45 }, {}, { e: 0.95 }]);
+  assert.equal(text(decodeCtc(scores, 0, count, 5, classes, false)), 'qve');
+  assert.equal(text(beamSearchCtc(scores, 0, count, 5, classes, false, null)), 'qve');
+  assert.equal(text(beamSearchCtc(scores, 0, count, 5, classes, false, lm)), 'que');
+});
+
+test('logits, log-probabilities and probabilities decode alike; time-major strides work', () => {
+  const classes = classesOf('ab');
+  const count = classes.symbols.length;
+  const probs = probabilities(classes, [{ a: 0.9 }, {}, { b: 0.7 }, { b: 0.6 }]);
+  const logs = probs.map((p) => Math.log(p) + 3); // shifted log-probabilities are valid logits
+  const fromProbs = beamSearchCtc(probs, 0, count, 4, classes, false, lm);
+  const fromLogits = beamSearchCtc(logs, 0, count, 4, classes, true, lm);
+  assert.equal(text(fromProbs), 'ab');
+  assert.deepEqual(fromLogits.map((c) => [c.text, c.start, c.end]), fromProbs.map((c) => [c.text, c.start, c.end]));
+  // the same frames as the second line of a time-major [T, N=2, C] batch
+  const tnc = new Float32Array(4 * 2 * count);
+  for (let t = 0; t < 4; t += 1) tnc.set(probs.subarray(t * count, (t + 1) * count), (t * 2 + 1) * count);
+  assert.equal(text(beamSearchCtc(tnc, count, 2 * count, 4, classes, false, lm)), 'ab');
+});
+
+test('a malformed language model file is refused with model_invalid', () => {
+  for (const raw of [null, { format: 'arpa' }, { format: 'hwr-char-ngram/1', order: 0, boundary: '\n', models: {} }, { format: 'hwr-char-ngram/1', order: 3, boundary: '\n', models: { all: { ngrams: {} } } }]) {
+    assert.throws(
+      () => parseCharNgramFile(raw),
+      (error: unknown) => error instanceof PipelineError && error.code === 'model_invalid',
+    );
+  }
+  assert.throws(
+    () => loadCharNgramFile('/nonexistent/lm.json'),
+    (error: unknown) => error instanceof PipelineError && error.code === 'model_invalid',
+  );
+});
