@@ -6,7 +6,6 @@ export const EXPORT_ERROR_CODES = [
   'page_result_invalid',
   'page_image_missing',
   'image_unsupported',
-  'export_cancelled',
 ] as const;
 export type ExportErrorCode = (typeof EXPORT_ERROR_CODES)[number];
 

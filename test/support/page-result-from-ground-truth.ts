@@ -31,7 +31,7 @@ export async function pageResultFromGroundTruth(page: GroundTruthPage): Promise<
       width: swap ? metadata.height : metadata.width,
       height: swap ? metadata.width : metadata.height,
       sha256: createHash('sha256').update(image).digest('hex'),
-      format: metadata.format === 'jpg' ? 'jpeg' : metadata.format,
+      format: metadata.format,
       dpi: metadata.density && metadata.density > 1 ? metadata.density : null,
     },
     regions,

@@ -1,0 +1,89 @@
+// manifest.json of the result archive: what was exported, from what, by which software and
+// models, and every file with its size and sha256 (all files but the manifest itself).
+import type { JobOptions, PdfFormat } from '../pipeline/pipeline.ts';
+import type { ModelInfo, PageResult } from '../pipeline/page-result.ts';
+
+export const MANIFEST_SCHEMA = 'hwr.result-archive/1';
+
+export interface ManifestFile {
+  path: string;
+  bytes: number;
+  sha256: string;
+  media_type: string;
+}
+
+export interface ManifestPage {
+  page_number: number;
+  source: { name: string; sha256: string; bytes: number };
+  image: { width: number; height: number; format: string; dpi: number | null };
+  files: { page: string; alto: string; text: string };
+  regions: number;
+  lines: number;
+  words: number;
+  warnings: string[];
+}
+
+export interface Manifest {
+  schema: typeof MANIFEST_SCHEMA;
+  job_id: string;
+  /** The archive's one timestamp: the job's creation time (see docs/result-archive.md). */
+  created_at: string;
+  options: { llm_tier: string; preset: string; pipeline_steps: string[]; pdf_format: PdfFormat };
+  software: { name: string; version: string };
+  models: Array<{ role: ModelInfo['role']; name: string; version: string }>;
+  correction: Array<{ provider: string; model: string }>;
+  page_count: number;
+  pages: ManifestPage[];
+  pdf: { path: string; format: Exclude<PdfFormat, 'none'>; pages: number } | null;
+  files: ManifestFile[];
+}
+
+export class ManifestBuilder {
+  private readonly pages: ManifestPage[] = [];
+  private readonly files: ManifestFile[] = [];
+  private readonly models = new Map<string, Manifest['models'][number]>();
+  private readonly corrections = new Map<string, Manifest['correction'][number]>();
+  private software: Manifest['software'] | null = null;
+  private pdf: Manifest['pdf'] = null;
+
+  addPage(page: ManifestPage, result: PageResult): void {
+    this.pages.push(page);
+    this.software ??= { name: result.producer.software, version: result.producer.version };
+    for (const model of result.producer.models) {
+      this.models.set(`${model.role}\u0000${model.name}\u0000${model.version}`, { role: model.role, name: model.name, version: model.version });
+    }
+    if (result.correction) {
+      const { provider, model } = result.correction;
+      this.corrections.set(`${provider}\u0000${model}`, { provider, model });
+    }
+  }
+
+  addFile(file: ManifestFile): void {
+    this.files.push(file);
+  }
+
+  setPdf(pdf: NonNullable<Manifest['pdf']>): void {
+    this.pdf = pdf;
+  }
+
+  build(job: { jobId: string; createdAt: Date; options: JobOptions; fallbackSoftware: Manifest['software'] }): Manifest {
+    return {
+      schema: MANIFEST_SCHEMA,
+      job_id: job.jobId,
+      created_at: job.createdAt.toISOString(),
+      options: {
+        llm_tier: job.options.llmTier,
+        preset: job.options.preset,
+        pipeline_steps: [...job.options.pipelineSteps],
+        pdf_format: job.options.pdfFormat,
+      },
+      software: this.software ?? job.fallbackSoftware,
+      models: [...this.models.values()],
+      correction: [...this.corrections.values()],
+      page_count: this.pages.length,
+      pages: this.pages,
+      pdf: this.pdf,
+      files: this.files,
+    };
+  }
+}
