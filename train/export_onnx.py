@@ -147,6 +147,7 @@ def main(argv: list[str]) -> None:
         "dataset": "htr-lines",
         "datasetDigest": meta["dataset_digest"],
         "trainingCommit": meta["training_commit"],
+        "resumedWithCommits": meta.get("resumed_with", []),
         "epochs": state["epoch"],
         "validationCer": round(state["val_cer"], 4) if "val_cer" in state else None,
         "validationWer": round(state["val_wer"], 4) if "val_wer" in state else None,

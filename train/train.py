@@ -39,7 +39,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cache", type=Path, default=Path("/work/cache/htr-lines"), help="where the tar shards are unpacked")
     p.add_argument("--run", type=Path, required=True, help="run directory: checkpoints, charset, log CSV")
     p.add_argument("--resume", action="store_true", help="continue from RUN/last.pt (settings come from the checkpoint)")
-    p.add_argument("--epochs", type=int, default=12, help="length of the learning-rate schedule")
+    p.add_argument("--epochs", type=int, default=None, help="length of the learning-rate schedule (default 12; on --resume, changes it)")
     p.add_argument("--height", type=int, default=32)
     p.add_argument("--channels", type=str, default="16,48,96,96,128")
     p.add_argument("--hidden", type=int, default=256)
@@ -118,10 +118,16 @@ def main(argv: list[str]) -> None:
         # everything that shapes the run comes from the checkpoint; only stopping rules are taken from the command line
         for key in ("max_minutes", "max_epochs_this_run", "checkpoint_minutes", "threads", "resume"):
             saved[key] = getattr(args, key)
+        if args.epochs is not None and args.epochs != saved["epochs"]:
+            # a shorter or longer schedule from here on: the learning rate jumps to the new curve's value
+            print(f"schedule changed on resume: {saved['epochs']} -> {args.epochs} epochs", flush=True)
+            saved["epochs"] = args.epochs
         args = argparse.Namespace(**saved)
         args.run = Path(args.run)
         args.dataset = Path(args.dataset)
         args.cache = Path(args.cache)
+    if args.epochs is None:
+        args.epochs = 12
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -152,6 +158,7 @@ def main(argv: list[str]) -> None:
         meta = {"dataset_digest": digest, "training_commit": git_commit(), "mean": mean, "std": std, "charset": charset}
     else:
         meta = state["meta"]
+        meta.setdefault("resumed_with", []).append(git_commit())
         if meta["dataset_digest"] != digest:
             raise SystemExit(f"dataset changed since the checkpoint: {digest} != {meta['dataset_digest']}")
         charset, mean, std = meta["charset"], meta["mean"], meta["std"]
