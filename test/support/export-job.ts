@@ -61,7 +61,7 @@ export async function stageExportJob(
     const blobKey = `jobs/${jobId}/pages/${pageNumber}/source`;
     const resultKey = `jobs/${jobId}/pages/${pageNumber}/result.json`;
     await blobs.put(blobKey, page.image);
-    await blobs.put(resultKey, JSON.stringify({ ...page.result, pageNumber }));
+    await blobs.put(resultKey, JSON.stringify({ ...page.result, pageNumber, image: { ...page.result.image, name: page.name } }));
     staged.push({
       source: {
         pageNumber,
