@@ -46,7 +46,7 @@ async function extractText(pdf: Buffer): Promise<string[]> {
 
 const collapse = (text: string) => text.replace(/\s+/gu, ' ').trim();
 
-function solid(width: number, height: number, channels: 1 | 3 | 4 = 3) {
+function solid(width: number, height: number, channels: 3 | 4 = 3) {
   const background = channels === 4 ? { r: 200, g: 180, b: 150, alpha: 0.5 } : { r: 200, g: 180, b: 150 };
   return sharp({ create: { width, height, channels, background } });
 }
@@ -86,7 +86,7 @@ function pngFrom(image: PdfImageData): Buffer {
 describe('PDF page images', () => {
   it('embeds JPEG bytes as they are (gray and colour)', async () => {
     for (const channels of [1, 3] as const) {
-      const jpeg = await solid(64, 48, channels === 1 ? 3 : 3)
+      const jpeg = await solid(64, 48)
         .toColourspace(channels === 1 ? 'b-w' : 'srgb')
         .jpeg()
         .toBuffer();
