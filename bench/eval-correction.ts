@@ -65,6 +65,23 @@ export interface CorrectionEvalOptions {
   /** Default: createCorrector(config). */
   corrector?: PageCorrector;
   log?: Logger;
+  /**
+   * Character errors of hypothesis lines against reference lines. Default: Levenshtein over
+   * `scoringText` of both. bench/eval-recognition.ts may pass its own normalised scoring
+   * (bench/lib/text-metrics.ts `scorePage(...).characters`) so that both reports agree.
+   */
+  score?: (hypothesisLines: string[], referenceLines: string[]) => CharacterErrors;
+}
+
+export interface CharacterErrors {
+  errors: number;
+  /** Reference length in characters. */
+  length: number;
+}
+
+export function defaultScore(hypothesisLines: string[], referenceLines: string[]): CharacterErrors {
+  const reference = scoringText(referenceLines);
+  return { errors: editDistance(scoringText(hypothesisLines), reference), length: Array.from(reference).length };
 }
 
 /** Page text for scoring: lines with whitespace collapsed, joined by newlines. */
@@ -88,9 +105,12 @@ export async function evaluateCorrection(pages: CorrectionEvalPage[], options: C
   const rows: CorrectionEvalRow[] = [];
   let provider = config.provider ?? 'custom';
   let model = '';
+  const score = options.score ?? defaultScore;
   for (const entry of pages) {
-    const reference = scoringText(entry.groundTruth);
-    const before = scoringText(allLines(entry.page).map((line) => line.text));
+    const before = score(
+      allLines(entry.page).map((line) => line.text),
+      entry.groundTruth,
+    );
     const started = performance.now();
     const corrected = await corrector.correct(entry.page, {
       options: { llmTier: tier, preset, pipelineSteps: ['layout', 'recognition', 'correction', 'export'], pdfFormat: 'none', webhookUrl: null },
@@ -100,10 +120,13 @@ export async function evaluateCorrection(pages: CorrectionEvalPage[], options: C
       log,
     });
     const ms = performance.now() - started;
-    const after = scoringText(allLines(corrected).map((line) => line.text));
-    const referenceChars = Math.max(1, Array.from(reference).length);
-    const errorsBefore = editDistance(before, reference);
-    const errorsAfter = editDistance(after, reference);
+    const after = score(
+      allLines(corrected).map((line) => line.text),
+      entry.groundTruth,
+    );
+    const referenceChars = Math.max(1, before.length);
+    const errorsBefore = before.errors;
+    const errorsAfter = after.errors;
     provider = corrected.correction?.provider ?? provider;
     model = corrected.correction?.model ?? model;
     rows.push({

@@ -50,6 +50,25 @@ test('CER before and after correction, per page and over all pages', async () =>
   assert.match(report, /hooker_JDH_2_16_144_002 +163 +3\.07% +0\.61% +3 +0 +300\/80/);
 });
 
+test('a caller can score with its own normalisation', async () => {
+  server.handle((request) => answerLines(requestLines(request.userText).map((line) => ({ id: line.id, text: HOOKER_TRUTH[line.id] }))));
+  const config = loadConfig({ GEMINI_API_KEY: 'k', GEMINI_BASE_URL: server.geminiBaseUrl }).correction;
+  const calls: string[][] = [];
+  const result = await evaluateCorrection(
+    [{ name: 'p', page: buildPage(HOOKER_RECOGNISED), groundTruth: Object.values(HOOKER_TRUTH), imagePath: IMAGE }],
+    {
+      config,
+      log: createLogger('silent'),
+      score: (hypothesis, reference) => {
+        calls.push(hypothesis);
+        return { errors: hypothesis.filter((line, index) => line !== reference[index]).length, length: reference.length };
+      },
+    },
+  );
+  assert.equal(calls.length, 2);
+  assert.deepEqual([result?.rows[0].errorsBefore, result?.rows[0].errorsAfter, result?.rows[0].referenceChars], [4, 0, 6]);
+});
+
 test('without a provider the evaluation is skipped and says why', async () => {
   assert.equal(await evaluateCorrection([], { config: loadConfig({}).correction }), null);
   assert.match(formatCorrectionReport(null), /no correction provider is configured/);
