@@ -20,6 +20,7 @@ export const jobStatusProjection: Projection = {
   apply: `
 declare
   job uuid := substring(e.stream_id from 5)::uuid;
+  page integer;
 begin
   case e.type
   when 'JobQueued' then
@@ -33,55 +34,54 @@ begin
     from jsonb_array_elements(e.data->'pages') as p;
   when 'JobStarted' then
     update job_status set state = 'processing', started_at = (e.data->>'startedAt')::timestamptz,
-      current_step = 'layout' where job_id = job;
+      current_step = 'layout', version = e.stream_version where job_id = job;
   when 'StepStarted' then
-    if e.data->'page' <> 'null'::jsonb then
-      update job_pages set step = e.data->>'step' where job_id = job and page_number = (e.data->>'page')::int;
+    if e.data->'page' = 'null'::jsonb then
+      update job_status set version = e.stream_version where job_id = job;
+    else
+      page := (e.data->>'page')::int;
+      update job_pages set step = e.data->>'step' where job_id = job and page_number = page;
+      update job_status set current_step = hwr_job_current_step(job), version = e.stream_version
+        where job_id = job and state = 'processing';
     end if;
   when 'PageCompleted' then
+    page := (e.data->>'page')::int;
     update job_pages set completed = true, result_key = e.data->>'resultKey', line_count = (e.data->>'lineCount')::int
-      where job_id = job and page_number = (e.data->>'page')::int;
-    update job_status set pages_done = pages_done + 1 where job_id = job;
+      where job_id = job and page_number = page;
+    update job_status set pages_done = pages_done + 1, version = e.stream_version,
+      current_step = case when state = 'processing' then hwr_job_current_step(job) else current_step end
+      where job_id = job;
   when 'JobSucceeded' then
     update job_status set state = 'done', current_step = null, finished_at = (e.data->>'finishedAt')::timestamptz,
       warning_message = e.data->>'warningMessage', archive_key = e.data->>'archiveKey',
       archive_bytes = (e.data->>'archiveBytes')::bigint, archive_sha256 = e.data->>'archiveSha256',
       callback_state = case when options->>'webhookUrl' is not null then 'pending' end,
-      callback_next_attempt_at = case when options->>'webhookUrl' is not null then (e.data->>'finishedAt')::timestamptz end
+      callback_next_attempt_at = case when options->>'webhookUrl' is not null then (e.data->>'finishedAt')::timestamptz end,
+      version = e.stream_version
       where job_id = job;
   when 'JobFailed' then
     update job_status set state = 'failed', current_step = null, finished_at = (e.data->>'finishedAt')::timestamptz,
       error_message = e.data->>'errorMessage',
       callback_state = case when options->>'webhookUrl' is not null then 'pending' end,
-      callback_next_attempt_at = case when options->>'webhookUrl' is not null then (e.data->>'finishedAt')::timestamptz end
+      callback_next_attempt_at = case when options->>'webhookUrl' is not null then (e.data->>'finishedAt')::timestamptz end,
+      version = e.stream_version
       where job_id = job;
   when 'JobCancelled' then
-    update job_status set state = 'cancelled', current_step = null, finished_at = (e.data->>'cancelledAt')::timestamptz
-      where job_id = job;
+    update job_status set state = 'cancelled', current_step = null, finished_at = (e.data->>'cancelledAt')::timestamptz,
+      version = e.stream_version where job_id = job;
   when 'CallbackAttempted' then
     update job_status set callback_attempts = (e.data->>'attempt')::int,
       callback_state = case when (e.data->>'ok')::boolean then 'delivered'
                             when e.data->'nextAttemptAt' <> 'null'::jsonb then 'retrying' else 'abandoned' end,
       callback_next_attempt_at = (e.data->>'nextAttemptAt')::timestamptz,
-      callback_last_status = (e.data->>'httpStatus')::int
+      callback_last_status = (e.data->>'httpStatus')::int,
+      version = e.stream_version
       where job_id = job;
   when 'CallbackAbandoned' then
-    update job_status set callback_state = 'abandoned', callback_next_attempt_at = null where job_id = job;
+    update job_status set callback_state = 'abandoned', callback_next_attempt_at = null, version = e.stream_version
+      where job_id = job;
   when 'ResultExpired' then
-    update job_status set result_expired = true where job_id = job;
+    update job_status set result_expired = true, version = e.stream_version where job_id = job;
   end case;
-
-  -- While processing, current_step is the earliest step an unfinished page is at
-  -- (a page not started yet waits for layout); with every page done, it is export.
-  if e.type in ('StepStarted', 'PageCompleted') then
-    update job_status set current_step = coalesce(
-      (select coalesce(p.step, 'layout') from job_pages p
-        where p.job_id = job and not p.completed
-        order by array_position(array['layout', 'recognition', 'correction', 'export'], coalesce(p.step, 'layout'))
-        limit 1),
-      'export')
-    where job_id = job and state = 'processing';
-  end if;
-  update job_status set version = e.stream_version where job_id = job;
 end`,
 };

@@ -3,7 +3,7 @@
 // while the server runs) finds the running postmaster through postmaster.pid and
 // connects to it instead of starting another.
 import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,8 @@ export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port: number;
   log?: (line: string) => void;
+  /** Extra server settings, e.g. ['-c', 'synchronous_commit=off'] for a benchmark's comparison run. */
+  settings?: string[];
 }): Promise<EmbeddedDatabase> {
   const clusterDir = path.resolve(options.dataDir);
   const running = await findRunningCluster(clusterDir);
@@ -29,6 +31,8 @@ export async function startEmbeddedPostgres(options: {
     return { url: urlFor(running), owned: false, stop: async () => {} };
   }
   await mkdir(path.dirname(clusterDir), { recursive: true });
+  const runAsPostgresUser = process.getuid?.() === 0;
+  if (runAsPostgresUser) await letOthersTraverse(path.dirname(clusterDir));
   const port = (await isPortFree(options.port)) ? options.port : await freePort();
   const log = options.log ?? (() => {});
   const EmbeddedPostgres = await loadEmbeddedPostgres();
@@ -38,9 +42,9 @@ export async function startEmbeddedPostgres(options: {
     password: PASSWORD,
     port,
     persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: runAsPostgresUser,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=on'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.settings ?? [])],
     onLog: log,
     onError: (message) => log(String(message)),
   });
@@ -67,6 +71,12 @@ async function loadEmbeddedPostgres() {
     }
   }
   return module.default;
+}
+
+/** As root, PostgreSQL runs as the user `postgres`, which must reach the cluster's parent directory. */
+async function letOthersTraverse(directory: string): Promise<void> {
+  const { mode } = await stat(directory);
+  if ((mode & 0o001) === 0) await chmod(directory, mode | 0o011);
 }
 
 function urlFor(port: number): string {
