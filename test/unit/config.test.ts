@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+test('defaults: embedded database, ./.data, port 8080, 7-day results', () => {
+  const config = loadConfig({});
+  assert.equal(config.databaseUrl, null);
+  assert.equal(config.dataDir, path.resolve('./.data'));
+  assert.equal(config.port, 8080);
+  assert.equal(config.baseUrl, 'http://localhost:8080');
+  assert.equal(config.results.retentionSeconds, 7 * 24 * 3600);
+  assert.equal(config.callbacks.retryScale, 1);
+  assert.ok(config.workers.pageConcurrency >= 1);
+});
+
+test('values are read and BASE_URL loses its trailing slash', () => {
+  const config = loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/hwr', PORT: '9000', BASE_URL: 'https://ocr.example.org/', WORKER_CONCURRENCY: '3', LOG_LEVEL: 'debug' });
+  assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/hwr');
+  assert.equal(config.port, 9000);
+  assert.equal(config.baseUrl, 'https://ocr.example.org');
+  assert.equal(config.workers.pageConcurrency, 3);
+  assert.equal(config.logLevel, 'debug');
+});
+
+test('every invalid variable is reported at once, by name', () => {
+  assert.throws(
+    () => loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', WORKER_CONCURRENCY: '0', TLS_CERT_FILE: 'cert.pem', WEBHOOK_ALLOW_HTTP: 'maybe' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      const text = error.problems.join('\n');
+      for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'WORKER_CONCURRENCY', 'TLS_CERT_FILE', 'WEBHOOK_ALLOW_HTTP']) assert.match(text, new RegExp(name));
+      return true;
+    },
+  );
+});
