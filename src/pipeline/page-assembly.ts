@@ -1,0 +1,84 @@
+// Layout and readings become the page model's regions, lines and words: ids, polygons
+// clamped to the page, baselines, texts, confidences and word boxes kept inside
+// their line's box.
+import type { Box, TextLine, TextRegion, Word } from './page-result.ts';
+import type { RgbImage } from './image/raster.ts';
+import { pieceBaseline } from './layout/baseline.ts';
+import { boundingBox, clampPolygon, convexHull, intersectBoxes } from './layout/geometry.ts';
+import type { LayoutLine } from './layout/group-lines.ts';
+import type { LayoutRegion } from './layout/reading-order.ts';
+import type { DetectedBox } from './layout/text-detector.ts';
+import type { PieceReading } from './ocr-engine.ts';
+import { wordsOf } from './recognition/words.ts';
+
+/**
+ * With `readings` (recognition ran), lines in which nothing was read are dropped:
+ * they are specks, rules or stains the detector took for writing.
+ */
+export function assembleRegions(image: RgbImage, layout: readonly LayoutRegion[], readings: Map<DetectedBox, PieceReading> | null): TextRegion[] {
+  const regions: TextRegion[] = [];
+  for (const region of layout) {
+    const regionId = `r${regions.length + 1}`;
+    const lines: TextLine[] = [];
+    for (const line of region.lines) {
+      const assembled = assembleLine(image, line, `${regionId}_l${lines.length + 1}`, readings);
+      if (readings && assembled.text === '') continue;
+      lines.push(assembled);
+    }
+    if (lines.length === 0) continue;
+    const outline = convexHull(lines.flatMap((line) => line.polygon));
+    regions.push({ id: regionId, type: region.type, polygon: clampPolygon(outline, image.width, image.height), lines });
+  }
+  return regions;
+}
+
+function assembleLine(image: RgbImage, line: LayoutLine, id: string, readings: Map<DetectedBox, PieceReading> | null): TextLine {
+  const polygon = clampPolygon(line.polygon, image.width, image.height);
+  const lineBox = boundingBox(polygon);
+  const baseline = clampPolygon(
+    line.fragments.flatMap((fragment) => pieceBaseline(image, fragment)),
+    image.width,
+    image.height,
+  );
+  const texts: string[] = [];
+  const words: Word[] = [];
+  let confidenceSum = 0;
+  let characterCount = 0;
+  for (const fragment of line.fragments) {
+    const reading = readings?.get(fragment);
+    if (!reading) continue;
+    const text = reading.characters.map((character) => character.text).join('').replace(/\s+/g, ' ').trim();
+    if (text) texts.push(text);
+    for (const character of reading.characters) {
+      if (character.text.trim() === '') continue;
+      confidenceSum += character.confidence;
+      characterCount += 1;
+    }
+    for (const word of wordsOf(reading.characters, reading.crop.frame, reading.crop.width, reading.crop.height)) {
+      const wordPolygon = clampPolygon(word.polygon, image.width, image.height);
+      words.push({
+        id: `${id}_w${words.length + 1}`,
+        text: word.text,
+        box: insideBox(boundingBox(wordPolygon), lineBox),
+        polygon: wordPolygon,
+        confidence: round(word.confidence),
+      });
+    }
+  }
+  return {
+    id,
+    polygon,
+    baseline,
+    text: texts.join(' '),
+    confidence: characterCount === 0 ? 0 : round(confidenceSum / characterCount),
+    words,
+  };
+}
+
+function insideBox(box: Box, outer: Box): Box {
+  return intersectBoxes(box, outer) ?? { x: outer.x, y: outer.y, width: 0, height: 0 };
+}
+
+function round(value: number): number {
+  return Math.round(value * 10000) / 10000;
+}

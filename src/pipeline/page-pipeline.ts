@@ -1,0 +1,55 @@
+// The engine's page task: image preparation -> layout -> recognition -> correction,
+// as far as the job's pipeline_steps go. Models are loaded once per process, on the
+// first page (shared-engine.ts).
+import type { Config } from '../config.ts';
+import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
+import type { PageResult } from './page-result.ts';
+import { recognizePage, type StageTimings } from './recognize-page.ts';
+import { sharedEngine } from './shared-engine.ts';
+
+export interface PagePipelineOptions {
+  config: Pick<Config, 'recognition' | 'limits'>;
+  /** Runs when the job's steps include 'correction'; without one, the step adds a warning. */
+  corrector?: PageCorrector;
+}
+
+export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
+  const { config, corrector } = options;
+  return {
+    async processPage(task: PageTask, context: PageContext): Promise<PageResult> {
+      const steps = task.options.pipelineSteps;
+      const { signal } = context;
+      const engine = await sharedEngine(config.recognition);
+      const bytes = await context.blobs.get(task.page.blobKey);
+      const { page, timings } = await recognizePage(engine, bytes, {
+        name: task.page.name,
+        pageNumber: task.page.pageNumber,
+        maxPixels: config.limits.maxImagePixels,
+        recognize: steps.includes('recognition'),
+        signal,
+        enterStep: (step) => context.enterStep(step),
+      });
+      context.log.debug(
+        { page: task.page.pageNumber, lines: page.regions.reduce((sum, region) => sum + region.lines.length, 0), ...roundTimings(timings) },
+        'page recognised',
+      );
+      if (!steps.includes('correction')) return page;
+      signal.throwIfAborted();
+      await context.enterStep('correction');
+      if (!corrector) return { ...page, warnings: [...page.warnings, 'correction skipped: no corrector configured'] };
+      const corrected = await corrector.correct(page, {
+        options: task.options,
+        imageBlobKey: task.page.blobKey,
+        blobs: context.blobs,
+        signal,
+        log: context.log,
+      });
+      signal.throwIfAborted();
+      return corrected;
+    },
+  };
+}
+
+function roundTimings(timings: StageTimings): Record<string, number> {
+  return Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value)]));
+}

@@ -1,0 +1,122 @@
+// Line recognition: each detected piece is cut out of the full-resolution page along
+// its own direction (so slanted lines come out straight), scaled to the model's
+// height, batched with pieces of similar width, run through the CTC model and decoded.
+import { frameForRect, samplePatch, type PatchFrame, type RgbImage } from '../image/raster.ts';
+import type { RotatedRect } from '../layout/geometry.ts';
+import type { CharacterClasses } from '../models/charset.ts';
+import type { RecognitionSpec } from '../models/model-manifest.ts';
+import { floatTensor, runModel, whiteValue, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
+import { PipelineError } from '../errors.ts';
+import { decodeCtc } from './ctc-decode.ts';
+
+export interface LineCrop {
+  /** Maps crop pixels (u, v) to page pixels. */
+  frame: PatchFrame;
+  width: number;
+  height: number;
+  /** Interleaved RGB, 0..255. */
+  pixels: Float32Array;
+}
+
+/** A recognised character with its horizontal span in crop pixels. */
+export interface PlacedCharacter {
+  text: string;
+  start: number;
+  end: number;
+  confidence: number;
+}
+
+/** Inputs wider than this many pixels in total (batch size x padded width) are split into several runs. */
+const BATCH_PIXEL_COLUMNS = 2048;
+const MAX_BATCH = 8;
+/** A batch only takes lines up to this much wider than its narrowest (padding is wasted work). */
+const BATCH_WIDTH_SPREAD = 1.35;
+
+export function cropLine(image: RgbImage, rect: RotatedRect, spec: Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth'>, flip = false): LineCrop {
+  const height = spec.inputHeight;
+  const scale = height / Math.max(rect.height, 1);
+  const width = Math.min(spec.maxWidth, Math.max(spec.minWidth, Math.round(rect.width * scale)));
+  const frame = frameForRect(rect, width, height, flip);
+  return { frame, width, height, pixels: samplePatch(image, frame, width, height) };
+}
+
+export type ModelGate = <T>(task: () => Promise<T>) => Promise<T>;
+
+export async function recognizeCrops(
+  session: InferenceSession,
+  spec: RecognitionSpec,
+  classes: CharacterClasses,
+  crops: readonly LineCrop[],
+  gate: ModelGate,
+): Promise<PlacedCharacter[][]> {
+  const results: PlacedCharacter[][] = crops.map(() => []);
+  for (const batch of planBatches(crops, spec.widthMultiple)) {
+    const paddedWidth = batch.width;
+    const height = spec.inputHeight;
+    const plane = paddedWidth * height;
+    const input = new Float32Array(batch.indices.length * spec.channels * plane);
+    batch.indices.forEach((cropIndex, slot) => {
+      const crop = crops[cropIndex];
+      writeNormalisedPlanes(crop.pixels, crop.width, height, spec, input, slot * spec.channels * plane, paddedWidth);
+      if (spec.padding === 'white') padWhite(input, slot * spec.channels * plane, spec, crop.width, paddedWidth, height);
+    });
+    const output = await gate(() => runModel(session, floatTensor(input, [batch.indices.length, spec.channels, height, paddedWidth])));
+    const classCount = classes.symbols.length;
+    if (output.dims.length !== 3 || output.dims[2] !== classCount) {
+      throw new PipelineError(
+        'model_mismatch',
+        `recognition output has shape [${output.dims.join(', ')}] but the charset gives ${classCount} classes (charset lines${spec.appendSpace ? ' + space' : ''} + blank)`,
+      );
+    }
+    const ntc = spec.outputLayout === 'NTC';
+    const steps = ntc ? output.dims[1] : output.dims[0];
+    const pixelsPerStep = paddedWidth / steps;
+    batch.indices.forEach((cropIndex, slot) => {
+      const crop = crops[cropIndex];
+      const validSteps = Math.min(steps, Math.ceil(crop.width / pixelsPerStep) + 1);
+      const offset = ntc ? slot * steps * classCount : slot * classCount;
+      const stride = ntc ? classCount : batch.indices.length * classCount;
+      results[cropIndex] = decodeCtc(output.data, offset, stride, validSteps, classes, spec.output === 'logits').map((character) => ({
+        text: character.text,
+        start: Math.min(crop.width, character.start * pixelsPerStep),
+        end: Math.min(crop.width, character.end * pixelsPerStep),
+        confidence: character.confidence,
+      }));
+    });
+  }
+  return results;
+}
+
+function padWhite(input: Float32Array, offset: number, spec: RecognitionSpec, from: number, width: number, height: number): void {
+  for (let c = 0; c < spec.channels; c += 1) {
+    const value = whiteValue(spec, c);
+    for (let y = 0; y < height; y += 1) {
+      const row = offset + (c * height + y) * width;
+      input.fill(value, row + from, row + width);
+    }
+  }
+}
+
+interface Batch {
+  indices: number[];
+  width: number;
+}
+
+/** Groups crops of similar width (narrowest first), each batch padded to its widest, rounded up to `multiple`. */
+export function planBatches(crops: readonly { width: number }[], multiple: number): Batch[] {
+  const order = crops.map((_, index) => index).sort((a, b) => crops[a].width - crops[b].width);
+  const batches: Batch[] = [];
+  let current: number[] = [];
+  const padded = (width: number): number => Math.ceil(width / multiple) * multiple;
+  for (const index of order) {
+    const width = padded(crops[index].width);
+    const first = current.length > 0 ? crops[current[0]].width : width;
+    if (current.length > 0 && (current.length >= MAX_BATCH || width * (current.length + 1) > BATCH_PIXEL_COLUMNS || width > first * BATCH_WIDTH_SPREAD)) {
+      batches.push({ indices: current, width: padded(crops[current[current.length - 1]].width) });
+      current = [];
+    }
+    current.push(index);
+  }
+  if (current.length > 0) batches.push({ indices: current, width: padded(crops[current[current.length - 1]].width) });
+  return batches;
+}
