@@ -79,8 +79,6 @@ export function registerSubmitScan(router: Router, runtime: Runtime, authenticat
       await rm(file.filepath, { force: true });
     }
   });
-  // The upload directory exists before the first request.
-  void mkdir(uploadDir, { recursive: true });
 }
 
 async function respondWithSubmission(ctx: Context, runtime: Runtime, jobId: string, replayed: boolean): Promise<void> {
@@ -116,8 +114,13 @@ function refuseOversizedUpload(config: Config) {
   };
 }
 
-function parseUpload(config: Config, uploadDir: string) {
-  const parse = koaBody({
+/**
+ * Each request writes its upload into a directory of its own, removed (with whatever
+ * the parser left there) before the response goes out: formidable deletes a partial file
+ * only on a timer after an error, and a file whose open was still pending can outlive it.
+ */
+function parseUpload(config: Config, uploadRoot: string) {
+  const options = (uploadDir: string) => ({
     multipart: true,
     urlencoded: false,
     json: false,
@@ -129,7 +132,7 @@ function parseUpload(config: Config, uploadDir: string) {
       maxTotalFileSize: config.limits.maxUploadBytes,
       maxFields: 20,
       maxFieldsSize: 64 * 1024,
-      hashAlgorithm: 'sha256',
+      hashAlgorithm: 'sha256' as const,
       allowEmptyFiles: true,
       minFileSize: 0,
     },
@@ -140,8 +143,13 @@ function parseUpload(config: Config, uploadDir: string) {
     },
   });
   return async (ctx: Context, next: Next): Promise<void> => {
+    const uploadDir = path.join(uploadRoot, randomUUID());
     await mkdir(uploadDir, { recursive: true });
-    await parse(ctx, next);
+    try {
+      await koaBody(options(uploadDir))(ctx, next);
+    } finally {
+      await rm(uploadDir, { recursive: true, force: true });
+    }
   };
 }
 
