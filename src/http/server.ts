@@ -20,6 +20,14 @@ export async function startHttpServer(runtime: Runtime, port = runtime.config.po
     : http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.requestTimeout = 0; // large uploads on slow links
+  // Responses in flight, so that a shutdown can tell their clients not to reuse the connection.
+  const inFlight = new Set<http.ServerResponse>();
+  let closing = false;
+  server.on('request', (_request: http.IncomingMessage, response: http.ServerResponse) => {
+    if (closing) response.setHeader('Connection', 'close');
+    inFlight.add(response);
+    response.once('close', () => inFlight.delete(response));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
@@ -28,7 +36,15 @@ export async function startHttpServer(runtime: Runtime, port = runtime.config.po
     port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // In-flight requests (uploads included) finish; their connections then close instead of
+        // idling for keepAliveTimeout, which would hold the shutdown for a minute.
+        closing = true;
+        for (const response of inFlight) if (!response.headersSent) response.setHeader('Connection', 'close');
+        const sweep = setInterval(() => server.closeIdleConnections(), 200);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
         server.closeIdleConnections();
       }),
   };
