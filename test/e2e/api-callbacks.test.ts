@@ -216,12 +216,13 @@ describe('webhook secret and address', () => {
     // database, workers configured without that relaxation.
     const otherDatabase = await createTestDatabase();
     const api = await startApiServer(otherDatabase);
-    const workers = await startTestRuntime(await testConfig(otherDatabase, { ...API_TEST_ENV, WEBHOOK_ALLOW_PRIVATE: '0' }), scriptedPipelines());
+    const workers = await startTestRuntime(await testConfig(otherDatabase, { ...API_TEST_ENV, WEBHOOK_ALLOW_PRIVATE: '0' }, api.config.dataDir), scriptedPipelines());
     try {
       const other = await createCredentials(api.runtime, 'hooked');
       const { body: job } = await api.client.submit(await pagesZip(['1.jpg']), { key: other.key }, { webhook_url: `${receiverUrl}/ok` });
       assert.ok(job.job_id);
       const status = await waitForStatus(api.client, { key: other.key }, job.job_id, (body) => ['delivered', 'abandoned'].includes(body.callback?.state), 'delivery ended');
+      assert.equal(status.state, 'done');
       assert.equal(status.callback.state, 'abandoned');
       assert.equal(status.callback.last_status, null, 'no HTTP answer: never connected');
       assert.equal(receiver.forJob(job.job_id).length, 0);

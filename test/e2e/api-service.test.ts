@@ -2,11 +2,14 @@
 // jobs only), /healthz and /readyz without a key, /v1/openapi.json, and request ids
 // echoed in X-Request-Id and in every problem's `instance`.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import https from 'node:https';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { openApiDocument } from '../../src/http/openapi.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, pagesZip, startApiServer, waitForState, type Auth } from '../support/http-client.ts';
+import { createCredentials, FIXTURES, pagesZip, scanForm, startApiServer, waitForState, type ApiServer, type Auth } from '../support/http-client.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -157,5 +160,53 @@ describe('request ids', () => {
     const ids = new Set<string>();
     for (let i = 0; i < 5; i++) ids.add((await client.get('/healthz', null)).headers.get('x-request-id') ?? '');
     assert.equal(ids.size, 5);
+  });
+});
+
+describe('TLS', () => {
+  const certFile = path.join(FIXTURES, 'callbacks', 'localhost-cert.pem');
+  const keyFile = path.join(FIXTURES, 'callbacks', 'localhost-key.pem');
+
+  /** A request over HTTPS trusting the test certificate, checked against the OpenAPI document. */
+  async function httpsRequest(server: ApiServer, method: string, url: string, headers: Record<string, string>, body?: Buffer) {
+    const ca = await readFile(certFile);
+    const response = await new Promise<{ status: number; headers: Headers; raw: Buffer }>((resolve, reject) => {
+      const request = https.request(url, { method, headers, ca }, (incoming) => {
+        const chunks: Buffer[] = [];
+        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+        incoming.on('end', () => {
+          const responseHeaders = new Headers();
+          for (const [name, value] of Object.entries(incoming.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
+          resolve({ status: incoming.statusCode ?? 0, headers: responseHeaders, raw: Buffer.concat(chunks) });
+        });
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+    server.client.validator.check(method, url, response, response.raw);
+    return { ...response, body: JSON.parse(response.raw.toString('utf8')) };
+  }
+
+  test('TLS_CERT_FILE and TLS_KEY_FILE serve HTTPS; the URLs handed out are https', async () => {
+    const secure = await startApiServer(server.runtime.db.url, { env: { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, DATA_DIR: server.config.dataDir } });
+    try {
+      assert.match(secure.baseUrl, /^https:/);
+      const health = await httpsRequest(secure, 'GET', `${secure.baseUrl}/healthz`, {});
+      assert.equal(health.status, 200);
+      // A submission over HTTPS: the multipart body as fetch would send it.
+      const form = new Request('https://unused.invalid/', { method: 'POST', body: scanForm(await pagesZip(['1.jpg'])) });
+      const submitted = await httpsRequest(secure, 'POST', `${secure.baseUrl}/v1/process-scan`, {
+        'X-API-Key': payer.key,
+        'Content-Type': form.headers.get('content-type') ?? '',
+      }, Buffer.from(await form.arrayBuffer()));
+      assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+      assert.equal(submitted.body.status_url, `${secure.baseUrl}/v1/process-scan/${submitted.body.job_id}`);
+      const status = await httpsRequest(secure, 'GET', submitted.body.status_url, { Authorization: `Bearer ${payer.key}` });
+      assert.equal(status.status, 200);
+      // Plain HTTP on the TLS port is not served.
+      await assert.rejects(fetch(`http://127.0.0.1:${new URL(secure.baseUrl).port}/healthz`));
+    } finally {
+      await secure.close();
+    }
   });
 });

@@ -2,7 +2,7 @@
 // client (global fetch, FormData, Blob) that checks every response against the
 // service's OpenAPI document before handing it to the test.
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import yazl from 'yazl';
 import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
@@ -44,7 +44,8 @@ export async function startApiServer(
 ): Promise<ApiServer> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const baseUrl = `http://127.0.0.1:${port}`;
+    const scheme = options.env?.TLS_CERT_FILE ? 'https' : 'http';
+    const baseUrl = `${scheme}://127.0.0.1:${port}`;
     const config = await testConfig(databaseUrl, { ...API_TEST_ENV, PORT: String(port), HOST: '127.0.0.1', BASE_URL: baseUrl, ...options.env });
     const runtime = await startTestRuntime(config, options.pipelines);
     let server: RunningServer;
@@ -64,6 +65,8 @@ export async function startApiServer(
       close: async () => {
         await server.close();
         await runtime.stop();
+        // A data directory made for this server (not one handed in) goes with it.
+        if (!options.env?.DATA_DIR) await rm(config.dataDir, { recursive: true, force: true });
       },
     };
   }

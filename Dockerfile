@@ -1,0 +1,24 @@
+# The hwr image: one image for the API (`serve --role api`) and the workers
+# (`serve --role worker`); docker-compose.yml runs both. Node runs the TypeScript
+# sources directly, so there is no build step and no dev dependency in the image.
+FROM node:24-slim
+
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY bin ./bin
+COPY src ./src
+COPY domain ./domain
+COPY projections ./projections
+COPY migrations ./migrations
+COPY assets ./assets
+
+# Stored files (uploads, page images, results): a volume shared by the API and every worker.
+ENV DATA_DIR=/var/lib/hwr
+RUN mkdir -p /var/lib/hwr && chown node:node /var/lib/hwr
+USER node
+
+EXPOSE 8080
+ENTRYPOINT ["node", "bin/hwr.js"]
+CMD ["serve"]

@@ -1,0 +1,133 @@
+// No Docker engine here: this parses docker-compose.yml and the Dockerfile and checks
+// that they fit the code: the services exist, every variable the hwr services set is
+// one src/config.ts reads (and loadConfig accepts the values), the API and the workers
+// share the database and the stored files, and the workers can be scaled.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { parse } from 'yaml';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as Compose;
+const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string | number | boolean | null>;
+  volumes?: string[];
+  ports?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  deploy?: { replicas?: number };
+  healthcheck?: { test: string[] };
+  container_name?: string;
+}
+interface Compose {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+/** The variables src/config.ts reads: every `read.<kind>('NAME'` in its source. */
+function configVariables(): Set<string> {
+  const source = readFileSync(path.join(root, 'src/config.ts'), 'utf8');
+  return new Set([...source.matchAll(/read\.\w+\('([A-Z0-9_]+)'/g)].map((match) => match[1]));
+}
+
+/** Compose interpolation with the defaults (`${NAME:-default}`, `${NAME}`, `$$`), as with an empty .env. */
+function interpolate(value: string): string {
+  return value
+    .replace(/\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}/g, (_match, _name: string, fallback?: string) => fallback ?? '')
+    .replace(/\$\$/g, '$');
+}
+
+function environmentOf(service: Service): Record<string, string> {
+  return Object.fromEntries(Object.entries(service.environment ?? {}).map(([name, value]) => [name, interpolate(String(value ?? ''))]));
+}
+
+const hwrServices = ['api', 'worker'] as const;
+
+describe('docker-compose.yml', () => {
+  test('has PostgreSQL, the API and a worker service', () => {
+    assert.deepEqual(Object.keys(compose.services).sort(), ['api', 'postgres', 'worker']);
+    assert.match(compose.services.postgres.image ?? '', /^postgres:(\d+)/);
+    // The event store needs pg_current_xact_id() and xid8: PostgreSQL 13 or later.
+    assert.ok(Number(/^postgres:(\d+)/.exec(compose.services.postgres.image ?? '')?.[1]) >= 13);
+    assert.deepEqual(compose.services.api.command, ['serve', '--role', 'api']);
+    assert.deepEqual(compose.services.worker.command, ['serve', '--role', 'worker']);
+  });
+
+  test('every variable the hwr services set is one src/config.ts reads', () => {
+    const known = configVariables();
+    assert.ok(known.has('DATABASE_URL') && known.has('WORKER_CONCURRENCY'), 'the config source was read');
+    for (const name of hwrServices) {
+      const unknown = Object.keys(compose.services[name].environment ?? {}).filter((variable) => !known.has(variable));
+      assert.deepEqual(unknown, [], `${name} sets variables the config does not read`);
+    }
+    const dockerfileVariables = [...dockerfile.matchAll(/^ENV\s+([A-Z0-9_]+)=/gm)].map((match) => match[1]);
+    assert.deepEqual(dockerfileVariables.filter((variable) => !known.has(variable)), [], 'Dockerfile ENV');
+  });
+
+  test('loadConfig accepts each hwr service’s environment as compose fills it in', () => {
+    for (const name of hwrServices) {
+      try {
+        const config = loadConfig(environmentOf(compose.services[name]));
+        assert.equal(config.dataDir, '/var/lib/hwr', name);
+        assert.ok(config.databaseUrl, `${name} uses the PostgreSQL service, not the embedded one`);
+      } catch (error) {
+        if (error instanceof ConfigError) assert.fail(`${name}: ${error.message}`);
+        throw error;
+      }
+    }
+    const api = loadConfig(environmentOf(compose.services.api));
+    assert.equal(api.port, 8080);
+    assert.equal(api.host, '0.0.0.0');
+    assert.equal(api.tls, null, 'plain HTTP unless TLS files are given');
+  });
+
+  test('the API and the workers reach the same database, whose credentials are the postgres service’s', () => {
+    const postgres = environmentOf(compose.services.postgres);
+    const urls = hwrServices.map((name) => new URL(environmentOf(compose.services[name]).DATABASE_URL));
+    for (const url of urls) {
+      assert.equal(url.hostname, 'postgres');
+      assert.equal(url.username, postgres.POSTGRES_USER);
+      assert.equal(url.password, postgres.POSTGRES_PASSWORD);
+      assert.equal(url.pathname, `/${postgres.POSTGRES_DB}`);
+    }
+    for (const name of hwrServices) assert.equal(compose.services[name].depends_on?.postgres?.condition, 'service_healthy');
+    assert.ok(compose.services.postgres.healthcheck);
+  });
+
+  test('the API and every worker share the stored files (one volume at DATA_DIR)', () => {
+    const mounts = hwrServices.map((name) => {
+      const dataDir = environmentOf(compose.services[name]).DATA_DIR;
+      const mount = (compose.services[name].volumes ?? []).find((volume) => volume.split(':')[1] === dataDir);
+      assert.ok(mount, `${name} mounts a volume at ${dataDir}`);
+      return mount.split(':')[0];
+    });
+    assert.equal(new Set(mounts).size, 1);
+    assert.ok(compose.volumes && mounts[0] in compose.volumes, 'a named volume');
+  });
+
+  test('the worker service scales: replicas, no fixed name, no host port', () => {
+    const worker = compose.services.worker;
+    assert.ok((worker.deploy?.replicas ?? 0) >= 1);
+    assert.equal(worker.container_name, undefined);
+    assert.equal(worker.ports, undefined);
+    assert.ok((compose.services.api.ports ?? []).some((port) => interpolate(port).endsWith(':8080')));
+    assert.ok(compose.services.api.healthcheck?.test.join(' ').includes('/readyz'));
+  });
+
+  test('the hwr services are built from the Dockerfile: node:24-slim, npm ci, bin/hwr.js', () => {
+    for (const name of hwrServices) assert.ok(compose.services[name].build, name);
+    assert.match(dockerfile, /^FROM node:24-slim$/m);
+    assert.match(dockerfile, /^RUN npm ci\b/m);
+    assert.match(dockerfile, /^ENTRYPOINT \["node", "bin\/hwr\.js"\]$/m);
+    // Everything the service loads at run time is copied into the image.
+    for (const folder of ['bin', 'src', 'domain', 'projections', 'migrations', 'assets']) {
+      assert.match(dockerfile, new RegExp(`^COPY ${folder} \\./${folder}$`, 'm'), folder);
+    }
+  });
+});
