@@ -18,42 +18,53 @@ export interface LayoutLine {
 export interface GroupOptions {
   /** Largest gap between two pieces of one line, in line heights. */
   maxGap: number;
-  /** Largest offset across the line between two pieces, in line heights. */
-  maxOffset: number;
+  /**
+   * Largest gap, in line heights, when writing in the rows just above or below crosses
+   * it: then it is a wide word space, not the gutter between columns or a margin.
+   */
+  maxBridgedGap: number;
+  /** How far above or below the bridging writing may be, in line heights. */
+  bridgeReach: number;
+  /** Largest step across the writing direction from one piece's end to the next one's start, in line heights. */
+  maxStep: number;
 }
 
-const DEFAULTS: GroupOptions = { maxGap: 1.2, maxOffset: 0.45 };
+const DEFAULTS: GroupOptions = { maxGap: 1.5, maxBridgedGap: 4, bridgeReach: 2.5, maxStep: 0.35 };
 
 export function groupLines(boxes: readonly DetectedBox[], options: GroupOptions = DEFAULTS): LayoutLine[] {
   // Work in the frame of the page's dominant writing direction so that slightly rotated
   // scans group as well as straight ones.
   const pageAngle = dominantAngle(boxes);
-  const cos = Math.cos(pageAngle);
-  const sin = Math.sin(pageAngle);
-  const frame = boxes.map((box) => ({
-    box,
-    u: box.cx * cos + box.cy * sin,
-    v: -box.cx * sin + box.cy * cos,
-    halfLength: halfExtentAlong(box, pageAngle),
-    height: Math.max(1, box.height),
-  }));
-  frame.sort((a, b) => a.u - a.halfLength - (b.u - b.halfLength));
+  const toFrame = (x: number, y: number): [number, number] => [x * Math.cos(pageAngle) + y * Math.sin(pageAngle), -x * Math.sin(pageAngle) + y * Math.cos(pageAngle)];
+  const pieces = boxes.map((box) => {
+    // The middle of the piece's left and right ends: where a line enters and leaves it.
+    // The direction of a short piece (a word or two) says more about slanted letters than
+    // about the line: it follows the page.
+    const angle = box.width >= 3 * box.height ? box.angle : pageAngle;
+    const dx = (Math.cos(angle) * box.width) / 2;
+    const dy = (Math.sin(angle) * box.width) / 2;
+    const [startU, startV] = toFrame(box.cx - dx, box.cy - dy);
+    const [endU, endV] = toFrame(box.cx + dx, box.cy + dy);
+    return { box, startU: Math.min(startU, endU), startV, endU: Math.max(startU, endU), endV, height: Math.max(1, box.height) };
+  });
+  pieces.sort((a, b) => a.startU - b.startU);
+  const bridged = (u: number, v: number, reach: number, except: readonly (typeof pieces)[number][]): boolean =>
+    pieces.some((other) => !except.includes(other) && other.startU < u && other.endU > u && Math.abs((other.startV + other.endV) / 2 - v) <= reach);
 
-  const chains: (typeof frame)[] = [];
-  for (const piece of frame) {
-    let best: (typeof frame) | null = null;
+  const chains: (typeof pieces)[] = [];
+  for (const piece of pieces) {
+    let best: (typeof pieces) | null = null;
     let bestCost = Infinity;
     for (const chain of chains) {
       const last = chain[chain.length - 1];
-      const height = Math.max(last.height, piece.height);
-      if (Math.min(last.height, piece.height) < 0.4 * height) continue;
-      const gap = piece.u - piece.halfLength - (last.u + last.halfLength);
-      if (gap > options.maxGap * height || gap < -Math.min(last.halfLength, piece.halfLength)) continue;
-      // Where the last piece's own direction says the line goes at the new piece.
-      const expectedV = last.v + Math.tan(last.box.angle - pageAngle) * (piece.u - last.u);
-      const offset = Math.abs(piece.v - expectedV);
-      if (offset > options.maxOffset * height) continue;
-      const cost = Math.max(gap, 0) / height + offset / height;
+      const height = (last.height + piece.height) / 2;
+      if (Math.min(last.height, piece.height) < 0.4 * Math.max(last.height, piece.height)) continue;
+      const gap = piece.startU - last.endU;
+      if (gap > options.maxBridgedGap * height || gap < -0.5 * Math.min(last.endU - last.startU, piece.endU - piece.startU)) continue;
+      const step = Math.abs(piece.startV - last.endV);
+      if (step > options.maxStep * Math.min(last.height, piece.height)) continue;
+      if (gap > options.maxGap * height && !bridged((last.endU + piece.startU) / 2, (last.endV + piece.startV) / 2, options.bridgeReach * height, [last, piece])) continue;
+      const cost = Math.max(gap, 0) / height + (2 * step) / height;
       if (cost < bestCost) {
         bestCost = cost;
         best = chain;
@@ -79,9 +90,4 @@ export function makeLine(fragments: DetectedBox[]): LayoutLine {
 function dominantAngle(boxes: readonly RotatedRect[]): number {
   const angles = boxes.filter((box) => box.width >= box.height).map((box) => box.angle).sort((a, b) => a - b);
   return angles.length === 0 ? 0 : angles[Math.floor(angles.length / 2)];
-}
-
-function halfExtentAlong(box: RotatedRect, angle: number): number {
-  const delta = box.angle - angle;
-  return (Math.abs(Math.cos(delta)) * box.width + Math.abs(Math.sin(delta)) * box.height) / 2;
 }

@@ -18,14 +18,15 @@ export interface DetectionInputSize {
   height: number;
 }
 
-export function detectionInputSize(width: number, height: number, spec: Pick<DetectionSpec, 'maxSideLength' | 'sizeMultiple'>): DetectionInputSize {
-  const ratio = Math.min(1, spec.maxSideLength / Math.max(width, height));
-  const round = (side: number): number => Math.max(spec.sizeMultiple, Math.round((side * ratio) / spec.sizeMultiple) * spec.sizeMultiple);
+/** Input size for a page scaled so that its longer side is `side` pixels at most, rounded to the network's stride. */
+export function detectionInputSize(width: number, height: number, side: number, multiple: number): DetectionInputSize {
+  const ratio = Math.min(1, side / Math.max(width, height));
+  const round = (length: number): number => Math.max(multiple, Math.round((length * ratio) / multiple) * multiple);
   return { width: round(width), height: round(height) };
 }
 
 export async function detectText(session: InferenceSession, spec: DetectionSpec, image: RgbImage): Promise<DetectedBox[]> {
-  const size = detectionInputSize(image.width, image.height, spec);
+  const size = detectionInputSize(image.width, image.height, spec.maxSideLength, spec.sizeMultiple);
   const resized = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
     .resize(size.width, size.height, { fit: 'fill', kernel: 'lanczos3' })
     .raw()

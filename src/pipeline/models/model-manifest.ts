@@ -25,6 +25,7 @@ export interface DetectionSpec extends InputNormalisation {
   file: string;
   /** The page is scaled so that its longer side is at most this many pixels. */
   maxSideLength: number;
+
   /** Input sides are rounded to a multiple of this (the network's total stride). */
   sizeMultiple: number;
   /** DB post-processing: probability threshold of the binary map. */
@@ -133,6 +134,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     file: det.file('file', baseDir) ?? '',
     ...det.normalisation(3, IMAGENET.mean, IMAGENET.std),
     maxSideLength: det.number('maxSideLength', 1280, 64, 8192),
+
     sizeMultiple: det.integer('sizeMultiple', 32, 1, 256),
     threshold: det.number('threshold', 0.3, 0, 1),
     boxThreshold: det.number('boxThreshold', 0.6, 0, 1),
