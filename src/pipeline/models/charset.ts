@@ -14,7 +14,7 @@ export interface CharacterClasses {
   allowed: Uint8Array | null;
 }
 
-type ClassSpec = Pick<RecognitionSpec, 'charset' | 'appendSpace' | 'blankIndex' | 'restrictTo'>;
+type ClassSpec = Pick<RecognitionSpec, 'charset' | 'appendSpace' | 'blankIndex'> & { restrictTo?: RecognitionSpec['restrictTo'] };
 
 export function loadCharacterClasses(spec: ClassSpec): CharacterClasses {
   let text: string;
