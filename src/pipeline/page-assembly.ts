@@ -1,7 +1,7 @@
 // Layout and readings become the page model's regions, lines and words: ids, polygons
 // clamped to the page, baselines, texts, confidences and word boxes kept inside
 // their line's box.
-import type { Box, TextLine, TextRegion, Word } from './page-result.ts';
+import type { Box, Point, TextLine, TextRegion, Word } from './page-result.ts';
 import type { RgbImage } from './image/raster.ts';
 import { pieceBaseline } from './layout/baseline.ts';
 import { boundingBox, clampPolygon, convexHull, intersectBoxes } from './layout/geometry.ts';
@@ -35,8 +35,10 @@ export function assembleRegions(image: RgbImage, layout: readonly LayoutRegion[]
 function assembleLine(image: RgbImage, line: LayoutLine, id: string, readings: Map<DetectedBox, PieceReading> | null): TextLine {
   const polygon = clampPolygon(line.polygon, image.width, image.height);
   const lineBox = boundingBox(polygon);
+  // Left to right along the line, even where pieces overlap.
+  const along = (point: Point): number => point[0] * Math.cos(line.angle) + point[1] * Math.sin(line.angle);
   const baseline = clampPolygon(
-    line.fragments.flatMap((fragment) => pieceBaseline(image, fragment)),
+    line.fragments.flatMap((fragment) => pieceBaseline(image, fragment)).sort((a, b) => along(a) - along(b)),
     image.width,
     image.height,
   );

@@ -31,12 +31,27 @@ export interface GroupOptions {
 
 const DEFAULTS: GroupOptions = { maxGap: 1.5, maxBridgedGap: 4, bridgeReach: 2.5, maxStep: 0.35 };
 
+interface Span {
+  /** Where the writing enters and leaves, in the page's writing frame (u along, v across). */
+  startU: number;
+  startV: number;
+  endU: number;
+  endV: number;
+  height: number;
+  boxes: DetectedBox[];
+}
+
+/**
+ * Two passes: pieces close enough to be one line are chained; then chains separated by
+ * a wide gap are joined when writing just above or below crosses the gap (a wide word
+ * space) and neither side stands in a margin (a note beside the column stays apart).
+ */
 export function groupLines(boxes: readonly DetectedBox[], options: GroupOptions = DEFAULTS): LayoutLine[] {
   // Work in the frame of the page's dominant writing direction so that slightly rotated
   // scans group as well as straight ones.
   const pageAngle = dominantAngle(boxes);
   const toFrame = (x: number, y: number): [number, number] => [x * Math.cos(pageAngle) + y * Math.sin(pageAngle), -x * Math.sin(pageAngle) + y * Math.cos(pageAngle)];
-  const pieces = boxes.map((box) => {
+  const pieces: Span[] = boxes.map((box) => {
     // The middle of the piece's left and right ends: where a line enters and leaves it.
     // The direction of a short piece (a word or two) says more about slanted letters than
     // about the line: it follows the page.
@@ -45,35 +60,68 @@ export function groupLines(boxes: readonly DetectedBox[], options: GroupOptions 
     const dy = (Math.sin(angle) * box.width) / 2;
     const [startU, startV] = toFrame(box.cx - dx, box.cy - dy);
     const [endU, endV] = toFrame(box.cx + dx, box.cy + dy);
-    return { box, startU: Math.min(startU, endU), startV, endU: Math.max(startU, endU), endV, height: Math.max(1, box.height) };
+    return { startU: Math.min(startU, endU), startV, endU: Math.max(startU, endU), endV, height: Math.max(1, box.height), boxes: [box] };
   });
-  pieces.sort((a, b) => a.startU - b.startU);
-  const bridged = (u: number, v: number, reach: number, except: readonly (typeof pieces)[number][]): boolean =>
-    pieces.some((other) => !except.includes(other) && other.startU < u && other.endU > u && Math.abs((other.startV + other.endV) / 2 - v) <= reach);
 
-  const chains: (typeof pieces)[] = [];
-  for (const piece of pieces) {
-    let best: (typeof pieces) | null = null;
+  const close = chain(pieces, options, (gap, height) => gap <= options.maxGap * height);
+
+  const long = close.filter((span) => span.endU - span.startU >= 3 * span.height);
+  const columnLeft = quantile(long.map((span) => span.startU), 0.25);
+  const columnRight = quantile(long.map((span) => span.endU), 0.75);
+  const bridged = (u: number, v: number, reach: number, except: readonly Span[]): boolean =>
+    pieces.some((other) => !except.some((span) => span.boxes.includes(other.boxes[0])) && other.startU < u && other.endU > u && Math.abs((other.startV + other.endV) / 2 - v) <= reach);
+  const joined = chain(close, options, (gap, height, left, right) => {
+    if (gap > options.maxBridgedGap * height) return false;
+    if (left.startU < columnLeft - height || right.endU > columnRight + height) return false;
+    return bridged((left.endU + right.startU) / 2, (left.endV + right.startV) / 2, options.bridgeReach * height, [left, right]);
+  });
+  return joined.map((span) => makeLine(span.boxes));
+}
+
+/** Greedy left-to-right chaining: each span joins the line whose end it best continues. */
+function chain(spans: readonly Span[], options: GroupOptions, gapAllowed: (gap: number, height: number, left: Span, right: Span) => boolean): Span[] {
+  const sorted = [...spans].sort((a, b) => a.startU - b.startU);
+  const lines: Span[] = [];
+  for (const span of sorted) {
+    let best: Span | null = null;
     let bestCost = Infinity;
-    for (const chain of chains) {
-      const last = chain[chain.length - 1];
-      const height = (last.height + piece.height) / 2;
-      if (Math.min(last.height, piece.height) < 0.4 * Math.max(last.height, piece.height)) continue;
-      const gap = piece.startU - last.endU;
-      if (gap > options.maxBridgedGap * height || gap < -0.5 * Math.min(last.endU - last.startU, piece.endU - piece.startU)) continue;
-      const step = Math.abs(piece.startV - last.endV);
-      if (step > options.maxStep * Math.min(last.height, piece.height)) continue;
-      if (gap > options.maxGap * height && !bridged((last.endU + piece.startU) / 2, (last.endV + piece.startV) / 2, options.bridgeReach * height, [last, piece])) continue;
+    for (const line of lines) {
+      const height = (line.height + span.height) / 2;
+      const gap = span.startU - line.endU;
+      // A small piece (punctuation, an accent, a short word) may sit anywhere within the
+      // band of the line it belongs to, even over it; pieces of like size must continue each other.
+      const lower = Math.min(line.height, span.height);
+      const higher = Math.max(line.height, span.height);
+      const small = lower < 0.5 * higher;
+      if (!small && gap < -0.5 * Math.min(line.endU - line.startU, span.endU - span.startU)) continue;
+      if (small && span.startU < line.startU) continue;
+      const tolerance = small ? 0.5 * higher : options.maxStep * lower;
+      const step = Math.abs(span.startV - line.endV);
+      if (step > tolerance) continue;
+      if (gap > 0 && !gapAllowed(gap, height, line, span)) continue;
       const cost = Math.max(gap, 0) / height + (2 * step) / height;
       if (cost < bestCost) {
         bestCost = cost;
-        best = chain;
+        best = line;
       }
     }
-    if (best) best.push(piece);
-    else chains.push([piece]);
+    if (best) {
+      const length = best.endU - best.startU + (span.endU - span.startU);
+      best.height = (best.height * (best.endU - best.startU) + span.height * (span.endU - span.startU)) / Math.max(length, 1);
+      best.endU = span.endU;
+      best.endV = span.endV;
+      best.boxes = [...best.boxes, ...span.boxes];
+    } else {
+      lines.push({ ...span });
+    }
   }
-  return chains.map((chain) => makeLine(chain.map((item) => item.box)));
+  return lines;
+}
+
+function quantile(values: number[], q: number): number {
+  if (values.length === 0) return -Infinity;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 export function makeLine(fragments: DetectedBox[]): LayoutLine {
