@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { after } from 'node:test';
 import yazl from 'yazl';
 import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
 import type { Config } from '../../src/config.ts';
@@ -26,11 +27,20 @@ export const API_TEST_ENV: Record<string, string> = {
   WEBHOOK_ALLOW_PRIVATE: '1',
 };
 
+const running = new Set<ApiServer>();
+// Registered when this module loads, before a test file creates its database: `after` hooks
+// run in the order they were registered, so every server still running stops here, before
+// createTestDatabase's own hook drops the database under it.
+after(async () => {
+  for (const server of [...running].reverse()) await server.close();
+});
+
 export interface ApiServer {
   runtime: Runtime;
   config: Config;
   baseUrl: string;
   client: ApiClient;
+  /** Stops the server (in-flight requests finish) and its runtime; a second call waits for the first. */
   close(): Promise<void>;
 }
 
@@ -57,18 +67,23 @@ export async function startApiServer(
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && attempt < 5) continue;
       throw error;
     }
-    return {
+    let closing: Promise<void> | null = null;
+    const api: ApiServer = {
       runtime,
       config,
       baseUrl,
       client: new ApiClient(baseUrl),
-      close: async () => {
-        await server.close();
-        await runtime.stop();
-        // A data directory made for this server (not one handed in) goes with it.
-        if (!options.env?.DATA_DIR) await rm(config.dataDir, { recursive: true, force: true });
-      },
+      close: () =>
+        (closing ??= (async () => {
+          running.delete(api);
+          await server.close();
+          await runtime.stop();
+          // A data directory made for this server (not one handed in) goes with it.
+          if (!options.env?.DATA_DIR) await rm(config.dataDir, { recursive: true, force: true });
+        })()),
     };
+    running.add(api);
+    return api;
   }
 }
 
