@@ -1,8 +1,9 @@
 // Reading order and regions, by recursive XY-cut over the lines in the frame of the
 // page's writing direction:
-// - a wide vertical gap (a gutter at least 1.5 line heights wide) splits columns,
-//   read left to right; it wins over horizontal gaps, which in two aligned columns
-//   occur at every line;
+// - a wide vertical gap (a gutter at least 1.5 line heights wide) between parts of
+//   comparable width splits columns, read left to right; it wins over horizontal gaps,
+//   which in two aligned columns occur at every line (a narrow strip beside the text is
+//   a margin, not a column);
 // - otherwise the block splits at the horizontal gaps between rows (top to bottom),
 //   and each row band again: a marginal note beside a line is read before that line
 //   when it stands left of it, after it when it stands right;
@@ -34,6 +35,7 @@ interface Interval {
 }
 
 const COLUMN_GUTTER = 1.5;
+const COLUMN_SHARE = 0.4;
 const PARAGRAPH_GAP = 1.0;
 
 export function orderRegions(lines: readonly LayoutLine[]): LayoutRegion[] {
@@ -59,8 +61,9 @@ export function orderRegions(lines: readonly LayoutLine[]): LayoutRegion[] {
   });
   const lineHeight = median(lines.flatMap((line) => line.fragments.map((fragment) => fragment.height)));
   const groups = cut(items, lineHeight);
-  const main = mainColumn(items);
-  return groups.map((group) => ({ type: isMarginal(group, main) ? 'marginalia' : 'paragraph', lines: group.map((item) => item.line) }));
+  const margins = { left: quantile(items.map((item) => item.left), 0.2), right: quantile(items.map((item) => item.right), 0.8) };
+  const totalLength = items.reduce((sum, item) => sum + item.right - item.left, 0);
+  return groups.map((group) => ({ type: isMarginal(group, margins, totalLength) ? 'marginalia' : 'paragraph', lines: group.map((item) => item.line) }));
 }
 
 function cut(items: Item[], lineHeight: number): Item[][] {
@@ -68,8 +71,9 @@ function cut(items: Item[], lineHeight: number): Item[][] {
   const vertical = gaps(items.map((item) => ({ start: item.left, end: item.right })));
   const horizontal = gaps(items.map((item) => ({ start: item.coreTop, end: item.coreBottom })));
   const widest = Math.max(0, ...vertical.map((gap) => gap.end - gap.start));
-  if (vertical.length > 0 && (widest >= COLUMN_GUTTER * lineHeight || horizontal.length === 0)) {
-    return split(items, vertical, (item) => (item.left + item.right) / 2).flatMap((part) => cut(part, lineHeight));
+  if (vertical.length > 0) {
+    const parts = split(items, vertical, (item) => (item.left + item.right) / 2);
+    if (horizontal.length === 0 || (widest >= COLUMN_GUTTER * lineHeight && areColumns(parts))) return parts.flatMap((part) => cut(part, lineHeight));
   }
   if (horizontal.length > 0) {
     const bands = split(items, horizontal, (item) => (item.coreTop + item.coreBottom) / 2);
@@ -81,6 +85,17 @@ function cut(items: Item[], lineHeight: number): Item[][] {
     sorted.map((item) => [[item]]),
     lineHeight,
   );
+}
+
+/**
+ * Parts beside each other are columns when each is at least COLUMN_SHARE as wide as the
+ * widest; a narrow strip beside the text is a margin, whose notes are read row by row
+ * with the text they stand beside.
+ */
+function areColumns(parts: Item[][]): boolean {
+  const widths = parts.map((part) => Math.max(...part.map((item) => item.right)) - Math.min(...part.map((item) => item.left)));
+  const widest = Math.max(...widths);
+  return widths.every((width) => width >= COLUMN_SHARE * widest);
 }
 
 /** Gaps between the merged intervals, in increasing order. */
@@ -125,16 +140,17 @@ function continues(above: Item, below: Item, lineHeight: number): boolean {
   return overlap >= 0.5 * narrower && below.top - above.bottom <= PARAGRAPH_GAP * lineHeight;
 }
 
-/** The horizontal span most lines share: median left edge to median right edge. */
-function mainColumn(items: Item[]): Interval {
-  return { start: median(items.map((item) => item.left)), end: median(items.map((item) => item.right)) };
+/** A few short lines standing outside the span where most lines start and end. */
+function isMarginal(group: Item[], margins: { left: number; right: number }, totalLength: number): boolean {
+  const length = group.reduce((sum, item) => sum + item.right - item.left, 0);
+  if (group.length > 3 || length > 0.1 * totalLength) return false;
+  const centre = (Math.min(...group.map((item) => item.left)) + Math.max(...group.map((item) => item.right))) / 2;
+  return centre < margins.left || centre > margins.right;
 }
 
-function isMarginal(group: Item[], main: Interval): boolean {
-  const left = Math.min(...group.map((item) => item.left));
-  const right = Math.max(...group.map((item) => item.right));
-  const overlap = Math.min(right, main.end) - Math.max(left, main.start);
-  return overlap < 0.5 * (right - left);
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 function median(values: number[]): number {
