@@ -13,9 +13,17 @@ interface Run {
   end: number;
 }
 
-/** Inserts spaces between characters that a wide enough blank column run separates. */
+/** A reading with at least one space per this many characters spaces its words itself. */
+const SPACED_TEXT = 12;
+
+/**
+ * Inserts spaces between characters that a wide enough blank column run separates,
+ * unless the recognizer already spaced the words of this piece (print, usually).
+ */
 export function insertGapSpaces(characters: readonly PlacedCharacter[], pixels: Float32Array, width: number, height: number, options: GapOptions): PlacedCharacter[] {
   if (characters.length < 2) return [...characters];
+  const spaces = characters.filter((character) => character.text.trim() === '').length;
+  if (spaces > 0 && (characters.length - spaces) / spaces <= SPACED_TEXT) return [...characters];
   const minGap = options.minGap * height;
   const gaps = blankRuns(pixels, width, height).filter((run) => run.end - run.start >= minGap);
   if (gaps.length === 0) return [...characters];
