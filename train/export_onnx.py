@@ -148,7 +148,7 @@ def main(argv: list[str]) -> None:
         "datasetDigest": meta["dataset_digest"],
         "trainingCommit": meta["training_commit"],
         "resumedWithCommits": meta.get("resumed_with", []),
-        "epochs": state["epoch"],
+        "epochs": state.get("epochs_done", state["epoch"]),
         "validationCer": round(state["val_cer"], 4) if "val_cer" in state else None,
         "validationWer": round(state["val_wer"], 4) if "val_wer" in state else None,
         "validationDecoding": "greedy",

@@ -57,6 +57,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--checkpoint-minutes", type=float, default=5.0)
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop (after a checkpoint) once this much time has passed")
     p.add_argument("--max-epochs-this-run", type=int, default=0, help="stop after this many epochs in this invocation")
+    p.add_argument(
+        "--anneal-by-deadline",
+        action="store_true",
+        help="with --max-minutes: the rest of the LR schedule is also driven by the clock, so that it ends at the deadline "
+        "(on a shared CPU the epoch time varies threefold); the stop then validates the partial epoch",
+    )
     return p.parse_args(argv)
 
 
@@ -116,7 +122,7 @@ def main(argv: list[str]) -> None:
         state = torch.load(last_path, map_location="cpu")
         saved = state["args"]
         # everything that shapes the run comes from the checkpoint; only stopping rules are taken from the command line
-        for key in ("max_minutes", "max_epochs_this_run", "checkpoint_minutes", "threads", "resume"):
+        for key in ("max_minutes", "max_epochs_this_run", "checkpoint_minutes", "threads", "resume", "anneal_by_deadline"):
             saved[key] = getattr(args, key)
         if args.epochs is not None and args.epochs != saved["epochs"]:
             # a shorter or longer schedule from here on: the learning rate jumps to the new curve's value
@@ -188,6 +194,13 @@ def main(argv: list[str]) -> None:
             csv.writer(f).writerow(CSV_FIELDS)
 
     run_started = time.time()
+    start_progress = (epoch + position / max(1, len(width_batches(train_lines, args.batch_width, args.max_batch, seed=args.seed * 1000 + epoch)))) / args.epochs
+
+    def schedule_progress(epoch_progress: float) -> float:
+        if not (args.anneal_by_deadline and args.max_minutes):
+            return epoch_progress
+        clock = min(1.0, (time.time() - run_started) / (60 * args.max_minutes))
+        return max(epoch_progress, start_progress + (1 - start_progress) * clock)
     last_checkpoint = time.time()
     epochs_this_run = 0
 
@@ -215,7 +228,7 @@ def main(argv: list[str]) -> None:
         segment_start = time.time()
         state = None
         for i in range(position, len(batches)):
-            lr = learning_rate(args.lr, (epoch + i / len(batches)) / args.epochs)
+            lr = learning_rate(args.lr, schedule_progress((epoch + i / len(batches)) / args.epochs))
             for group in optimizer.param_groups:
                 group["lr"] = lr
             b = make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch, i))
@@ -236,6 +249,19 @@ def main(argv: list[str]) -> None:
                 last_checkpoint = now
                 if out_of_time:
                     print(f"stopping: --max-minutes reached at epoch {epoch} batch {i + 1}", flush=True)
+                    if args.anneal_by_deadline:
+                        # the schedule ended here: validate the partial epoch like a full one
+                        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std)
+                        done = epoch + (i + 1) / len(batches)
+                        elapsed = elapsed_before + time.time() - run_started
+                        with open(log_path, "a", newline="") as f:
+                            csv.writer(f).writerow([f"{done:.2f}", i + 1, f"{loss_sum / max(1, loss_count):.4f}", f"{val_loss:.4f}", f"{cer:.4f}", f"{wer:.4f}", f"{lr:.2e}", f"{epoch_seconds + now - segment_start:.0f}", f"{elapsed:.0f}"])
+                        print(f"partial epoch {done:.2f}: val loss {val_loss:.4f} CER {cer:.4f} WER {wer:.4f}", flush=True)
+                        if cer < best_cer:
+                            best_cer = cer
+                            best = snapshot(epoch, i + 1, loss_sum, loss_count, epoch_seconds + now - segment_start)
+                            best["val_cer"], best["val_wer"], best["epochs_done"] = cer, wer, round(done, 2)
+                            save_checkpoint(args.run / "best.pt", best)
                     return
         epoch_seconds += time.time() - segment_start
         val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std)
@@ -247,7 +273,7 @@ def main(argv: list[str]) -> None:
         if cer < best_cer:
             best_cer = cer
             best = snapshot(epoch, 0, 0.0, 0, 0.0)
-            best["val_cer"], best["val_wer"] = cer, wer
+            best["val_cer"], best["val_wer"], best["epochs_done"] = cer, wer, epoch
             save_checkpoint(args.run / "best.pt", best)
         save_checkpoint(last_path, snapshot(epoch, 0, 0.0, 0, 0.0))
         last_checkpoint = time.time()
