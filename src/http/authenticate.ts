@@ -10,23 +10,45 @@ export interface AuthContext {
   keyId: string;
 }
 
+/** An active (not revoked) key, as found by a lookup on its hash. */
+export interface ActiveKeyRow {
+  key_id: string;
+  account_id: string;
+}
+
+/** The middleware, plus `accept` for a route that finds the key in a query of its own. */
+export type Authenticate = ((ctx: Context, next: Next) => Promise<void>) & {
+  /** Sets ctx.state.auth from the row a key lookup returned; no row (unknown or revoked key): 401. */
+  accept(ctx: Context, row: ActiveKeyRow | undefined): AuthContext;
+};
+
 const USAGE_WRITE_INTERVAL_MS = 60_000;
 
-export function authenticate(db: Queryable) {
+/** The key lookup; a prepared statement, since every authenticated request runs it. */
+export const ACTIVE_KEY_SQL = 'select key_id, account_id from api_keys where key_hash = $1 and revoked_at is null';
+
+export function authenticate(db: Queryable): Authenticate {
   const lastUsageWrite = new Map<string, number>();
-  return async (ctx: Context, next: Next): Promise<void> => {
-    const key = presentedKey(ctx);
-    if (!key) throw unauthorized('An API key is required (X-API-Key or Authorization: Bearer).', 'missing_api_key');
-    const result = await db.query<{ key_id: string; account_id: string }>(
-      'select key_id, account_id from api_keys where key_hash = $1 and revoked_at is null',
-      [sha256Hex(key)],
-    );
-    const row = result.rows[0];
+  const accept = (ctx: Context, row: ActiveKeyRow | undefined): AuthContext => {
     if (!row) throw unauthorized('The API key is not valid or has been revoked.', 'invalid_api_key');
-    ctx.state.auth = { accountId: row.account_id, keyId: row.key_id } satisfies AuthContext;
+    const auth: AuthContext = { accountId: row.account_id, keyId: row.key_id };
+    ctx.state.auth = auth;
     recordUsage(db, row.key_id, lastUsageWrite);
+    return auth;
+  };
+  const middleware = async (ctx: Context, next: Next): Promise<void> => {
+    const result = await db.query<ActiveKeyRow>({ name: 'hwr-active-key', text: ACTIVE_KEY_SQL, values: [presentedKeyHash(ctx)] });
+    accept(ctx, result.rows[0]);
     await next();
   };
+  return Object.assign(middleware, { accept });
+}
+
+/** The SHA-256 of the key the request presents; 401 when it presents none. */
+export function presentedKeyHash(ctx: Context): string {
+  const key = presentedKey(ctx);
+  if (!key) throw unauthorized('An API key is required (X-API-Key or Authorization: Bearer).', 'missing_api_key');
+  return sha256Hex(key);
 }
 
 function presentedKey(ctx: Context): string | null {

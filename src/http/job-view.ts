@@ -28,6 +28,10 @@ export const JOB_STATUS_COLUMNS = `job_id, account_id, state, page_count, pages_
   finished_at, expires_at, error_message, warning_message, options, archive_key, archive_bytes, result_expired,
   callback_state, callback_attempts, callback_next_attempt_at, callback_last_status`;
 
+/** The same columns of job_status under a table alias (for queries that join it). */
+export const jobStatusColumnsOf = (alias: string): string =>
+  JOB_STATUS_COLUMNS.split(',').map((column) => `${alias}.${column.trim()}`).join(', ');
+
 export const statusUrl = (baseUrl: string, jobId: string): string => `${baseUrl}/v1/process-scan/${jobId}`;
 export const resultUrl = (baseUrl: string, jobId: string): string => `${baseUrl}/v1/process-scan/${jobId}/result`;
 

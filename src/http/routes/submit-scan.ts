@@ -12,7 +12,7 @@ import type { Runtime } from '../../runtime.ts';
 import { intakeScanZip } from '../../intake/scan-zip.ts';
 import { uploadTooLargeError } from '../../intake/intake-error.ts';
 import { findIdempotentJob, IdempotencyConflict, submitJob } from '../../commands/submit-job.ts';
-import type { AuthContext } from '../authenticate.ts';
+import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { JOB_STATUS_COLUMNS, resultUrl, statusUrl, type JobStatusRow } from '../job-view.ts';
 import { HttpProblem } from '../problem.ts';
 import { parseSubmissionOptions } from '../submission-options.ts';
@@ -27,7 +27,7 @@ interface UploadedFile {
   hash?: string | null;
 }
 
-export function registerSubmitScan(router: Router, runtime: Runtime, authenticate: (ctx: Context, next: Next) => Promise<void>): void {
+export function registerSubmitScan(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { config } = runtime;
   const uploadDir = path.join(config.dataDir, 'tmp', 'uploads');
   router.post('/v1/process-scan', authenticate, refuseOversizedUpload(config), parseUpload(config, uploadDir), async (ctx) => {

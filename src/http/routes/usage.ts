@@ -1,12 +1,11 @@
 import type Router from '@koa/router';
-import type { Context, Next } from 'koa';
 import { billingReport } from '../../commands/billing-report.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { AuthContext } from '../authenticate.ts';
+import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { HttpProblem } from '../problem.ts';
 
 /** GET /v1/usage?from=&to=: billed pages of the calling account (done jobs; `to` exclusive). */
-export function registerUsage(router: Router, runtime: Runtime, authenticate: (ctx: Context, next: Next) => Promise<void>): void {
+export function registerUsage(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   router.get('/v1/usage', authenticate, async (ctx) => {
     const auth = ctx.state.auth as AuthContext;
     const from = dateParam(ctx.query.from, 'from');
