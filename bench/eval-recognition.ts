@@ -18,7 +18,9 @@ import { allLines, type PageResult } from '../src/pipeline/page-result.ts';
 import { recognizePage } from '../src/pipeline/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../src/pipeline/shared-engine.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages, type FixturePage, type PageKind } from './lib/fixture-pages.ts';
+import { matchLines, readingOrderAgreement } from './lib/layout-metrics.ts';
 import { errorRate, scorePage, type ErrorCount } from './lib/text-metrics.ts';
+import { pageResultFromGroundTruth } from '../test/support/page-result-from-ground-truth.ts';
 import { markdownTable, percent } from './lib/table.ts';
 import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
 
@@ -28,8 +30,16 @@ interface Scores {
   lines: number;
 }
 
+interface Layout {
+  /** Ground-truth lines that some recognised line overlaps. */
+  found: number;
+  /** Pairwise agreement of our reading order with the ground truth's (1: same order). */
+  order: number;
+}
+
 interface PageRow {
   page: FixturePage;
+  layout: Layout;
   ours: Scores;
   tesseract: Scores | null;
   result: PageResult;
@@ -50,7 +60,8 @@ async function main(): Promise<number> {
   const tesseract = values['no-tesseract'] ? null : await tesseractVersion();
   console.log(`# recognition accuracy on ${pages.length} pages (${values.pages})`);
   console.log(`ours: ${engine.spec.name} ${engine.spec.version}; peer: ${tesseract ?? 'tesseract not run'}`);
-  console.log('CER/WER after normalisation (bench/lib/text-metrics.ts), page text = lines in reading order\n');
+  console.log('CER/WER after normalisation (bench/lib/text-metrics.ts), page text = lines in reading order');
+  console.log('GT found: ground-truth lines some recognised line overlaps; order: pairwise reading-order agreement with the ground truth (1 = same)\n');
 
   const rows: PageRow[] = [];
   try {
@@ -63,12 +74,15 @@ async function main(): Promise<number> {
       });
       const ourLines = allLines(result).map((line) => line.text);
       const ours = { ...scorePage(ourLines, page.groundTruth), lines: ourLines.length };
+      const truth = allLines(await pageResultFromGroundTruth({ imagePath: page.imagePath, xmlPath: page.xmlPath }));
+      const matches = matchLines(result, truth);
+      const layout = { found: new Set(matches.filter((index) => index >= 0)).size, order: readingOrderAgreement(matches) };
       let peer: Scores | null = null;
       if (tesseract) {
         const run = await runTesseract(page.imagePath, page.language);
         peer = { ...scorePage(run.lines, page.groundTruth), lines: run.lines.length };
       }
-      rows.push({ page, ours, tesseract: peer, result });
+      rows.push({ page, layout, ours, tesseract: peer, result });
       if (values.save) {
         await mkdir(values.save, { recursive: true });
         await writeFile(path.join(values.save, `${page.name}.json`), JSON.stringify(result, null, 1));
@@ -89,13 +103,15 @@ async function main(): Promise<number> {
 
 function pageTable(rows: PageRow[]): string {
   return markdownTable(
-    ['page', 'kind', 'lang', 'GT lines', 'our lines', 'tess. lines', 'chars', 'CER ours', 'CER tess.', 'WER ours', 'WER tess.'],
-    rows.map(({ page, ours, tesseract }) => [
+    ['page', 'kind', 'lang', 'GT lines', 'our lines', 'GT found', 'order', 'tess. lines', 'chars', 'CER ours', 'CER tess.', 'WER ours', 'WER tess.'],
+    rows.map(({ page, layout, ours, tesseract }) => [
       page.name,
       page.kind,
       page.language,
       String(page.groundTruth.length),
       String(ours.lines),
+      String(layout.found),
+      layout.order.toFixed(3),
       tesseract ? String(tesseract.lines) : 'n/a',
       String(ours.characters.length),
       percent(errorRate(ours.characters)),
