@@ -12,6 +12,11 @@ const problem = (description: string) => ({
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
 
+const unauthorized = {
+  ...problem('Missing or invalid API key.'),
+  headers: { 'WWW-Authenticate': { required: true, description: 'The scheme to authenticate with.', schema: { type: 'string', pattern: '^Bearer\\b' } } },
+};
+
 const JOB_ID_PARAMETER = { name: 'job_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The job id (a UUID).' };
 
 export function openApiDocument(baseUrl: string) {
@@ -65,7 +70,7 @@ export function openApiDocument(baseUrl: string) {
               content: { 'application/json': { schema: { $ref: '#/components/schemas/Submission' } } },
             },
             '400': problem('Invalid input (e.g. a password-protected ZIP, no images, an unknown option value).'),
-            '401': problem('Missing or invalid API key.'),
+            '401': unauthorized,
             '409': problem('The Idempotency-Key was used for a different request.'),
             '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
             '415': problem('The body is not multipart/form-data.'),
@@ -79,7 +84,7 @@ export function openApiDocument(baseUrl: string) {
           summary: 'Get job status',
           responses: {
             '200': { description: 'The job status.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
-            '401': problem('Missing or invalid API key.'),
+            '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),
           },
         },
@@ -88,7 +93,7 @@ export function openApiDocument(baseUrl: string) {
           summary: 'Cancel a queued or processing job',
           responses: {
             '200': { description: 'The job status (state cancelled); also for a job already cancelled.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
-            '401': problem('Missing or invalid API key.'),
+            '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem('The job has already finished (done or failed).'),
           },
@@ -108,7 +113,7 @@ export function openApiDocument(baseUrl: string) {
               },
               content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
             },
-            '401': problem('Missing or invalid API key.'),
+            '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem('The job is not done.'),
             '410': problem('The result has expired (after expires_at).'),
@@ -122,7 +127,7 @@ export function openApiDocument(baseUrl: string) {
           summary: 'The job’s event history (for auditors)',
           responses: {
             '200': { description: 'Every event of the job, in order.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobEvents' } } } },
-            '401': problem('Missing or invalid API key.'),
+            '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),
           },
         },
@@ -138,7 +143,7 @@ export function openApiDocument(baseUrl: string) {
           responses: {
             '200': { description: 'Usage.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Usage' } } } },
             '400': problem('An invalid date.'),
-            '401': problem('Missing or invalid API key.'),
+            '401': unauthorized,
           },
         },
       },

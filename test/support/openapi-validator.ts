@@ -12,7 +12,7 @@ interface MediaType {
 }
 interface ResponseObject {
   content?: Record<string, MediaType>;
-  headers?: Record<string, { schema?: Schema }>;
+  headers?: Record<string, { schema?: Schema; required?: boolean }>;
 }
 interface Operation {
   responses: Record<string, ResponseObject>;
@@ -61,6 +61,7 @@ export class OpenApiValidator {
     const where = `${method} ${route.template} ${response.status}`;
     for (const [name, header] of Object.entries(documented.headers ?? {})) {
       const value = response.headers.get(name);
+      if (value === null && header.required) throw new Error(`OpenAPI: ${where} lacks the required header ${name}`);
       if (value === null || !header.schema) continue;
       const typed = header.schema.type === 'integer' ? Number(value) : value;
       this.validate(`${where} header ${name}`, typed, `#/paths/${pointer(route.template)}/${lower}/responses/${statusKey}/headers/${pointer(name)}/schema`);
