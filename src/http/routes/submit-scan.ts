@@ -19,6 +19,16 @@ import { parseSubmissionOptions } from '../submission-options.ts';
 
 /** Multipart overhead allowed on top of MAX_UPLOAD_BYTES before a request is refused unread. */
 const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
+const MAX_FORM_FIELDS = 20;
+const MAX_FORM_FIELDS_BYTES = 64 * 1024;
+/** The `code` of formidable's errors (formidable 3, src/FormidableError.js; koa-body's parser). */
+const FORMIDABLE_ERRORS = {
+  maxFieldsSizeExceeded: 1006,
+  maxFieldsExceeded: 1007,
+  biggerThanTotalMaxFileSize: 1009,
+  maxFilesExceeded: 1015,
+  biggerThanMaxFileSize: 1016,
+} as const;
 
 interface UploadedFile {
   filepath: string;
@@ -130,16 +140,26 @@ function parseUpload(config: Config, uploadRoot: string) {
       maxFiles: 1,
       maxFileSize: config.limits.maxUploadBytes,
       maxTotalFileSize: config.limits.maxUploadBytes,
-      maxFields: 20,
-      maxFieldsSize: 64 * 1024,
+      maxFields: MAX_FORM_FIELDS,
+      maxFieldsSize: MAX_FORM_FIELDS_BYTES,
       hashAlgorithm: 'sha256' as const,
       allowEmptyFiles: true,
       minFileSize: 0,
     },
     onError: (error: Error) => {
-      const httpCode = (error as { httpCode?: number }).httpCode;
-      if (httpCode === 413 || /maxFileSize|maxTotalFileSize/.test(error.message)) throw uploadTooLargeError(config.limits.maxUploadBytes);
-      throw new HttpProblem(400, 'invalid_multipart', 'Invalid multipart body', `The request body could not be read as multipart/form-data: ${error.message}`);
+      // formidable answers 413 for too many files or fields as well; only size is upload_too_large.
+      switch ((error as { code?: unknown }).code) {
+        case FORMIDABLE_ERRORS.biggerThanMaxFileSize:
+        case FORMIDABLE_ERRORS.biggerThanTotalMaxFileSize:
+          throw uploadTooLargeError(config.limits.maxUploadBytes);
+        case FORMIDABLE_ERRORS.maxFilesExceeded:
+          throw invalidMultipart('Send exactly one file, the ZIP in the field scan_zip.');
+        case FORMIDABLE_ERRORS.maxFieldsExceeded:
+        case FORMIDABLE_ERRORS.maxFieldsSizeExceeded:
+          throw invalidMultipart(`At most ${MAX_FORM_FIELDS} form fields of ${MAX_FORM_FIELDS_BYTES / 1024} KiB in all are accepted.`);
+        default:
+          throw invalidMultipart(`The request body could not be read as multipart/form-data: ${error.message}`);
+      }
     },
   });
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -176,4 +196,8 @@ function readIdempotencyKey(ctx: Context): string | null {
 function conflictProblem(error: unknown): never {
   if (error instanceof IdempotencyConflict) throw new HttpProblem(409, 'idempotency_key_reused', 'Idempotency-Key reused', error.message);
   throw error;
+}
+
+function invalidMultipart(detail: string): HttpProblem {
+  return new HttpProblem(400, 'invalid_multipart', 'Invalid multipart body', detail);
 }
