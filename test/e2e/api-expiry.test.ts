@@ -2,7 +2,7 @@
 // deletes the job's files. One API process keeps the default 7 days; a second one on
 // the same database hands out results that expire after RESULT_RETENTION_SECONDS=2.
 import assert from 'node:assert/strict';
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { expireResults } from '../../src/workers/expire-results-worker.ts';
@@ -79,6 +79,18 @@ describe('result expiry', () => {
     assert.deepEqual(await storedFiles(shortLived, job.job_id), []);
     assert.equal((await eventTypes(job.job_id)).at(-1), 'ResultExpired');
     assert.equal((await shortLived.client.get(job.result_url, auth)).status, 410);
+  });
+
+  test('a done job whose archive file has gone missing answers 410, not 500', async () => {
+    const { body: job } = await service.client.submit(await pagesZip(['1.jpg']), auth);
+    await waitForState(service.client, auth, job.job_id, ['done']);
+    const events = (await service.client.get(`/v1/process-scan/${job.job_id}/events`, auth)).body.events;
+    const archiveKey = events.find((event: { type: string }) => event.type === 'JobSucceeded').data.archiveKey;
+    await rm(service.runtime.blobs.localPath(archiveKey));
+    const gone = await service.client.get(job.result_url, auth);
+    assert.equal(gone.status, 410);
+    assert.equal(gone.body.code, 'result_expired');
+    assert.match(gone.body.detail, /no longer stored/);
   });
 
   test('a job that never finished is not expired and its result stays 409', async () => {

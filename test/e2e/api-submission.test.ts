@@ -9,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import { PRESETS } from '../../src/pipeline/correction/presets.ts';
 import { LLM_TIERS, PDF_FORMATS } from '../../src/pipeline/pipeline.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, pagesZip, readZipFixture, startApiServer, type Auth } from '../support/http-client.ts';
+import { createCredentials, pagesZip, readZipFixture, scanForm, startApiServer, type Auth } from '../support/http-client.ts';
 
 const databaseUrl = await createTestDatabase();
 const server = await startApiServer(databaseUrl);
@@ -114,6 +114,55 @@ describe('concurrency and shutdown', () => {
     assert.equal(new Set(responses.map((response) => response.body.job_id)).size, 6);
   });
 
+  test('a client that gives up mid-upload leaves nothing behind, and the service carries on', async () => {
+    const boundary = '----hwr-abort-boundary';
+    const controller = new AbortController();
+    let push!: (chunk: Buffer) => void;
+    const body = new ReadableStream<Uint8Array>({
+      start(stream) {
+        push = (chunk) => stream.enqueue(new Uint8Array(chunk));
+      },
+    });
+    const pending = fetch(`${server.baseUrl}/v1/process-scan`, {
+      method: 'POST',
+      headers: { 'X-API-Key': auth!.key, 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      body,
+      duplex: 'half',
+      signal: controller.signal,
+    } as RequestInit);
+    pending.catch(() => {});
+    push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="scan_zip"; filename="partial.zip"\r\nContent-Type: application/zip\r\n\r\n`));
+    push((await pagesZip(['1.jpg', '2.jpg'])).subarray(0, 1500));
+    const uploads = path.join(server.config.dataDir, 'tmp', 'uploads');
+    await until(async () => (await readdir(uploads).catch(() => [])).length > 0, 'the upload started');
+    controller.abort();
+    await assert.rejects(pending);
+    await until(async () => (await readdir(uploads)).length === 0, 'the partial upload is removed');
+    const jobsBefore = await runtime.db.pool.query('select count(*)::int as n from job_status');
+    assert.equal((await client.get('/healthz', null)).status, 200);
+    assert.equal((await client.submit(await pagesZip(['1.jpg']), auth)).status, 202);
+    const jobsAfter = await runtime.db.pool.query('select count(*)::int as n from job_status');
+    assert.equal(jobsAfter.rows[0].n, jobsBefore.rows[0].n + 1, 'the aborted upload made no job');
+  });
+
+  test('a second file in the form is refused: 400 invalid_multipart', async () => {
+    const form = scanForm(await pagesZip(['1.jpg']));
+    form.append('extra', new Blob([new Uint8Array(await pagesZip(['2.jpg']))]), 'extra.zip');
+    const response = await client.request('POST', '/v1/process-scan', { auth, body: form });
+    assert.equal(response.status, 400);
+    assert.equal(response.body.code, 'invalid_multipart');
+    assert.match(response.body.detail, /exactly one file/);
+    assert.deepEqual(await readdir(path.join(server.config.dataDir, 'tmp', 'uploads')), []);
+  });
+
+  test('too many form fields: 400 invalid_multipart', async () => {
+    const fields = Object.fromEntries(Array.from({ length: 25 }, (_, index) => [`field_${index}`, 'x']));
+    const response = await client.submit(await pagesZip(['1.jpg']), auth, fields);
+    assert.equal(response.status, 400);
+    assert.equal(response.body.code, 'invalid_multipart');
+    assert.match(response.body.detail, /At most 20 form fields/);
+  });
+
   test('a graceful shutdown finishes an upload in flight, then refuses new connections', async () => {
     const closing = await startApiServer(databaseUrl);
     const zip = await pagesZip(['1.jpg', '2.jpg', '3.jpg']);
@@ -160,3 +209,11 @@ describe('concurrency and shutdown', () => {
     await assert.rejects(fetch(`${closing.baseUrl}/healthz`), 'no new connections after shutdown');
   });
 });
+
+async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    assert.ok(Date.now() < deadline, what);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
