@@ -100,6 +100,19 @@ describe('Idempotency-Key', () => {
     await assertNoOrphanedFiles();
   });
 
+  test('after 24 h the key is free again: a new job, which then owns the key', async () => {
+    const zip = await pagesZip(['1.jpg']);
+    const first = await submitWithKey(zip, 'order-old');
+    // The key was used 25 hours ago.
+    await runtime.db.pool.query(`update idempotency_keys set created_at = now() - interval '25 hours' where idempotency_key = 'order-old'`);
+    const later = await submitWithKey(await pagesZip(['1.jpg', '2.jpg']), 'order-old');
+    assert.equal(later.status, 202);
+    assert.notEqual(later.body.job_id, first.body.job_id);
+    assert.equal(later.headers.get('idempotent-replayed'), null);
+    const replay = await submitWithKey(await pagesZip(['1.jpg', '2.jpg']), 'order-old');
+    assert.equal(replay.body.job_id, later.body.job_id);
+  });
+
   test('without the header every submission is a new job', async () => {
     const zip = await pagesZip(['1.jpg']);
     const a = await client.submit(zip, aliceAuth);
