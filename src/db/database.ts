@@ -24,7 +24,7 @@ export function openDatabase(url: string, options: { max?: number; applicationNa
 }
 
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = await checkOut(pool);
   try {
     await client.query('begin');
     const result = await work(client);
@@ -37,3 +37,19 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
     client.release();
   }
 }
+
+/**
+ * A client for more than one query. pg-pool drops its own error listener while a client is
+ * checked out, so a connection lost mid-use (a database restart) would emit an unhandled
+ * 'error' and end the process; the query in flight rejects anyway, which is what callers see.
+ */
+export async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  if (!guarded.has(client)) {
+    guarded.add(client);
+    client.on('error', () => {});
+  }
+  return client;
+}
+
+const guarded = new WeakSet<pg.PoolClient>();

@@ -5,6 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { installProjections } from '../store/install-projections.ts';
+import { checkOut } from './database.ts';
 
 import { MIGRATION_LOCK } from '../store/locks.ts';
 export const MIGRATIONS_DIR = path.resolve(import.meta.dirname, '../../migrations');
@@ -14,7 +15,7 @@ export interface MigrationResult {
 }
 
 export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
-  const client = await pool.connect();
+  const client = await checkOut(pool);
   try {
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {

@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { APPEND_LOCK } from './locks.ts';
+import { checkOut } from '../db/database.ts';
 
 const BATCH = 5000;
 
@@ -66,7 +67,7 @@ async function withScratchReplay<T>(
   pool: pg.Pool,
   finish: (client: pg.PoolClient, scratch: string, events: number) => Promise<T>,
 ): Promise<T> {
-  const client = await pool.connect();
+  const client = await checkOut(pool);
   const scratch = `hwr_replay_${process.pid}_${Date.now()}`;
   try {
     await client.query(`create schema ${scratch}`);

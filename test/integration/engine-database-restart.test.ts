@@ -1,0 +1,39 @@
+// A database restart in the middle of a job loses nothing: the workers ride out the
+// outage, the interrupted page is retried, and the job completes exactly once.
+import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded-postgres.ts';
+import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
+
+const clusterDir = path.join(os.tmpdir(), `hwr-restart-${process.pid}`);
+const port = await freePort();
+let database: EmbeddedDatabase = await startEmbeddedPostgres({ dataDir: clusterDir, port });
+const config = await testConfig(database.url, { WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '3' });
+const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'w', stepMs: 300 }), export: testExportPipeline() });
+after(async () => {
+  await runtime.stop().catch(() => {});
+  await database.stop();
+  await rm(clusterDir, { recursive: true, force: true });
+});
+
+test('PostgreSQL restarted mid-job: the job still completes, with every page once', async () => {
+  const accountId = await testAccount(runtime);
+  const jobId = await submitTestJob(runtime, accountId, 6);
+  await waitForJobState(runtime, jobId, ['processing']);
+
+  await database.stop();
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  database = await startEmbeddedPostgres({ dataDir: clusterDir, port });
+  assert.equal(database.owned, true);
+
+  assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed'], 120_000), 'done');
+  const events = (await runtime.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`])).rows;
+  const completed = events.filter((event) => event.type === 'PageCompleted').map((event) => event.data.page);
+  assert.deepEqual(completed.sort((a: number, b: number) => a - b), [1, 2, 3, 4, 5, 6]);
+  assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
+  assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
+});
