@@ -114,3 +114,19 @@ export function frameForRect(rect: RotatedRect, width: number, height: number, f
   const origin = [rect.cx - (width / 2) * ux[0] - (height / 2) * uy[0], rect.cy - (width / 2) * ux[1] - (height / 2) * uy[1]] as const;
   return { origin, ux, uy };
 }
+
+/** Mean of R, G and B for rows [top, bottom) of an interleaved RGB patch `width` pixels wide. */
+export function greyRows(pixels: Float32Array, width: number, top: number, bottom: number): Float32Array {
+  const grey = new Float32Array(width * (bottom - top));
+  for (let i = 0; i < grey.length; i += 1) {
+    const o = (top * width + i) * 3;
+    grey[i] = (pixels[o] + pixels[o + 1] + pixels[o + 2]) / 3;
+  }
+  return grey;
+}
+
+/** Grey levels of the paper (90th percentile) and of the ink (the `inkQuantile` darkest). */
+export function paperAndInk(grey: Float32Array, inkQuantile: number): { paper: number; ink: number } {
+  const sorted = Float32Array.from(grey).sort();
+  return { paper: sorted[Math.floor(sorted.length * 0.9)], ink: sorted[Math.floor(sorted.length * inkQuantile)] };
+}

@@ -1,7 +1,7 @@
 // Baseline of a line piece: in the straightened piece, the row below which ink
 // thins out (descenders are sparse, the body of the writing is dense).
 import type { Point } from '../page-result.ts';
-import { frameForRect, patchToPage, samplePatch, type RgbImage } from '../image/raster.ts';
+import { frameForRect, greyRows, paperAndInk, patchToPage, samplePatch, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from './geometry.ts';
 
 const PROFILE_HEIGHT = 32;
@@ -17,11 +17,8 @@ export function pieceBaseline(image: RgbImage, rect: RotatedRect): [Point, Point
 
 /** The baseline row (0..height) of an RGB patch with dark writing on a light ground. */
 export function baselineRow(pixels: Float32Array, width: number, height: number): number {
-  const grey = new Float32Array(width * height);
-  for (let i = 0; i < grey.length; i += 1) grey[i] = (pixels[i * 3] + pixels[i * 3 + 1] + pixels[i * 3 + 2]) / 3;
-  const sorted = Float32Array.from(grey).sort();
-  const paper = sorted[Math.floor(sorted.length * 0.9)];
-  const ink = sorted[Math.floor(sorted.length * 0.02)];
+  const grey = greyRows(pixels, width, 0, height);
+  const { paper, ink } = paperAndInk(grey, 0.02);
   const threshold = ink + (paper - ink) * 0.5;
   const profile = new Float64Array(height);
   for (let y = 0; y < height; y += 1) {

@@ -1,6 +1,7 @@
 // Word spaces from the ink: a recognizer trained on print (PP-OCR) rarely emits the
 // spaces of handwriting, so where two consecutive characters are separated by a
 // blank stretch of paper wider than a fraction of the line height, a space goes in.
+import { greyRows, paperAndInk } from '../image/raster.ts';
 import type { PlacedCharacter } from './text-recognizer.ts';
 
 export interface GapOptions {
@@ -49,16 +50,8 @@ export function insertGapSpaces(characters: readonly PlacedCharacter[], pixels: 
 export function blankRuns(pixels: Float32Array, width: number, height: number): Run[] {
   const top = Math.floor(height * 0.25);
   const bottom = Math.ceil(height * 0.75);
-  const grey = new Float32Array(width * (bottom - top));
-  for (let y = top; y < bottom; y += 1) {
-    for (let x = 0; x < width; x += 1) {
-      const i = (y * width + x) * 3;
-      grey[(y - top) * width + x] = (pixels[i] + pixels[i + 1] + pixels[i + 2]) / 3;
-    }
-  }
-  const sorted = Float32Array.from(grey).sort();
-  const paper = sorted[Math.floor(sorted.length * 0.9)];
-  const ink = sorted[Math.floor(sorted.length * 0.01)];
+  const grey = greyRows(pixels, width, top, bottom);
+  const { paper, ink } = paperAndInk(grey, 0.01);
   if (paper - ink < 40) return [];
   const threshold = ink + (paper - ink) * 0.55;
   const runs: Run[] = [];
