@@ -3,7 +3,8 @@
 import { readFileSync } from 'node:fs';
 import type { PageResult } from './page-result.ts';
 import { prepareImage } from './image/prepare-image.ts';
-import type { OcrEngine } from './ocr-engine.ts';
+import type { OcrEngine, PieceReading } from './ocr-engine.ts';
+import type { DetectedBox } from './layout/text-detector.ts';
 import { assembleRegions } from './page-assembly.ts';
 
 export interface StageTimings {
@@ -49,7 +50,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   signal?.throwIfAborted();
 
   let recognitionMs = 0;
-  let readings = null;
+  let readings: Map<DetectedBox, PieceReading> | null = null;
   if (options.recognize) {
     await options.enterStep?.('recognition');
     start = performance.now();
