@@ -2,7 +2,7 @@
 // test file with node:test (each integration test file creates its own database).
 // Extra arguments select test files: `npm test -- test/unit`.
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, freePort } from '../src/db/embedded-postgres.ts';
@@ -24,6 +24,8 @@ if (!process.env.SKIP_TYPECHECK) {
 }
 
 const clusterDir = path.join(os.tmpdir(), `hwr-test-pg-${process.pid}`);
+// Every temp file a test makes goes under one directory, removed after the run.
+const testTmp = await mkdtemp(path.join(os.tmpdir(), 'hwr-test-tmp-'));
 const database = await startEmbeddedPostgres({ dataDir: clusterDir, port: await freePort() });
 let exitCode = 1;
 try {
@@ -32,10 +34,11 @@ try {
   exitCode = await run(
     process.execPath,
     ['--test', `--test-concurrency=${Math.max(2, os.availableParallelism())}`, '--test-timeout=600000', ...files],
-    { ...process.env, HWR_TEST_DATABASE_URL: database.url },
+    { ...process.env, HWR_TEST_DATABASE_URL: database.url, TMPDIR: testTmp },
   );
 } finally {
   await database.stop();
   await rm(clusterDir, { recursive: true, force: true });
+  await rm(testTmp, { recursive: true, force: true });
 }
 process.exit(exitCode);
