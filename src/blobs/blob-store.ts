@@ -9,6 +9,8 @@ export interface BlobInfo {
 export interface BlobStore {
   /** Writes a blob atomically (readers never see a partial blob). */
   put(key: string, body: Buffer | string | Readable): Promise<BlobInfo>;
+  /** Takes a local file over as a blob (moved when it can be, else copied and removed). */
+  moveIn(key: string, file: string): Promise<BlobInfo>;
   get(key: string): Promise<Buffer>;
   /** Streams a blob; rejects with BlobNotFoundError when absent. */
   stream(key: string): Promise<Readable>;

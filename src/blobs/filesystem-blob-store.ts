@@ -38,6 +38,20 @@ export class FilesystemBlobStore implements BlobStore {
     return { bytes: info.size };
   }
 
+  async moveIn(key: string, file: string): Promise<BlobInfo> {
+    const target = this.localPath(key);
+    await mkdir(path.dirname(target), { recursive: true });
+    try {
+      await rename(file, target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+      await this.put(key, createReadStream(file));
+      await rm(file, { force: true });
+    }
+    const info = await stat(target);
+    return { bytes: info.size };
+  }
+
   async get(key: string): Promise<Buffer> {
     try {
       return await readFile(this.localPath(key));

@@ -1,7 +1,6 @@
 // POST /v1/process-scan: the upload streams to a temp file (never held in memory),
 // is checked and split into pages by intake, and becomes a queued job.
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type Router from '@koa/router';
@@ -66,7 +65,7 @@ export function registerSubmitScan(router: Router, runtime: Runtime, authenticat
           uploadName: file.originalFilename ?? 'scan_zip',
         });
         const uploadKey = `${jobPrefix}/upload.zip`;
-        await runtime.blobs.put(uploadKey, createReadStream(file.filepath));
+        await runtime.blobs.moveIn(uploadKey, file.filepath);
         const submitted = await submitJob(runtime.bus, {
           jobId,
           accountId: auth.accountId,
