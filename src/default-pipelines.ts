@@ -4,11 +4,12 @@ import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
 
-export async function defaultPipelines(config: Config, log: Logger): Promise<{ page: PagePipeline; export: ExportPipeline }> {
+export async function defaultPipelines(config: Config, log: Logger): Promise<{ page: PagePipeline; export: ExportPipeline; close(): Promise<void> }> {
   const { createPagePipeline } = await import('./pipeline/page-pipeline.ts');
+  const { closeSharedEngines } = await import('./pipeline/shared-engine.ts');
   const { createCorrector } = await import('./pipeline/correction/create-corrector.ts');
   const { createExportPipeline } = await import('./export/export-pipeline.ts');
   const corrector = createCorrector(config.correction);
   log.debug('pipelines loaded');
-  return { page: createPagePipeline({ config, corrector }), export: createExportPipeline() };
+  return { page: createPagePipeline({ config, corrector }), export: createExportPipeline(), close: closeSharedEngines };
 }

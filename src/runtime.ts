@@ -27,7 +27,7 @@ export interface Runtime {
 export interface RuntimeOptions {
   /** Start pg-boss workers for pages, exports, callbacks and expiry. */
   workers: boolean;
-  pipelines?: () => Promise<{ page: PagePipeline; export: ExportPipeline }>;
+  pipelines?: () => Promise<{ page: PagePipeline; export: ExportPipeline; close?(): Promise<void> }>;
 }
 
 export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | null }> {
@@ -49,9 +49,11 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     const boss = await startBoss(url, config, { supervise: options.workers });
     const bus = new CommandBus(db, boss);
     const blobs = new FilesystemBlobStore(path.join(config.dataDir, 'blobs'));
+    let closePipelines = async () => {};
     if (options.workers) {
       if (!options.pipelines) throw new Error('a worker needs pipelines');
       const pipelines = await options.pipelines();
+      closePipelines = pipelines.close ?? closePipelines;
       await startWorkers({ boss, bus, blobs, config, log, pagePipeline: pipelines.page, exportPipeline: pipelines.export });
     }
     return {
@@ -64,6 +66,7 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
       stop: async () => {
         // Graceful: running tasks finish (or are retried after their heartbeat lapses).
         await boss.stop({ graceful: true, timeout: 30_000 });
+        await closePipelines();
         await db.close();
         if (embedded) await embedded.stop();
       },
