@@ -124,6 +124,7 @@ def main(argv: list[str]) -> None:
         # everything that shapes the run comes from the checkpoint; only stopping rules are taken from the command line
         for key in ("max_minutes", "max_epochs_this_run", "checkpoint_minutes", "threads", "resume", "anneal_by_deadline"):
             saved[key] = getattr(args, key)
+        epochs_before = saved["epochs"]
         if args.epochs is not None and args.epochs != saved["epochs"]:
             # a shorter or longer schedule from here on: the learning rate jumps to the new curve's value
             print(f"schedule changed on resume: {saved['epochs']} -> {args.epochs} epochs", flush=True)
@@ -175,11 +176,17 @@ def main(argv: list[str]) -> None:
     model = CRNN(cfg)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     epoch, position, best_cer, elapsed_before = 0, 0, float("inf"), 0.0
+    schedule_reached = 0.0  # the schedule never goes back, even when a resume lengthens it
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         epoch, position, best_cer = state["epoch"], state["position"], state["best_cer"]
         elapsed_before = state["elapsed_seconds"]
+        if "schedule_progress" in state:
+            schedule_reached = state["schedule_progress"]
+        else:  # checkpoints written before this field existed: the epoch-based progress of the schedule then in force
+            batches_then = len(width_batches(train_lines, args.batch_width, args.max_batch, seed=args.seed * 1000 + state["epoch"]))
+            schedule_reached = (state["epoch"] + state["position"] / batches_then) / epochs_before
         torch.set_rng_state(state["torch_rng"])
     print(
         f"train {len(train_lines)} lines, val {len(val_lines)}, charset {len(charset)}, params {count_parameters(model)}, "
@@ -195,12 +202,15 @@ def main(argv: list[str]) -> None:
 
     run_started = time.time()
     start_progress = (epoch + position / max(1, len(width_batches(train_lines, args.batch_width, args.max_batch, seed=args.seed * 1000 + epoch)))) / args.epochs
+    start_progress = max(start_progress, schedule_reached) if args.anneal_by_deadline else start_progress
+    progress_now = [start_progress]
 
     def schedule_progress(epoch_progress: float) -> float:
         if not (args.anneal_by_deadline and args.max_minutes):
             return epoch_progress
         clock = min(1.0, (time.time() - run_started) / (60 * args.max_minutes))
         return max(epoch_progress, start_progress + (1 - start_progress) * clock)
+
     last_checkpoint = time.time()
     epochs_this_run = 0
 
@@ -218,6 +228,7 @@ def main(argv: list[str]) -> None:
             "best_cer": best_cer,
             "elapsed_seconds": elapsed_before + time.time() - run_started,
             "torch_rng": torch.get_rng_state(),
+            "schedule_progress": progress_now[0],
         }
 
     model.train()
@@ -228,7 +239,8 @@ def main(argv: list[str]) -> None:
         segment_start = time.time()
         state = None
         for i in range(position, len(batches)):
-            lr = learning_rate(args.lr, schedule_progress((epoch + i / len(batches)) / args.epochs))
+            progress_now[0] = schedule_progress((epoch + i / len(batches)) / args.epochs)
+            lr = learning_rate(args.lr, progress_now[0])
             for group in optimizer.param_groups:
                 group["lr"] = lr
             b = make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch, i))
