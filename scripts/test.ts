@@ -2,7 +2,7 @@
 // test file with node:test (each integration test file creates its own database).
 // Extra arguments select test files: `npm test -- test/unit`.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, freePort } from '../src/db/embedded-postgres.ts';
@@ -26,6 +26,7 @@ if (!process.env.SKIP_TYPECHECK) {
 const clusterDir = path.join(os.tmpdir(), `hwr-test-pg-${process.pid}`);
 // Every temp file a test makes goes under one directory, removed after the run.
 const testTmp = await mkdtemp(path.join(os.tmpdir(), 'hwr-test-tmp-'));
+await chmod(testTmp, 0o711); // an embedded PostgreSQL started by a test runs as `postgres` when we are root
 const database = await startEmbeddedPostgres({ dataDir: clusterDir, port: await freePort() });
 let exitCode = 1;
 try {

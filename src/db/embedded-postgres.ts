@@ -73,10 +73,22 @@ async function loadEmbeddedPostgres() {
   return module.default;
 }
 
-/** As root, PostgreSQL runs as the user `postgres`, which must reach the cluster's parent directory. */
+/**
+ * As root, PostgreSQL runs as the user `postgres`, which must reach the cluster directory:
+ * the data directory we own is opened up for traversal (not reading); an ancestor that
+ * others cannot traverse is reported, not changed.
+ */
 async function letOthersTraverse(directory: string): Promise<void> {
   const { mode } = await stat(directory);
   if ((mode & 0o001) === 0) await chmod(directory, mode | 0o011);
+  for (let ancestor = path.dirname(directory); ancestor !== path.dirname(ancestor); ancestor = path.dirname(ancestor)) {
+    if (((await stat(ancestor)).mode & 0o001) === 0) {
+      throw new Error(
+        `running as root, the embedded PostgreSQL runs as the user "postgres", which cannot enter ${ancestor}; ` +
+          'put DATA_DIR under a directory others may traverse (chmod o+x), or set DATABASE_URL',
+      );
+    }
+  }
 }
 
 function urlFor(port: number): string {
