@@ -128,6 +128,7 @@ def main(argv: list[str]) -> None:
         "widthMultiple": 4,
         "minWidth": 16,
         "maxWidth": 4096,
+        "padding": "white",
         "output": "logits",
         "outputLayout": "NTC",
     }
