@@ -84,7 +84,7 @@ export function beamSearchCtc(
     readLogRow(scores, offset + t * stride, count, logits, frame);
     const blankScore = frame[classes.blank];
     const candidates: number[] = [];
-    for (let k = 0; k < count; k += 1) if (k !== classes.blank && frame[k] >= logPrune) candidates.push(k);
+    for (let k = 0; k < count; k += 1) if (k !== classes.blank && frame[k] >= logPrune && (!classes.allowed || classes.allowed[k])) candidates.push(k);
     if (candidates.length > options.maxCandidates) {
       candidates.sort((a, b) => frame[b] - frame[a]);
       candidates.length = options.maxCandidates;

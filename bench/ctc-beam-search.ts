@@ -1,0 +1,158 @@
+// Greedy CTC decoding against beam search with the character LM, in the service's own code
+// (onnxruntime-node, src/pipeline/ctc-beam-search.ts), on the validation lines of htr-lines:
+// CER, WER and milliseconds per line for the model and for each decoder.
+//
+//   node bench/ctc-beam-search.ts [--model models/hwr-htr-v1] [--dataset ../shared/datasets/htr-lines] [--limit N]
+//
+// Lines are fed exactly as in training (train/batches.py): the 64 px grey JPEG averaged 2x2 to
+// 32 px, normalised with the manifest's mean/std. The reference is the `text_norm` column.
+// Needs ../shared (CI has it).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/char-ngram-lm.ts';
+import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../src/pipeline/ctc-beam-search.ts';
+import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
+import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
+import { decodeCtc } from '../src/pipeline/recognition/ctc-decode.ts';
+import { markdownTable, percent } from './lib/table.ts';
+
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: 'models/hwr-htr-v1' },
+    dataset: { type: 'string', default: '../shared/datasets/htr-lines' },
+    limit: { type: 'string', default: '0' },
+  },
+});
+
+interface ValLine {
+  file: string;
+  text: string;
+  lang: string;
+}
+
+/** Members of an uncompressed USTAR archive by name. */
+function readTar(file: string): Map<string, Buffer> {
+  const tar = readFileSync(file);
+  const members = new Map<string, Buffer>();
+  for (let offset = 0; offset + 512 <= tar.length; ) {
+    const header = tar.subarray(offset, offset + 512);
+    const name = header.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
+    if (name === '') break;
+    const prefix = header.subarray(345, 500).toString('utf8').replace(/\0.*$/s, '');
+    const size = Number.parseInt(header.subarray(124, 136).toString('utf8').replace(/\0.*$/s, '').trim() || '0', 8);
+    const type = String.fromCharCode(header[156]);
+    if (type === '0' || type === '\0') members.set(prefix ? `${prefix}/${name}` : name, tar.subarray(offset + 512, offset + 512 + size));
+    offset += 512 + Math.ceil(size / 512) * 512;
+  }
+  return members;
+}
+
+function readValLines(dataset: string): ValLine[] {
+  const [header, ...rows] = readFileSync(path.join(dataset, 'val.tsv'), 'utf8').split('\n').filter((row) => row !== '');
+  const columns = header.split('\t');
+  const at = (name: string): number => columns.indexOf(name);
+  return rows
+    .map((row) => row.split('\t'))
+    .map((cells) => ({ file: cells[at('file')], text: cells[at('text_norm')].normalize('NFC').trim(), lang: cells[at('lang')] }))
+    .filter((line) => line.text !== '');
+}
+
+function levenshtein<T>(a: readonly T[], b: readonly T[]): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) current.push(Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+class Errors {
+  charEdits = 0;
+  chars = 0;
+  wordEdits = 0;
+  words = 0;
+  ms = 0;
+  add(hypothesis: string, reference: string, ms: number): void {
+    this.charEdits += levenshtein([...hypothesis], [...reference]);
+    this.chars += [...reference].length;
+    const words = reference.split(/\s+/).filter(Boolean);
+    this.wordEdits += levenshtein(hypothesis.split(/\s+/).filter(Boolean), words);
+    this.words += words.length;
+    this.ms += ms;
+  }
+}
+
+/** 64 px grey JPEG -> normalised 32 px input (2x2 mean, as the training's area resize). */
+async function modelInput(jpeg: Buffer, height: number, mean: number, std: number): Promise<{ data: Float32Array; width: number }> {
+  const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
+  const factor = info.height / height;
+  if (!Number.isInteger(factor)) throw new Error(`line height ${info.height} is not a multiple of ${height}`);
+  const width = Math.max(16, Math.round(info.width / factor));
+  const out = new Float32Array(height * width).fill((1 - mean) / std);
+  const columns = Math.floor(info.width / factor);
+  for (let y = 0; y < height; y += 1) {
+    for (let x = 0; x < columns; x += 1) {
+      let sum = 0;
+      for (let dy = 0; dy < factor; dy += 1) for (let dx = 0; dx < factor; dx += 1) sum += data[(y * factor + dy) * info.width + x * factor + dx];
+      out[y * width + x] = (sum / (factor * factor) / 255 - mean) / std;
+    }
+  }
+  return { data: out, width };
+}
+
+async function main(): Promise<void> {
+  const spec = loadModelSpec(values.model);
+  const rec = spec.recognition;
+  const classes = loadCharacterClasses(rec);
+  const session = await createSession(rec.file, 1);
+  const lmFile = loadCharNgramFile(path.join(values.model, 'lm.json'));
+  const joint = lmFile.models.get('all') as CharNgramModel;
+  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  let lines = readValLines(values.dataset);
+  const limit = Number(values.limit);
+  if (limit > 0) lines = lines.slice(0, limit);
+
+  const modelTime = new Errors();
+  const decoders = {
+    greedy: new Errors(),
+    'beam, no LM': new Errors(),
+    'beam + LM (joint)': new Errors(),
+    'beam + LM (per language)': new Errors(),
+  };
+  for (const line of lines) {
+    const jpeg = images.get(line.file);
+    if (!jpeg) throw new Error(`${line.file} is not in val-000.tar`);
+    const input = await modelInput(jpeg, rec.inputHeight, rec.mean[0], rec.std[0]);
+    let started = performance.now();
+    const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
+    modelTime.ms += performance.now() - started;
+    const steps = output.dims[1];
+    const count = output.dims[2];
+    const logits = rec.output === 'logits';
+    const run = (name: keyof typeof decoders, decode: () => { text: string }[]): void => {
+      started = performance.now();
+      const text = decode()
+        .map((character) => character.text)
+        .join('');
+      decoders[name].add(text, line.text, performance.now() - started);
+    };
+    run('greedy', () => decodeCtc(output.data, 0, count, steps, classes, logits));
+    run('beam, no LM', () => beamSearchCtc(output.data, 0, count, steps, classes, logits, null));
+    run('beam + LM (joint)', () => beamSearchCtc(output.data, 0, count, steps, classes, logits, joint));
+    run('beam + LM (per language)', () => beamSearchCtc(output.data, 0, count, steps, classes, logits, lmFile.models.get(line.lang) ?? joint));
+  }
+  console.log(`${lines.length} validation lines, model ${spec.name} ${spec.version}, model ${(modelTime.ms / lines.length).toFixed(1)} ms/line (1 thread)`);
+  console.log(`beam options: ${JSON.stringify(DEFAULT_BEAM_SEARCH)}`);
+  console.log(
+    markdownTable(
+      ['decoder', 'CER', 'WER', 'ms/line'],
+      Object.entries(decoders).map(([name, e]) => [name, percent(e.charEdits / e.chars), percent(e.wordEdits / e.words), (e.ms / lines.length).toFixed(2)]),
+    ),
+  );
+}
+
+await main();
