@@ -86,7 +86,13 @@ describe('event store', () => {
     } finally {
       slow.release();
     }
-    const afterCommit = await readWholeLog(start);
+    // Visible once no older transaction is in flight anywhere in the cluster (transaction ids
+    // are cluster-wide, and other test files run transactions of their own meanwhile).
+    let afterCommit = await readWholeLog(start);
+    for (let tries = 0; tries < 200 && !afterCommit.events.some((event) => event.streamId === fastStream); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      afterCommit = await readWholeLog(start);
+    }
     const streams = afterCommit.events.map((event) => event.streamId);
     assert.ok(streams.includes(slowStream));
     assert.ok(streams.includes(fastStream));
