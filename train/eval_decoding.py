@@ -117,6 +117,15 @@ def main(argv: list[str]) -> None:
         for line, lp in subset:
             rate.add(beam_search(lp, charset, pick_lm(line), opts), line.text)
         report[f"beam_{name}"] = {"cer": round(rate.cer, 4), "wer": round(rate.wer, 4), "lines": len(subset), "ms_per_line": round(1000 * (time.time() - started) / max(1, len(subset)), 1)}
+    per_source: dict[str, dict] = {}
+    for source in sorted({line.source for line, _ in results}):
+        subset = [r for r in results if r[0].source == source]
+        g = score(subset, greedy)
+        b = ErrorRate()
+        for line, lp in subset:
+            b.add(beam_search(lp, charset, pick_lm(line), opts), line.text)
+        per_source[source] = {"lines": len(subset), "greedy_cer": round(g.cer, 4), "beam_cer": round(b.cer, 4), "greedy_wer": round(g.wer, 4), "beam_wer": round(b.wer, 4)}
+    report["per_source"] = per_source
     report["beam_options"] = {"beam": opts.beam, "alpha": alpha, "beta": beta, "prune": opts.prune, "maxCandidates": opts.max_candidates, "lmModel": args.lm_model}
     print(json.dumps(report, indent=2))
     if args.json:
