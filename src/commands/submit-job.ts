@@ -1,9 +1,8 @@
 // Submission: append JobQueued (and its page tasks) once per Idempotency-Key.
 // The same key from the same account within 24 h returns the original job; the
 // same key with a different request is refused.
-import { decideJob } from '../../domain/job-decide.ts';
+import { decideJob, type JobCommand } from '../../domain/job-decide.ts';
 import { initialJobState } from '../../domain/job.ts';
-import type { JobOptions, PageSource } from '../pipeline/pipeline.ts';
 import type { Queryable } from '../db/database.ts';
 import { IDEMPOTENCY_LOCK_NAMESPACE } from '../store/locks.ts';
 import type { CommandBus } from './command-bus.ts';
@@ -19,17 +18,8 @@ export class IdempotencyConflict extends Error {
   }
 }
 
-export interface Submission {
-  jobId: string;
-  accountId: string;
-  keyId: string | null;
-  pages: PageSource[];
-  options: JobOptions;
-  uploadKey: string;
-  retentionSeconds: number;
-  idempotency: { key: string; requestHash: string } | null;
-  requestId?: string;
-}
+/** The SubmitJob command without its clock, plus the request it came from. */
+export type Submission = Omit<Extract<JobCommand, { type: 'SubmitJob' }>, 'type' | 'now'> & { requestId?: string };
 
 /** The job an Idempotency-Key already names, or null. Throws IdempotencyConflict for a different request. */
 export async function findIdempotentJob(db: Queryable, accountId: string, idempotency: { key: string; requestHash: string }): Promise<string | null> {
@@ -53,21 +43,11 @@ export async function submitJob(bus: CommandBus, submission: Submission): Promis
       if (existing) return { jobId: existing, replayed: true };
     }
     const state = initialJobState();
-    const events = decideJob(state, {
-      type: 'SubmitJob',
-      jobId: submission.jobId,
-      accountId: submission.accountId,
-      keyId: submission.keyId,
-      pages: submission.pages,
-      options: submission.options,
-      uploadKey: submission.uploadKey,
-      now: new Date(),
-      retentionSeconds: submission.retentionSeconds,
-      idempotency: submission.idempotency,
-    });
+    const { requestId, ...command } = submission;
+    const events = decideJob(state, { type: 'SubmitJob', ...command, now: new Date() });
     await bus.commitJobEvents(client, { ...state, jobId: submission.jobId }, events, {
       actor: submission.keyId ?? 'api',
-      requestId: submission.requestId,
+      requestId,
     });
     return { jobId: submission.jobId, replayed: false };
   });

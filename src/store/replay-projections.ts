@@ -75,26 +75,14 @@ async function withScratchReplay<T>(
       await client.query(`create table ${scratch}.${table} (like public.${table} including all)`);
     }
     await client.query(`set search_path to ${scratch}, public`);
-    let checkpoint = { tx: '0', pos: '0' };
-    let events = 0;
     // Bulk of the log, without blocking appends.
-    for (;;) {
-      const batch = await replayBatch(client, checkpoint, true);
-      events += batch.replayed;
-      checkpoint = batch.checkpoint;
-      if (batch.replayed < BATCH) break;
-    }
+    const bulk = await replayFrom(client, { tx: '0', pos: '0' }, true);
     await client.query('begin');
     try {
       await client.query('select pg_advisory_xact_lock($1)', [APPEND_LOCK]);
-      for (;;) {
-        const batch = await replayBatch(client, checkpoint, false);
-        events += batch.replayed;
-        checkpoint = batch.checkpoint;
-        if (batch.replayed < BATCH) break;
-      }
+      const tail = await replayFrom(client, bulk.checkpoint, false);
       await client.query('set local search_path to public');
-      const result = await finish(client, scratch, events);
+      const result = await finish(client, scratch, bulk.events + tail.events);
       await client.query('commit');
       return result;
     } catch (error) {
@@ -105,6 +93,18 @@ async function withScratchReplay<T>(
     await client.query('reset search_path').catch(() => {});
     await client.query(`drop schema if exists ${scratch} cascade`).catch(() => {});
     client.release();
+  }
+}
+
+/** Replays batch after batch until the log (as far as `safe` lets it read) is exhausted. */
+async function replayFrom(client: pg.PoolClient, from: { tx: string; pos: string }, safe: boolean) {
+  let checkpoint = from;
+  let events = 0;
+  for (;;) {
+    const batch = await replayBatch(client, checkpoint, safe);
+    events += batch.replayed;
+    checkpoint = batch.checkpoint;
+    if (batch.replayed < BATCH) return { events, checkpoint };
   }
 }
 
