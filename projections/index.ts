@@ -1,6 +1,7 @@
 import { accountsProjection } from './accounts.ts';
 import { apiKeysProjection } from './api-keys.ts';
 import { billingProjection } from './billing.ts';
+import { correctionUsageProjection } from './correction-usage.ts';
 import { idempotencyKeysProjection } from './idempotency-keys.ts';
 import { jobStatusProjection } from './job-status.ts';
 import type { Projection } from './projection.ts';
@@ -12,6 +13,7 @@ export const PROJECTIONS: readonly Projection[] = [
   accountsProjection,
   apiKeysProjection,
   idempotencyKeysProjection,
+  correctionUsageProjection,
 ];
 
 export type { Projection };

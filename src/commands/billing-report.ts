@@ -20,3 +20,31 @@ export async function billingReport(db: Queryable, filter: { accountId?: string 
   );
   return result.rows.map((row) => ({ account: row.name, account_id: row.account_id, jobs: Number(row.jobs), pages: Number(row.pages) }));
 }
+
+export interface CorrectionUsageLine {
+  provider: string;
+  model: string;
+  pages: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** LLM correction usage of one account per provider and model (pages corrected, tokens). */
+export async function correctionUsageReport(db: Queryable, filter: { accountId: string; from?: Date | null; to?: Date | null }): Promise<CorrectionUsageLine[]> {
+  const result = await db.query<{ provider: string; model: string; pages: string; input_tokens: string; output_tokens: string }>(
+    `select provider, model, count(*) as pages, sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens
+     from correction_usage
+     where account_id = $1
+       and ($2::timestamptz is null or recorded_at >= $2)
+       and ($3::timestamptz is null or recorded_at < $3)
+     group by provider, model order by provider, model`,
+    [filter.accountId, filter.from ?? null, filter.to ?? null],
+  );
+  return result.rows.map((row) => ({
+    provider: row.provider,
+    model: row.model,
+    pages: Number(row.pages),
+    input_tokens: Number(row.input_tokens),
+    output_tokens: Number(row.output_tokens),
+  }));
+}

@@ -282,13 +282,29 @@ export function openApiDocument(baseUrl: string) {
         Usage: {
           type: 'object',
           additionalProperties: false,
-          required: ['account_id', 'from', 'to', 'jobs', 'pages'],
+          required: ['account_id', 'from', 'to', 'jobs', 'pages', 'correction'],
           properties: {
             account_id: uuid,
             from: nullableTimestamp,
             to: nullableTimestamp,
-            jobs: { type: 'integer', minimum: 0 },
-            pages: { type: 'integer', minimum: 0 },
+            jobs: { type: 'integer', minimum: 0, description: 'Done jobs (billed).' },
+            pages: { type: 'integer', minimum: 0, description: 'Pages of done jobs (billed).' },
+            correction: {
+              type: 'array',
+              description: 'LLM correction usage per provider and model: pages corrected and tokens.',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['provider', 'model', 'pages', 'input_tokens', 'output_tokens'],
+                properties: {
+                  provider: { type: 'string' },
+                  model: { type: 'string' },
+                  pages: { type: 'integer', minimum: 0 },
+                  input_tokens: { type: 'integer', minimum: 0 },
+                  output_tokens: { type: 'integer', minimum: 0 },
+                },
+              },
+            },
           },
         },
         Health: { type: 'object', required: ['status'], properties: { status: { type: 'string' }, detail: { type: 'string' } } },

@@ -23,7 +23,7 @@ const auth: Auth = { key: payer.key };
 describe('GET /v1/usage', () => {
   test('counts the pages of done jobs only; failed and cancelled jobs are not billed', async () => {
     const empty = await client.get('/v1/usage', auth);
-    assert.deepEqual(empty.body, { account_id: payer.accountId, from: null, to: null, jobs: 0, pages: 0 });
+    assert.deepEqual(empty.body, { account_id: payer.accountId, from: null, to: null, jobs: 0, pages: 0, correction: [] });
 
     const done1 = (await client.submit(await pagesZip(['1.jpg']), auth)).body;
     const done3 = (await client.submit(await pagesZip(['1.jpg', '2.jpg', '3.jpg']), auth)).body;
@@ -37,14 +37,14 @@ describe('GET /v1/usage', () => {
 
     const usage = await client.get('/v1/usage', auth);
     assert.equal(usage.status, 200);
-    assert.deepEqual(usage.body, { account_id: payer.accountId, from: null, to: null, jobs: 2, pages: 4 });
+    assert.deepEqual(usage.body, { account_id: payer.accountId, from: null, to: null, jobs: 2, pages: 4, correction: [] });
   });
 
   test('from (inclusive) and to (exclusive) filter by finish time; dates or timestamps', async () => {
     const tomorrow = new Date(Date.now() + 24 * 3600 * 1000).toISOString().slice(0, 10);
     const yesterday = new Date(Date.now() - 24 * 3600 * 1000).toISOString().slice(0, 10);
     const inRange = await client.get(`/v1/usage?from=${yesterday}&to=${tomorrow}`, auth);
-    assert.deepEqual(inRange.body, { account_id: payer.accountId, from: `${yesterday}T00:00:00.000Z`, to: `${tomorrow}T00:00:00.000Z`, jobs: 2, pages: 4 });
+    assert.deepEqual(inRange.body, { account_id: payer.accountId, from: `${yesterday}T00:00:00.000Z`, to: `${tomorrow}T00:00:00.000Z`, jobs: 2, pages: 4, correction: [] });
     assert.equal((await client.get(`/v1/usage?from=${tomorrow}`, auth)).body.pages, 0);
     assert.equal((await client.get(`/v1/usage?to=${yesterday}`, auth)).body.pages, 0);
     const now = new Date().toISOString();
@@ -61,7 +61,7 @@ describe('GET /v1/usage', () => {
 
   test('another account sees only its own usage', async () => {
     const other = await createCredentials(runtime, 'other');
-    assert.deepEqual((await client.get('/v1/usage', { key: other.key })).body, { account_id: other.accountId, from: null, to: null, jobs: 0, pages: 0 });
+    assert.deepEqual((await client.get('/v1/usage', { key: other.key })).body, { account_id: other.accountId, from: null, to: null, jobs: 0, pages: 0, correction: [] });
   });
 });
 

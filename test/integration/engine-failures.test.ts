@@ -1,12 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { correctionUsageReport } from '../../src/commands/billing-report.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 
 const config = await testConfig(await createTestDatabase(), { PAGE_RETRY_LIMIT: '1' });
 const runtime = await startTestRuntime(config, {
-  page: testPagePipeline({ worker: 'w', stepMs: 5, failPages: [3], flakyPages: [2] }),
+  page: testPagePipeline({
+    worker: 'w',
+    stepMs: 5,
+    failPages: [3],
+    flakyPages: [2],
+    correction: { provider: 'gemini', model: 'gemini-2.5-flash', refusedLines: [], inputTokens: 120, outputTokens: 30 },
+  }),
   export: testExportPipeline(),
 });
 after(() => runtime.stop());
@@ -27,8 +34,18 @@ describe('page failures', () => {
     assert.equal(after.at(-1), 'JobFailed', 'no event follows a terminal one');
   });
 
-  test('a page that fails once is retried and the job completes', async () => {
+  test('a page that fails once is retried and the job completes; correction usage is recorded per page', async () => {
     const jobId = await submitTestJob(runtime, accountId, 2);
     assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed']), 'done');
+    const usage = await correctionUsageReport(runtime.db.pool, { accountId });
+    const forJob = (await runtime.db.pool.query('select page_number, model, input_tokens from correction_usage where job_id = $1 order by page_number', [jobId])).rows;
+    assert.deepEqual(forJob, [
+      { page_number: 1, model: 'gemini-2.5-flash', input_tokens: 120 },
+      { page_number: 2, model: 'gemini-2.5-flash', input_tokens: 120 },
+    ]);
+    assert.equal(usage.length, 1);
+    assert.ok(usage[0].pages >= 2);
+    assert.equal(usage[0].input_tokens, usage[0].pages * 120);
+    assert.equal(usage[0].output_tokens, usage[0].pages * 30);
   });
 });

@@ -17,6 +17,8 @@ export function testPagePipeline(options: {
   flakyPages?: number[];
   processed?: PageLog[];
   onPageStart?: (task: PageTask) => void;
+  /** Record this correction usage on every page. */
+  correction?: PageResult['correction'];
 }): PagePipeline {
   const attempts = new Map<string, number>();
   return {
@@ -32,7 +34,8 @@ export function testPagePipeline(options: {
       if (options.failPages?.includes(task.page.pageNumber)) throw new Error('the test pipeline cannot read this page');
       if (options.flakyPages?.includes(task.page.pageNumber) && attempts.get(key) === 1) throw new Error('transient failure');
       options.processed?.push({ worker: options.worker, jobId: task.jobId, page: task.page.pageNumber });
-      return tinyPageResult(task, image);
+      const result = tinyPageResult(task, image);
+      return options.correction ? { ...result, correction: options.correction } : result;
     },
   };
 }

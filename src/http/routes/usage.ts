@@ -1,10 +1,13 @@
 import type Router from '@koa/router';
-import { billingReport } from '../../commands/billing-report.ts';
+import { billingReport, correctionUsageReport } from '../../commands/billing-report.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { HttpProblem } from '../problem.ts';
 
-/** GET /v1/usage?from=&to=: billed pages of the calling account (done jobs; `to` exclusive). */
+/**
+ * GET /v1/usage?from=&to=: billed pages of the calling account (done jobs; `to` exclusive), and
+ * its LLM correction usage (pages corrected and tokens per provider and model).
+ */
 export function registerUsage(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   router.get('/v1/usage', authenticate, async (ctx) => {
     const auth = ctx.state.auth as AuthContext;
@@ -17,6 +20,7 @@ export function registerUsage(router: Router, runtime: Runtime, authenticate: Au
       to: to?.toISOString() ?? null,
       jobs: line?.jobs ?? 0,
       pages: line?.pages ?? 0,
+      correction: await correctionUsageReport(runtime.db.pool, { accountId: auth.accountId, from, to }),
     };
   });
 }
