@@ -62,6 +62,11 @@ export interface Config {
      * threads x concurrency never exceeds the cores. Default: cores / threads.
      */
     concurrency: number;
+    /**
+     * CTC decoding (RECOGNITION_DECODER): `beam` search with the character language model of
+     * models whose manifest names one, or `greedy` (models without a language model always decode greedily).
+     */
+    decoder: 'greedy' | 'beam';
   };
   correction: {
     /** The provider correction uses; null: none configured (the step is skipped with a warning). */
@@ -212,7 +217,7 @@ function recognitionConfig(read: EnvReader, cores: number): Config['recognition'
   const threads = Math.min(cores, read.integer('ORT_THREADS', cores, 1, 256));
   const fitting = Math.max(1, Math.floor(cores / threads));
   const concurrency = Math.min(fitting, read.integer('RECOGNITION_CONCURRENCY', fitting, 1, 256));
-  return { modelDir: read.string('MODEL_DIR'), threads, concurrency };
+  return { modelDir: read.string('MODEL_DIR'), threads, concurrency, decoder: read.oneOf('RECOGNITION_DECODER', ['greedy', 'beam'] as const, 'beam') };
 }
 
 class EnvReader {

@@ -1,76 +1,116 @@
-// The loaded models of one model directory: detection, recognition, optional
-// orientation, with their character classes. Loaded once per process (see
-// shared-engine.ts); every model run passes through one semaphore so that
-// concurrent pages never use more threads than the machine has cores.
+// The loaded models of one model directory: detection, one recognizer or two (the main
+// one and a screening one for print, chosen per page and line by confidence), optional orientation.
+// Loaded once per process (see shared-engine.ts); every model run passes through one
+// semaphore so that concurrent pages never use more threads than the machine has cores.
 import path from 'node:path';
 import type { ModelInfo } from './page-result.ts';
 import type { RgbImage } from './image/raster.ts';
 import { groupLines } from './layout/group-lines.ts';
 import { orderRegions, type LayoutRegion } from './layout/reading-order.ts';
 import { detectText, type DetectedBox } from './layout/text-detector.ts';
-import { loadCharacterClasses, type CharacterClasses } from './models/charset.ts';
-import type { ModelSpec } from './models/model-manifest.ts';
+import type { ModelSpec, SelectionSpec } from './models/model-manifest.ts';
+import type { LayoutLine } from './layout/group-lines.ts';
 import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
-import { insertGapSpaces } from './recognition/gap-spaces.ts';
+import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
 import { upsideDown } from './recognition/orientation.ts';
-import { cropLine, recognizeCrops, type LineCrop, type ModelGate, type PlacedCharacter } from './recognition/text-recognizer.ts';
+import { lineConfidence, mainReadingIsNoise, pageLooksPrinted, probeLines, screeningSuffices, screeningWins } from './recognition/select-reading.ts';
+import type { ModelGate } from './recognition/text-recognizer.ts';
 
 export interface EngineSettings {
   /** onnxruntime intra-op threads per model run. */
   threads: number;
   /** Model runs at once across all pages of this process. */
   concurrency: number;
+  /** CTC decoding of recognizers that name a language model (others decode greedily). */
+  decoder?: DecoderChoice;
 }
 
 /** What recognition read in one detected piece, with the crop it read it from. */
-export interface PieceReading {
-  crop: Omit<LineCrop, 'pixels'>;
-  characters: PlacedCharacter[];
+export interface PieceReading extends PieceRead {
+  /** Which recognizer's reading the piece's line kept. */
+  recognizer: 'main' | 'screening';
 }
 
 export class OcrEngine {
   readonly spec: ModelSpec;
   readonly settings: EngineSettings;
   private readonly detection: InferenceSession;
-  private readonly recognition: InferenceSession;
+  private readonly main: LineRecognizer;
+  private readonly screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
   private readonly orientation: InferenceSession | null;
-  private readonly classes: CharacterClasses;
   private readonly gate: ModelGate;
 
   private constructor(
     spec: ModelSpec,
     settings: EngineSettings,
-    sessions: { detection: InferenceSession; recognition: InferenceSession; orientation: InferenceSession | null },
-    classes: CharacterClasses,
+    parts: {
+      detection: InferenceSession;
+      main: LineRecognizer;
+      screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
+      orientation: InferenceSession | null;
+    },
   ) {
     this.spec = spec;
     this.settings = settings;
-    this.detection = sessions.detection;
-    this.recognition = sessions.recognition;
-    this.orientation = sessions.orientation;
-    this.classes = classes;
+    this.detection = parts.detection;
+    this.main = parts.main;
+    this.screening = parts.screening;
+    this.orientation = parts.orientation;
     const semaphore = new Semaphore(settings.concurrency);
     this.gate = (task) => semaphore.run(task);
   }
 
   static async load(spec: ModelSpec, settings: EngineSettings): Promise<OcrEngine> {
-    const classes = loadCharacterClasses(spec.recognition);
-    const [detection, recognition, orientation] = await Promise.all([
-      createSession(spec.detection.file, settings.threads),
-      createSession(spec.recognition.file, settings.threads),
-      spec.orientation ? createSession(spec.orientation.file, settings.threads) : Promise.resolve(null),
-    ]);
-    return new OcrEngine(spec, settings, { detection, recognition, orientation }, classes);
+    const decoder = settings.decoder ?? 'greedy';
+    const { threads } = settings;
+    const loaded = await Promise.allSettled([
+      createSession(spec.detection.file, threads),
+      LineRecognizer.load({ source: spec.recognitionSource, recognition: spec.recognition, languageModel: spec.languageModel, decoder, threads }),
+      spec.screening
+        ? LineRecognizer.load({ source: spec.screening.source, recognition: spec.screening.recognition, languageModel: spec.screening.languageModel, decoder, threads })
+        : Promise.resolve(null),
+      spec.orientation ? createSession(spec.orientation.file, threads) : Promise.resolve(null),
+    ] as const);
+    const failed = loaded.find((result) => result.status === 'rejected');
+    if (failed) {
+      // Release what did load before reporting the first failure.
+      const release = (part: InferenceSession | LineRecognizer | null): Promise<void> | undefined => (part instanceof LineRecognizer ? part.close() : part?.release());
+      await Promise.all(loaded.map((result) => (result.status === 'fulfilled' ? release(result.value) : undefined)));
+      throw failed.reason;
+    }
+    const [detection, main, screening, orientation] = loaded.map((result) => (result as PromiseFulfilledResult<unknown>).value) as [
+      InferenceSession,
+      LineRecognizer,
+      LineRecognizer | null,
+      InferenceSession | null,
+    ];
+    return new OcrEngine(spec, settings, {
+      detection,
+      main,
+      screening: screening && spec.screening ? { recognizer: screening, selection: spec.screening } : null,
+      orientation,
+    });
   }
 
   get models(): ModelInfo[] {
-    const info = (role: ModelInfo['role'], file: string): ModelInfo => ({ role, name: `${this.spec.name} (${path.basename(file)})`, version: this.spec.version });
+    const info = (role: ModelInfo['role'], source: { name: string; version: string }, file: string): ModelInfo => ({
+      role,
+      name: `${source.name} (${path.basename(file)})`,
+      version: source.version,
+    });
+    const own = { name: this.spec.name, version: this.spec.version };
     return [
-      info('detection', this.spec.detection.file),
-      ...(this.spec.orientation ? [info('orientation', this.spec.orientation.file)] : []),
-      info('recognition', this.spec.recognition.file),
+      info('detection', own, this.spec.detection.file),
+      ...(this.spec.orientation ? [info('orientation', own, this.spec.orientation.file)] : []),
+      info('recognition', this.main.source, this.main.file),
+      ...(this.screening ? [info('recognition', this.screening.recognizer.source, this.screening.recognizer.file)] : []),
     ];
+  }
+
+  /** The decoder each recognizer uses (beam search only where a language model is named). */
+  get decoders(): { main: DecoderChoice; screening: DecoderChoice | null } {
+    return { main: this.main.decoder, screening: this.screening?.recognizer.decoder ?? null };
   }
 
   /** Text lines in regions, in reading order. */
@@ -79,23 +119,64 @@ export class OcrEngine {
     return orderRegions(groupLines(boxes));
   }
 
-  /** Reads every piece of every line. */
+  /**
+   * Reads every line: with the main recognizer alone, or, with a screening recognizer,
+   * as select-reading.ts shares the lines between the two.
+   */
   async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<Map<DetectedBox, PieceReading>> {
-    const pieces = regions.flatMap((region) => region.lines.flatMap((line) => line.fragments));
+    const lines = regions.flatMap((region) => region.lines);
+    const pieces = lines.flatMap((line) => line.fragments);
     const flips = this.orientation && this.spec.orientation ? await upsideDown(this.orientation, this.spec.orientation, image, pieces, this.gate) : pieces.map(() => false);
-    const crops = pieces.map((piece, index) => cropLine(image, piece, this.spec.recognition, flips[index]));
-    const read = await recognizeCrops(this.recognition, this.spec.recognition, this.classes, crops, this.gate);
-    const minGap = this.spec.recognition.spacesFromGaps;
-    const characters = minGap === null ? read : read.map((placed, index) => insertGapSpaces(placed, crops[index].pixels, crops[index].width, crops[index].height, { minGap }));
+    const flipOf = new Map(pieces.map((piece, index) => [piece, flips[index]]));
     const readings = new Map<DetectedBox, PieceReading>();
-    pieces.forEach((piece, index) => {
-      const { frame, width, height } = crops[index];
-      readings.set(piece, { crop: { frame, width, height }, characters: characters[index] });
+    const readLines = async (recognizer: LineRecognizer, which: PieceReading['recognizer'], chosen: readonly LayoutLine[]): Promise<Map<LayoutLine, PieceReading[]>> => {
+      const batch = chosen.flatMap((line) => line.fragments);
+      const read = await recognizer.read(image, batch, this.gate, batch.map((piece) => flipOf.get(piece) ?? false));
+      const byLine = new Map<LayoutLine, PieceReading[]>();
+      let next = 0;
+      for (const line of chosen) {
+        byLine.set(line, line.fragments.map(() => ({ ...read[next++], recognizer: which })));
+      }
+      return byLine;
+    };
+    const keep = (line: LayoutLine, reads: readonly PieceReading[]): void => line.fragments.forEach((piece, index) => readings.set(piece, reads[index]));
+    const confidence = (reads: readonly PieceReading[]): number => lineConfidence(reads.map((read) => read.characters));
+
+    if (!this.screening) {
+      for (const [line, reads] of await readLines(this.main, 'main', lines)) keep(line, reads);
+      return readings;
+    }
+    const { recognizer, selection } = this.screening;
+    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    const probe = probeLines(widths, selection.probeLines).map((index) => lines[index]);
+    const screened = await readLines(recognizer, 'screening', probe);
+    const printed = pageLooksPrinted([...screened.values()].map((reads) => reads.map((read) => read.characters)), selection);
+    if (printed) {
+      const rest = lines.filter((line) => !screened.has(line));
+      for (const [line, reads] of await readLines(recognizer, 'screening', rest)) screened.set(line, reads);
+    }
+    const unsure = lines.filter((line) => {
+      const reads = screened.get(line);
+      return !reads || !screeningSuffices(confidence(reads), printed, selection);
     });
+    const mainReads = await readLines(this.main, 'main', unsure);
+    for (const line of lines) {
+      const screen = screened.get(line);
+      const main = mainReads.get(line);
+      if (!main) {
+        if (screen) keep(line, screen);
+      } else if (screen && screeningWins(confidence(screen), confidence(main), printed, selection)) {
+        keep(line, screen);
+      } else if (mainReadingIsNoise(confidence(main), selection)) {
+        keep(line, screen ?? main.map((read) => ({ ...read, characters: [] })));
+      } else {
+        keep(line, main);
+      }
+    }
     return readings;
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.detection.release(), this.recognition.release(), this.orientation?.release()]);
+    await Promise.all([this.detection.release(), this.main.close(), this.screening?.recognizer.close(), this.orientation?.release()]);
   }
 }

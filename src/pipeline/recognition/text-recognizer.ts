@@ -7,7 +7,7 @@ import type { CharacterClasses } from '../models/charset.ts';
 import type { RecognitionSpec } from '../models/model-manifest.ts';
 import { floatTensor, runModel, whiteValue, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
 import { PipelineError } from '../errors.ts';
-import { decodeCtc } from './ctc-decode.ts';
+import type { DecodedCharacter } from './ctc-decode.ts';
 
 export interface LineCrop {
   /** Maps crop pixels (u, v) to page pixels. */
@@ -42,12 +42,19 @@ export function cropLine(image: RgbImage, rect: RotatedRect, spec: Pick<Recognit
 
 export type ModelGate = <T>(task: () => Promise<T>) => Promise<T>;
 
+/**
+ * Decodes `steps` rows of class scores (`offset`, rows `stride` apart) into characters;
+ * `logits` says whether the rows are raw scores / log-probabilities or probabilities.
+ */
+export type CtcDecoder = (scores: Float32Array, offset: number, stride: number, steps: number, logits: boolean) => DecodedCharacter[];
+
 export async function recognizeCrops(
   session: InferenceSession,
   spec: RecognitionSpec,
   classes: CharacterClasses,
   crops: readonly LineCrop[],
   gate: ModelGate,
+  decode: CtcDecoder,
 ): Promise<PlacedCharacter[][]> {
   const results: PlacedCharacter[][] = crops.map(() => []);
   for (const batch of planBatches(crops, spec.widthMultiple)) {
@@ -76,7 +83,7 @@ export async function recognizeCrops(
       const validSteps = Math.min(steps, Math.ceil(crop.width / pixelsPerStep) + 1);
       const offset = ntc ? slot * steps * classCount : slot * classCount;
       const stride = ntc ? classCount : batch.indices.length * classCount;
-      results[cropIndex] = decodeCtc(output.data, offset, stride, validSteps, classes, spec.output === 'logits').map((character) => ({
+      results[cropIndex] = decode(output.data, offset, stride, validSteps, spec.output === 'logits').map((character) => ({
         text: character.text,
         start: Math.min(crop.width, character.start * pixelsPerStep),
         end: Math.min(crop.width, character.end * pixelsPerStep),

@@ -1,0 +1,58 @@
+// The validation lines of ../shared/datasets/htr-lines (val.tsv + val-000.tar), for
+// benchmarks that measure recognizers on lines no fixture page contains.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export const DEFAULT_DATASET_DIR = path.resolve(import.meta.dirname, '../../../shared/datasets/htr-lines');
+
+export interface DatasetLine {
+  /** Member of the tar, e.g. `val-000/000123.jpg`. */
+  file: string;
+  /** The `text_norm` column (NFC). */
+  text: string;
+  lang: string;
+  /** `source:document`. */
+  document: string;
+  /** The page the line was cut from (`source_page`). */
+  page: string;
+  /** Handwritten unless the ground truth types it `Typewritten` or `Print` (Stanford letters). */
+  kind: 'handwritten' | 'printed';
+}
+
+export function readValidationLines(dataset: string = DEFAULT_DATASET_DIR): DatasetLine[] {
+  const [header, ...rows] = readFileSync(path.join(dataset, 'val.tsv'), 'utf8').split('\n').filter((row) => row !== '');
+  const columns = header.split('\t');
+  const at = (name: string): number => {
+    const index = columns.indexOf(name);
+    if (index < 0) throw new Error(`val.tsv has no column ${name}`);
+    return index;
+  };
+  return rows
+    .map((row) => row.split('\t'))
+    .map((cells) => ({
+      file: cells[at('file')],
+      text: cells[at('text_norm')].normalize('NFC').trim(),
+      lang: cells[at('lang')],
+      document: cells[at('hand_or_document')],
+      page: `${cells[at('source_repo')]}/${cells[at('source_page')]}`,
+      kind: /Typewritten|Print/.test(cells[at('line_type')] ?? '') ? ('printed' as const) : ('handwritten' as const),
+    }))
+    .filter((line) => line.text !== '');
+}
+
+/** Members of an uncompressed USTAR archive by name. */
+export function readTar(file: string): Map<string, Buffer> {
+  const tar = readFileSync(file);
+  const members = new Map<string, Buffer>();
+  for (let offset = 0; offset + 512 <= tar.length; ) {
+    const header = tar.subarray(offset, offset + 512);
+    const name = header.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
+    if (name === '') break;
+    const prefix = header.subarray(345, 500).toString('utf8').replace(/\0.*$/s, '');
+    const size = Number.parseInt(header.subarray(124, 136).toString('utf8').replace(/\0.*$/s, '').trim() || '0', 8);
+    const type = String.fromCharCode(header[156]);
+    if (type === '0' || type === '\0') members.set(prefix ? `${prefix}/${name}` : name, tar.subarray(offset + 512, offset + 512 + size));
+    offset += 512 + Math.ceil(size / 512) * 512;
+  }
+  return members;
+}

@@ -1,0 +1,75 @@
+// The rule that shares a page's lines between the screening recognizer (PP-OCRv4: good
+// on print, poor on handwriting) and the main one (ours, trained on handwriting);
+// docs/recognition.md, "Two recognizers". Confidence is the mean character confidence.
+//   1. The screening recognizer reads the page's widest lines (the probe).
+//   2. Probe under `keepAbove`: a handwritten page; the main recognizer reads every line.
+//      Otherwise it reads the remaining lines too, and the main recognizer reads only
+//      the lines it read something in, under `keepAbove`.
+//   3. A line both read keeps the reading of the recognizer the page's kind favours unless
+//      the other is surer by more than `margin`: on a printed page the screening one's, on
+//      a handwritten page the main one's.
+//   4. A main reading under `dropBelow` is noise: the line keeps the screening reading if
+//      there is one, else it is dropped.
+import type { SelectionSpec } from '../models/model-manifest.ts';
+import type { PlacedCharacter } from './text-recognizer.ts';
+
+/** Mean character confidence over a line's pieces, spaces excluded; 0 when nothing was read. */
+export function lineConfidence(pieces: readonly (readonly PlacedCharacter[])[]): number {
+  const { sum, count } = confidenceSum(pieces);
+  return count === 0 ? 0 : sum / count;
+}
+
+function confidenceSum(pieces: readonly (readonly PlacedCharacter[])[]): { sum: number; count: number } {
+  let sum = 0;
+  let count = 0;
+  for (const characters of pieces) {
+    for (const character of characters) {
+      if (character.text.trim() === '') continue;
+      sum += character.confidence;
+      count += 1;
+    }
+  }
+  return { sum, count };
+}
+
+/** Indices of the `count` lines with the widest total piece width (they carry the most text). */
+export function probeLines(widths: readonly number[], count: number): number[] {
+  return widths
+    .map((width, index) => ({ width, index }))
+    .sort((a, b) => b.width - a.width || a.index - b.index)
+    .slice(0, count)
+    .map((line) => line.index)
+    .sort((a, b) => a - b);
+}
+
+/** Whether the probe says print: the screening recognizer's character-weighted confidence over the probe lines. */
+export function pageLooksPrinted(probe: readonly (readonly (readonly PlacedCharacter[])[])[], selection: SelectionSpec): boolean {
+  let sum = 0;
+  let count = 0;
+  for (const line of probe) {
+    const part = confidenceSum(line);
+    sum += part.sum;
+    count += part.count;
+  }
+  return count > 0 && sum / count >= selection.keepAbove;
+}
+
+/**
+ * Whether a line the screening recognizer read keeps that reading without asking the main one.
+ * On a printed page, a line it read nothing in stays empty (a rule, an ornament, a stain: the
+ * main recognizer would read letters into it), as with the screening recognizer alone.
+ */
+export function screeningSuffices(screeningConfidence: number, pagePrinted: boolean, selection: SelectionSpec): boolean {
+  return screeningConfidence >= selection.keepAbove || (pagePrinted && screeningConfidence === 0);
+}
+
+/** Whether a main reading is too unsure to be text (a stain, a rule, an ornament). */
+export function mainReadingIsNoise(mainConfidence: number, selection: SelectionSpec): boolean {
+  return mainConfidence < selection.dropBelow;
+}
+
+/** For a line both read: whether the screening reading wins over the main one. */
+export function screeningWins(screeningConfidence: number, mainConfidence: number, pagePrinted: boolean, selection: SelectionSpec): boolean {
+  if (screeningConfidence >= selection.keepAbove) return true;
+  return pagePrinted ? mainConfidence <= screeningConfidence + selection.margin : screeningConfidence > mainConfidence + selection.margin;
+}
