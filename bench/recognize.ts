@@ -1,8 +1,11 @@
 // `npm run bench:recognize`: speed and memory of our pipeline and of tesseract on the
 // same pages (../shared/fixtures/pages): pages per second, milliseconds per stage
-// (decode, detection, recognition), peak resident memory, and the ratios.
+// (decode, detection, recognition), peak resident memory, and the ratios. When our setup
+// is not the built-in PP-OCRv4 alone (the default before issue 7: MODEL_DIR, or the default
+// of our handwriting recognizer with PP-OCRv4 screening), PP-OCRv4 alone runs too, in its
+// own child process, for the before/after of the default.
 //
-//   node bench/recognize.ts [--pages DIR] [--rounds N]
+//   node bench/recognize.ts [--pages DIR] [--rounds N] [--no-builtin]
 //
 // Ours runs in a child process (so its peak memory is its own): models load once,
 // one untimed warm-up page, then every page `rounds` times, one after another, as a
@@ -17,12 +20,16 @@ import { loadConfig } from '../src/config.ts';
 import { allLines } from '../src/pipeline/page-result.ts';
 import { recognizePage, type StageTimings } from '../src/pipeline/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../src/pipeline/shared-engine.ts';
+import { defaultModelSpec } from '../src/pipeline/models/default-model.ts';
+import { builtinModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { OcrEngine } from '../src/pipeline/ocr-engine.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
 import { markdownTable, megabytes } from './lib/table.ts';
 import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
 
 interface OurPage {
   name: string;
+  kind: string;
   megapixels: number;
   lines: number;
   timings: StageTimings[];
@@ -41,21 +48,23 @@ const { values } = parseArgs({
     pages: { type: 'string', default: DEFAULT_PAGES_DIR },
     rounds: { type: 'string', default: '1' },
     child: { type: 'boolean', default: false },
+    builtin: { type: 'boolean', default: false },
+    'no-builtin': { type: 'boolean', default: false },
   },
 });
 const rounds = Math.max(1, Number(values.rounds) || 1);
 
 if (values.child) {
-  process.stdout.write(JSON.stringify(await runOurs(values.pages, rounds)));
+  process.stdout.write(JSON.stringify(await runOurs(values.pages, rounds, values.builtin)));
 } else {
   process.exitCode = await main();
 }
 
-async function runOurs(directory: string, rounds: number): Promise<OurRun> {
+async function runOurs(directory: string, rounds: number, builtin: boolean): Promise<OurRun> {
   const pages = listFixturePages(directory);
   const config = loadConfig();
   let started = performance.now();
-  const engine = await sharedEngine(config.recognition);
+  const engine = builtin ? await OcrEngine.load(builtinModelSpec(), config.recognition) : await sharedEngine(config.recognition);
   const loadMs = performance.now() - started;
   const options = (name: string, pageNumber: number) => ({ name, pageNumber, maxPixels: config.limits.maxImagePixels, recognize: true });
   try {
@@ -73,10 +82,12 @@ async function runOurs(directory: string, rounds: number): Promise<OurRun> {
         lines = allLines(result.page).length;
         megapixels = (result.page.image.width * result.page.image.height) / 1e6;
       }
-      results.push({ name: page.name, megapixels, lines, timings });
+      results.push({ name: page.name, kind: page.kind, megapixels, lines, timings });
     }
-    return { model: `${engine.spec.name} ${engine.spec.version}`, threads: config.recognition.threads, loadMs, pages: results, peakBytes: process.resourceUsage().maxRSS * 1024 };
+    const decoding = engine.decoders.main === 'beam' ? ', beam search' : '';
+    return { model: `${engine.spec.name} ${engine.spec.version}${decoding}`, threads: config.recognition.threads, loadMs, pages: results, peakBytes: process.resourceUsage().maxRSS * 1024 };
   } finally {
+    if (builtin) await engine.close();
     await closeSharedEngines();
   }
 }
@@ -85,8 +96,11 @@ async function main(): Promise<number> {
   const pages = listFixturePages(values.pages);
   const version = await tesseractVersion();
   console.log(`# recognition speed on ${pages.length} pages, ${rounds} round(s); ${os.availableParallelism()} cores (${os.cpus()[0]?.model ?? 'unknown CPU'})`);
-  const ours = await runChild();
+  const ours = await runChild(false);
+  const config = loadConfig();
+  const before = !values['no-builtin'] && (config.recognition.modelDir !== null || defaultModelSpec().screening !== null) ? await runChild(true) : null;
   console.log(`ours: ${ours.model}, ORT_THREADS=${ours.threads}, models loaded in ${ours.loadMs.toFixed(0)} ms (once per process, not counted below)`);
+  if (before) console.log(`before: ${before.model} alone (the default before issue 7), models loaded in ${before.loadMs.toFixed(0)} ms`);
   console.log(`peer: ${version ?? 'tesseract not installed'}\n`);
 
   const tesseract: { name: string; ms: number[]; peakBytes: number | null }[] = [];
@@ -103,6 +117,7 @@ async function main(): Promise<number> {
   const total = (page: OurPage): number => stage(page, 'decodeMs') + stage(page, 'detectionMs') + stage(page, 'recognitionMs');
   const rows = ours.pages.map((page, index) => {
     const peer = tesseract[index];
+    const old = before?.pages[index];
     return [
       page.name,
       page.megapixels.toFixed(1),
@@ -111,36 +126,50 @@ async function main(): Promise<number> {
       stage(page, 'detectionMs').toFixed(0),
       stage(page, 'recognitionMs').toFixed(0),
       total(page).toFixed(0),
+      ...(old ? [total(old).toFixed(0), `${(total(old) / total(page)).toFixed(2)}x`] : []),
       peer ? mean(peer.ms).toFixed(0) : 'n/a',
       peer ? `${(mean(peer.ms) / total(page)).toFixed(2)}x` : 'n/a',
     ];
   });
-  console.log(markdownTable(['page', 'MP', 'lines', 'decode ms', 'detection ms', 'recognition ms', 'ours ms', 'tesseract ms', 'tess./ours'], rows));
+  console.log(
+    markdownTable(
+      ['page', 'MP', 'lines', 'decode ms', 'detection ms', 'recognition ms', 'ours ms', ...(before ? ['PP-OCRv4 alone ms', 'PP/ours'] : []), 'tesseract ms', 'tess./ours'],
+      rows,
+    ),
+  );
 
   const ourSeconds = ours.pages.reduce((sum, page) => sum + total(page), 0) / 1000;
   const peerSeconds = tesseract.reduce((sum, page) => sum + mean(page.ms), 0) / 1000;
   const peerPeak = tesseract.length > 0 ? Math.max(...tesseract.map((page) => page.peakBytes ?? 0)) || null : null;
   const perStage = (key: keyof StageTimings): string => mean(ours.pages.map((page) => stage(page, key))).toFixed(0);
+  const beforeSeconds = before ? before.pages.reduce((sum, page) => sum + total(page), 0) / 1000 : 0;
+  const beforeStage = (key: keyof StageTimings): string => (before ? mean(before.pages.map((page) => stage(page, key))).toFixed(0) : '');
+  const kindSeconds = (run: OurRun, kind: string): string => {
+    const chosen = run.pages.filter((page) => page.kind === kind);
+    return chosen.length === 0 ? 'n/a' : (chosen.reduce((sum, page) => sum + total(page), 0) / chosen.length / 1000).toFixed(2);
+  };
   console.log('');
   console.log(
     markdownTable(
-      ['summary', 'ours', 'tesseract', 'ratio (tesseract / ours)'],
+      ['summary', 'ours', ...(before ? ['PP-OCRv4 alone', 'ratio (PP-OCRv4 alone / ours)'] : []), 'tesseract', 'ratio (tesseract / ours)'],
       [
-        ['pages per second', (pages.length / ourSeconds).toFixed(3), version ? (pages.length / peerSeconds).toFixed(3) : 'n/a', version ? `${(peerSeconds / ourSeconds).toFixed(2)}x` : 'n/a'],
-        ['seconds per page', (ourSeconds / pages.length).toFixed(2), version ? (peerSeconds / pages.length).toFixed(2) : 'n/a', ''],
-        ['decode ms per page', perStage('decodeMs'), '', ''],
-        ['detection ms per page', perStage('detectionMs'), '', ''],
-        ['recognition ms per page', perStage('recognitionMs'), '', ''],
-        ['peak memory (RSS)', megabytes(ours.peakBytes), megabytes(peerPeak), peerPeak ? `${(peerPeak / ours.peakBytes).toFixed(2)}x` : 'n/a'],
+        ['pages per second', (pages.length / ourSeconds).toFixed(3), ...(before ? [(pages.length / beforeSeconds).toFixed(3), `${(beforeSeconds / ourSeconds).toFixed(2)}x`] : []), version ? (pages.length / peerSeconds).toFixed(3) : 'n/a', version ? `${(peerSeconds / ourSeconds).toFixed(2)}x` : 'n/a'],
+        ['seconds per page', (ourSeconds / pages.length).toFixed(2), ...(before ? [(beforeSeconds / pages.length).toFixed(2), ''] : []), version ? (peerSeconds / pages.length).toFixed(2) : 'n/a', ''],
+        ['seconds per handwritten page', kindSeconds(ours, 'handwritten'), ...(before ? [kindSeconds(before, 'handwritten'), ''] : []), '', ''],
+        ['seconds per printed page', kindSeconds(ours, 'printed'), ...(before ? [kindSeconds(before, 'printed'), ''] : []), '', ''],
+        ['decode ms per page', perStage('decodeMs'), ...(before ? [beforeStage('decodeMs'), ''] : []), '', ''],
+        ['detection ms per page', perStage('detectionMs'), ...(before ? [beforeStage('detectionMs'), ''] : []), '', ''],
+        ['recognition ms per page', perStage('recognitionMs'), ...(before ? [beforeStage('recognitionMs'), ''] : []), '', ''],
+        ['peak memory (RSS)', megabytes(ours.peakBytes), ...(before ? [megabytes(before.peakBytes), ''] : []), megabytes(peerPeak), peerPeak ? `${(peerPeak / ours.peakBytes).toFixed(2)}x` : 'n/a'],
       ],
     ),
   );
   return 0;
 }
 
-function runChild(): Promise<OurRun> {
+function runChild(builtin: boolean): Promise<OurRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [import.meta.filename, '--child', '--pages', values.pages, '--rounds', String(rounds)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [import.meta.filename, '--child', '--pages', values.pages, '--rounds', String(rounds), ...(builtin ? ['--builtin'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     child.on('error', reject);

@@ -165,7 +165,7 @@ function applyRule(page: readonly MeasuredLine[], rule: Rule, decoder: Decoder):
     if (screenedLine) screened += 1;
     if (screenedLine && screeningSuffices(line.screening.confidence, printed, rule)) return line.screening;
     mainRead += 1;
-    if (screenedLine && screeningWins(line.screening.confidence, line[decoder].confidence, printed, rule)) return line.screening;
+    if (screenedLine && screeningWins(line.screening.confidence, line[decoder].confidence, rule)) return line.screening;
     if (mainReadingIsNoise(line[decoder].confidence, rule)) return screenedLine ? line.screening : { text: '', confidence: 0 };
     return line[decoder];
   });

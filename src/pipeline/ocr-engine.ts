@@ -165,7 +165,7 @@ export class OcrEngine {
       const main = mainReads.get(line);
       if (!main) {
         if (screen) keep(line, screen);
-      } else if (screen && screeningWins(confidence(screen), confidence(main), printed, selection)) {
+      } else if (screen && screeningWins(confidence(screen), confidence(main), selection)) {
         keep(line, screen);
       } else if (mainReadingIsNoise(confidence(main), selection)) {
         keep(line, screen ?? main.map((read) => ({ ...read, characters: [] })));

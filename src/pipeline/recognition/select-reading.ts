@@ -5,9 +5,9 @@
 //   2. Probe under `keepAbove`: a handwritten page; the main recognizer reads every line.
 //      Otherwise it reads the remaining lines too, and the main recognizer reads only
 //      the lines it read something in, under `keepAbove`.
-//   3. A line both read keeps the reading of the recognizer the page's kind favours unless
-//      the other is surer by more than `margin`: on a printed page the screening one's, on
-//      a handwritten page the main one's.
+//   3. A line both read keeps the main reading unless the screening one is surer by more
+//      than `margin` (the page's kind does not matter here: a printed letterhead makes the
+//      probe say print on a handwritten letter).
 //   4. A main reading under `dropBelow` is noise: the line keeps the screening reading if
 //      there is one, else it is dropped.
 import type { SelectionSpec } from '../models/model-manifest.ts';
@@ -69,7 +69,6 @@ export function mainReadingIsNoise(mainConfidence: number, selection: SelectionS
 }
 
 /** For a line both read: whether the screening reading wins over the main one. */
-export function screeningWins(screeningConfidence: number, mainConfidence: number, pagePrinted: boolean, selection: SelectionSpec): boolean {
-  if (screeningConfidence >= selection.keepAbove) return true;
-  return pagePrinted ? mainConfidence <= screeningConfidence + selection.margin : screeningConfidence > mainConfidence + selection.margin;
+export function screeningWins(screeningConfidence: number, mainConfidence: number, selection: SelectionSpec): boolean {
+  return screeningConfidence >= selection.keepAbove || screeningConfidence > mainConfidence + selection.margin;
 }
