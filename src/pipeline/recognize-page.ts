@@ -19,6 +19,8 @@ export interface StageTimings {
 export interface PageRecognition {
   page: PageResult;
   timings: StageTimings;
+  /** How many layout lines kept each recognizer's reading (all 0 for layout only). */
+  linesReadBy: Record<PieceReading['recognizer'], number>;
 }
 
 export interface RecognizePageOptions {
@@ -77,5 +79,10 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     },
     warnings: prepared.warnings,
   };
-  return { page, timings: { decodeMs, detectionMs, recognitionMs } };
+  const linesReadBy = { main: 0, screening: 0 };
+  for (const line of layout.flatMap((region) => region.lines)) {
+    const reading = readings?.get(line.fragments[0]);
+    if (reading) linesReadBy[reading.recognizer] += 1;
+  }
+  return { page, timings: { decodeMs, detectionMs, recognitionMs }, linesReadBy };
 }

@@ -1,0 +1,83 @@
+// The default setup with the real models in the repository: our handwriting recognizer
+// (models/hwr-htr-v1, with its character LM) reads handwriting, PP-OCRv4 screens each page
+// and keeps the lines it is sure of (models/default, docs/recognition.md "Two recognizers").
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { after, before, test } from 'node:test';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { DEFAULT_MODEL_DIR } from '../../src/pipeline/models/default-model.ts';
+import type { OcrEngine } from '../../src/pipeline/ocr-engine.ts';
+import { allLines } from '../../src/pipeline/page-result.ts';
+import { recognizePage, type PageRecognition } from '../../src/pipeline/recognize-page.ts';
+import { closeSharedEngines, sharedEngine } from '../../src/pipeline/shared-engine.ts';
+import { errorRate, scorePage } from '../../bench/lib/text-metrics.ts';
+import { MARGINAL_PAGE, PRINTED_PAGE, type RecognitionFixture } from '../support/recognition-fixtures.ts';
+
+// TEMPORARY (until models/hwr-htr-v1 is in the tree): a combined model directory to test against.
+const MODEL_DIR = process.env.HWR_TEST_MODEL_DIR;
+const config: Config = loadConfig(MODEL_DIR ? { MODEL_DIR } : {});
+const greedyConfig: Config = loadConfig(MODEL_DIR ? { MODEL_DIR, RECOGNITION_DECODER: 'greedy' } : { RECOGNITION_DECODER: 'greedy' });
+
+let engine: OcrEngine;
+let greedy: OcrEngine;
+const read = new Map<string, PageRecognition>();
+
+async function recognise(on: OcrEngine, fixture: RecognitionFixture): Promise<PageRecognition> {
+  return recognizePage(on, await readFile(fixture.imagePath), { name: fixture.name, pageNumber: 1, maxPixels: config.limits.maxImagePixels, recognize: true });
+}
+
+function cer(recognition: PageRecognition, fixture: RecognitionFixture): number {
+  return errorRate(scorePage(allLines(recognition.page).map((line) => line.text), fixture.groundTruth).characters);
+}
+
+before(async () => {
+  engine = await sharedEngine(config.recognition);
+  greedy = await sharedEngine(greedyConfig.recognition);
+  read.set('printed', await recognise(engine, PRINTED_PAGE));
+  read.set('handwritten', await recognise(engine, MARGINAL_PAGE));
+  read.set('handwritten, greedy', await recognise(greedy, MARGINAL_PAGE));
+});
+
+after(() => closeSharedEngines());
+
+function recognition(key: string): PageRecognition {
+  const result = read.get(key);
+  assert.ok(result, `${key} was not recognised`);
+  return result;
+}
+
+test('the default setup loads our recognizer with its language model and PP-OCRv4 for screening', () => {
+  if (!MODEL_DIR) assert.equal(engine.spec.directory, DEFAULT_MODEL_DIR.replace(/\/$/, ''));
+  assert.equal(engine.spec.recognitionSource.name, 'hwr-htr');
+  assert.ok(engine.spec.languageModel, 'the recognizer names a language model');
+  assert.match(engine.spec.screening?.source.name ?? '', /PP-OCRv4/);
+  assert.deepEqual(engine.decoders, { main: 'beam', screening: 'greedy' });
+  assert.deepEqual(greedy.decoders, { main: 'greedy', screening: 'greedy' });
+  const models = recognition('printed').page.producer.models;
+  assert.deepEqual(
+    models.map((model) => model.role),
+    ['detection', 'recognition', 'recognition'],
+  );
+  assert.match(models[1].name, /^hwr-htr \(rec\.onnx\)$/);
+  assert.match(models[2].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
+});
+
+test('the printed control page keeps PP-OCRv4 readings and its CER (measured: 0.1 %, as PP-OCRv4 alone)', () => {
+  const printed = recognition('printed');
+  const lines = printed.linesReadBy.main + printed.linesReadBy.screening;
+  assert.ok(printed.linesReadBy.screening >= 0.9 * lines, JSON.stringify(printed.linesReadBy));
+  assert.ok(cer(printed, PRINTED_PAGE) < 0.02, `CER ${cer(printed, PRINTED_PAGE)}`);
+});
+
+test('the handwritten page is read mostly by our recognizer', () => {
+  const handwritten = recognition('handwritten');
+  const lines = handwritten.linesReadBy.main + handwritten.linesReadBy.screening;
+  assert.ok(handwritten.linesReadBy.main >= 0.5 * lines, JSON.stringify(handwritten.linesReadBy));
+  assert.ok(cer(handwritten, MARGINAL_PAGE) < 0.45, `CER ${cer(handwritten, MARGINAL_PAGE)}`);
+});
+
+test('beam search with the language model reads the handwritten page better than greedy decoding', () => {
+  const beam = cer(recognition('handwritten'), MARGINAL_PAGE);
+  const plain = cer(recognition('handwritten, greedy'), MARGINAL_PAGE);
+  assert.ok(beam < plain, `beam ${beam}, greedy ${plain}`);
+});
