@@ -243,7 +243,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
       source: screeningModel ? screeningModel.recognitionSource : { name, version },
       recognition: screeningModel?.recognition ?? parseRecognition(screeningRec, baseDir, problems),
       languageModel: section.has('languageModel') ? parseLanguageModel(section.object('languageModel'), baseDir) : (screeningModel?.languageModel ?? null),
-      keepAbove: section.number('keepAbove', 0.8, 0, 1),
+      keepAbove: section.number('keepAbove', 0.85, 0, 1),
       margin: section.number('margin', 0.2, 0, 1),
       probeLines: section.integer('probeLines', 3, 1, 1000),
       dropBelow: section.number('dropBelow', 0.25, 0, 1),
