@@ -122,9 +122,9 @@ test('lines carry geometry, baselines and confidences inside the page', () => {
       }
     }
     assert.equal(page.image.width > 0 && page.image.height > 0, true);
-    assert.deepEqual(
-      page.producer.models.map((model) => model.role),
-      ['detection', 'recognition'],
-    );
+    // The default setup has two recognizers (docs/recognition.md, "Two recognizers"); the built-in model one.
+    const roles = page.producer.models.map((model) => model.role);
+    assert.equal(roles[0], 'detection');
+    assert.ok(roles.length >= 2 && roles.slice(1).every((role) => role === 'recognition'), roles.join(', '));
   }
 });
