@@ -37,7 +37,7 @@ def logaddexp(a: float, b: float) -> float:
 class BeamOptions:
     beam: int = 10
     alpha: float = 0.5
-    beta: float = 1.0
+    beta: float = 2.0
     prune: float = 1e-3
     max_candidates: int = 12
 

@@ -70,7 +70,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--cache", type=Path, default=Path("/work/cache/htr-lines"))
     p.add_argument("--beam", type=int, default=10)
     p.add_argument("--alpha", type=float, default=0.5)
-    p.add_argument("--beta", type=float, default=1.0)
+    p.add_argument("--beta", type=float, default=2.0)
     p.add_argument("--tune", action="store_true")
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--json", type=Path, help="write the figures here")
