@@ -63,6 +63,7 @@ class BackoffModel implements CharNgramModel {
   private readonly ngrams: Map<string, number>;
   private readonly backoff: Map<string, number>;
   private readonly unknown: number;
+  private readonly memo = new Map<string, number>();
 
   constructor(order: number, boundary: string, stored: StoredModel) {
     this.order = order;
@@ -73,16 +74,46 @@ class BackoffModel implements CharNgramModel {
   }
 
   logProbability(history: string, char: string): number {
-    // context = last order-1 code points of boundary + history (a code point is at most 2 UTF-16 units)
-    const symbols = [...(this.boundary + history.slice(-2 * this.order))];
-    let context = this.order > 1 ? symbols.slice(-(this.order - 1)).join('') : '';
+    const context = this.contextOf(history);
+    const key = `${context}\u0000${char}`;
+    const known = this.memo.get(key);
+    if (known !== undefined) return known;
+    const value = this.lookUp(context, char);
+    // Beam search asks the same (context, char) pairs again and again; bound the memo's memory.
+    if (this.memo.size >= MEMO_LIMIT) this.memo.clear();
+    this.memo.set(key, value);
+    return value;
+  }
+
+  private lookUp(start: string, char: string): number {
+    let context = start;
     let total = 0;
     for (;;) {
       const value = this.ngrams.get(context + char);
       if (value !== undefined) return total + value;
       if (context === '') return total + this.unknown;
       total += this.backoff.get(context) ?? 0;
-      context = [...context].slice(1).join('');
+      context = context.slice((context.codePointAt(0) ?? 0) > 0xffff ? 2 : 1);
     }
   }
+
+  /** The last order-1 code points of boundary + history. */
+  private contextOf(history: string): string {
+    const wanted = this.order - 1;
+    let start = history.length;
+    let count = 0;
+    while (start > 0 && count < wanted) {
+      start -= 1;
+      const unit = history.charCodeAt(start);
+      if (unit >= 0xdc00 && unit <= 0xdfff && start > 0) {
+        const high = history.charCodeAt(start - 1);
+        if (high >= 0xd800 && high <= 0xdbff) start -= 1;
+      }
+      count += 1;
+    }
+    const tail = history.slice(start);
+    return count < wanted ? this.boundary + tail : tail;
+  }
 }
+
+const MEMO_LIMIT = 1 << 20;
