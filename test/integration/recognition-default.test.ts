@@ -3,6 +3,7 @@
 // and keeps the lines it is sure of (models/default, docs/recognition.md "Two recognizers").
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/pipeline/models/default-model.ts';
@@ -13,10 +14,8 @@ import { closeSharedEngines, sharedEngine } from '../../src/pipeline/shared-engi
 import { errorRate, scorePage } from '../../bench/lib/text-metrics.ts';
 import { MARGINAL_PAGE, PRINTED_PAGE, type RecognitionFixture } from '../support/recognition-fixtures.ts';
 
-// TEMPORARY (until models/hwr-htr-v1 is in the tree): a combined model directory to test against.
-const MODEL_DIR = process.env.HWR_TEST_MODEL_DIR;
-const config: Config = loadConfig(MODEL_DIR ? { MODEL_DIR } : {});
-const greedyConfig: Config = loadConfig(MODEL_DIR ? { MODEL_DIR, RECOGNITION_DECODER: 'greedy' } : { RECOGNITION_DECODER: 'greedy' });
+const config: Config = loadConfig({});
+const greedyConfig: Config = loadConfig({ RECOGNITION_DECODER: 'greedy' });
 
 let engine: OcrEngine;
 let greedy: OcrEngine;
@@ -47,7 +46,7 @@ function recognition(key: string): PageRecognition {
 }
 
 test('the default setup loads our recognizer with its language model and PP-OCRv4 for screening', () => {
-  if (!MODEL_DIR) assert.equal(engine.spec.directory, DEFAULT_MODEL_DIR.replace(/\/$/, ''));
+  assert.equal(engine.spec.directory, path.resolve(DEFAULT_MODEL_DIR));
   assert.equal(engine.spec.recognitionSource.name, 'hwr-htr');
   assert.ok(engine.spec.languageModel, 'the recognizer names a language model');
   assert.match(engine.spec.screening?.source.name ?? '', /PP-OCRv4/);

@@ -71,7 +71,8 @@ test('reading order agrees with the ground truth, margin note and page number in
   assert.ok(marginal >= 0.9, `agreement ${marginal}`);
   const texts = allLines(recognised(MARGINAL_PAGE)).map((line) => line.text);
   const nota = texts.findIndex((text) => /NOTA/.test(text));
-  const telEst = texts.findIndex((text) => /POURTANT/.test(text));
+  // "TEL EST POURTANT NOTRE BUT": our recognizer reads "TEL est Pour TANT", PP-OCRv4 "POURTANT".
+  const telEst = texts.findIndex((text) => /POUR ?TANT/i.test(text));
   assert.ok(nota >= 0 && telEst >= 0 && nota <= telEst, `NOTA at ${nota}, POURTANT at ${telEst}`);
 });
 

@@ -54,7 +54,7 @@ function piece(x: number, y: number, width: number, height = 40, angle = 0): Det
   return { cx: x + width / 2, cy: y + height / 2, width, height, angle, score: 0.9 };
 }
 
-test('pieces on one writing line join; the next line and a margin note stay apart', () => {
+test('pieces on one writing line join; the next line and a margin note stay apart; a mark within a piece is not read again', () => {
   const lines = groupLines([
     piece(300, 100, 400),
     piece(760, 104, 300), // a word gap of 1.5 line heights
@@ -62,12 +62,13 @@ test('pieces on one writing line join; the next line and a margin note stay apar
     piece(300, 160, 700),
     piece(300, 220, 760),
     piece(40, 225, 150), // a note in the left margin, level with the third line
-    piece(360, 222, 20, 12), // a small mark within the third line
+    piece(360, 222, 20, 12), // a small mark within the third line's piece: its crop holds it already
+    piece(1070, 222, 20, 12), // a small mark past the third line's end joins it
   ]);
   const summary = lines.map((line) => line.fragments.map((fragment) => Math.round(fragment.cx - fragment.width / 2)));
   assert.deepEqual(
     summary.sort((a, b) => a[0] - b[0] || a.length - b.length),
-    [[40], [300, 360], [300, 760, 1100], [300]].sort((a, b) => a[0] - b[0] || a.length - b.length),
+    [[40], [300, 1070], [300, 760, 1100], [300]].sort((a, b) => a[0] - b[0] || a.length - b.length),
   );
 });
 

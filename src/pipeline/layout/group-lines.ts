@@ -85,6 +85,7 @@ function chain(spans: readonly Span[], options: GroupOptions, gapAllowed: (gap: 
   for (const span of sorted) {
     let best: Span | null = null;
     let bestCost = Infinity;
+    let small = false;
     for (const line of lines) {
       const height = (line.height + span.height) / 2;
       const gap = span.startU - line.endU;
@@ -92,10 +93,10 @@ function chain(spans: readonly Span[], options: GroupOptions, gapAllowed: (gap: 
       // band of the line it belongs to, even over it; pieces of like size must continue each other.
       const lower = Math.min(line.height, span.height);
       const higher = Math.max(line.height, span.height);
-      const small = lower < 0.5 * higher;
-      if (!small && gap < -0.5 * Math.min(line.endU - line.startU, span.endU - span.startU)) continue;
-      if (small && span.startU < line.startU) continue;
-      const tolerance = small ? 0.5 * higher : options.maxStep * lower;
+      const isSmall = lower < 0.5 * higher;
+      if (!isSmall && gap < -0.5 * Math.min(line.endU - line.startU, span.endU - span.startU)) continue;
+      if (isSmall && span.startU < line.startU) continue;
+      const tolerance = isSmall ? 0.5 * higher : options.maxStep * lower;
       const step = Math.abs(span.startV - line.endV);
       if (step > tolerance) continue;
       if (gap > 0 && !gapAllowed(gap, height, line, span)) continue;
@@ -103,7 +104,14 @@ function chain(spans: readonly Span[], options: GroupOptions, gapAllowed: (gap: 
       if (cost < bestCost) {
         bestCost = cost;
         best = line;
+        small = isSmall;
       }
+    }
+    if (best && small && span.height < best.height && span.endU <= best.endU) {
+      // A small piece within the extent of the line's last piece: that piece's crop already
+      // holds its ink (a dot, an accent, a speck); read on its own it would come out after
+      // the longer piece's text, out of place, or twice.
+      continue;
     }
     if (best) {
       const length = best.endU - best.startU + (span.endU - span.startU);
