@@ -25,17 +25,18 @@ export interface CharNgramFile {
   models: ReadonlyMap<string, CharNgramModel>;
 }
 
-export function loadCharNgramFile(file: string): CharNgramFile {
+/** `only`: build just that model of the file (each is hundreds of thousands of map entries). */
+export function loadCharNgramFile(file: string, only?: string): CharNgramFile {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
     throw new PipelineError('model_invalid', `cannot read the language model ${file}: ${(error as Error).message}`, { cause: error });
   }
-  return parseCharNgramFile(raw, file);
+  return parseCharNgramFile(raw, file, only);
 }
 
-export function parseCharNgramFile(raw: unknown, where = 'language model'): CharNgramFile {
+export function parseCharNgramFile(raw: unknown, where = 'language model', only?: string): CharNgramFile {
   const invalid = (why: string): PipelineError => new PipelineError('model_invalid', `${where}: ${why}`);
   if (raw === null || typeof raw !== 'object') throw invalid('not a JSON object');
   const document = raw as Record<string, unknown>;
@@ -48,6 +49,7 @@ export function parseCharNgramFile(raw: unknown, where = 'language model'): Char
   if (stored === null || typeof stored !== 'object' || Object.keys(stored).length === 0) throw invalid('models must be a non-empty object');
   const models = new Map<string, CharNgramModel>();
   for (const [name, value] of Object.entries(stored as Record<string, unknown>)) {
+    if (only !== undefined && name !== only) continue;
     const model = value as Partial<StoredModel> | null;
     if (!model || typeof model.ngrams !== 'object' || typeof model.backoff !== 'object' || typeof model.unknown !== 'number') {
       throw invalid(`model "${name}" needs ngrams, backoff and unknown`);

@@ -2,11 +2,12 @@
 // (select-reading.ts), the manifest sections that set it up (screening, languageModel,
 // borrowed sections), and RECOGNITION_DECODER.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
+import { loadCharNgramFile } from '../../src/pipeline/char-ngram-lm.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
 import { builtinModelSpec, loadModelSpec, type SelectionSpec } from '../../src/pipeline/models/model-manifest.ts';
 import { lineConfidence, mainReadingIsNoise, pageLooksPrinted, probeLines, screeningSuffices, screeningWins } from '../../src/pipeline/recognition/select-reading.ts';
@@ -131,4 +132,15 @@ test('RECOGNITION_DECODER chooses beam search (default) or greedy decoding', () 
   assert.equal(loadConfig({}).recognition.decoder, 'beam');
   assert.equal(loadConfig({ RECOGNITION_DECODER: 'greedy' }).recognition.decoder, 'greedy');
   assert.throws(() => loadConfig({ RECOGNITION_DECODER: 'viterbi' }), /RECOGNITION_DECODER/);
+});
+
+test('only the language model a manifest names is built from an LM file', async () => {
+  const stored = JSON.parse(await readFile(new URL('../fixtures/ctc-beam-search/tiny-lm.json', import.meta.url), 'utf8'));
+  const file = path.join(directory, 'two-models.json');
+  await writeFile(file, JSON.stringify({ ...stored, models: { all: stored.models.all, en: stored.models.all } }));
+  assert.deepEqual([...loadCharNgramFile(file).models.keys()], ['all', 'en']);
+  const one = loadCharNgramFile(file, 'en');
+  assert.deepEqual([...one.models.keys()], ['en']);
+  assert.equal(one.models.get('en')?.logProbability('th', 'e'), loadCharNgramFile(file).models.get('all')?.logProbability('th', 'e'));
+  assert.equal(loadCharNgramFile(file, 'fr').models.size, 0);
 });

@@ -80,17 +80,18 @@ export class LineRecognizer {
   }
 }
 
-/** LM files are large (megabytes of JSON): one parse per file and process. */
+/** LM files are large (megabytes of JSON): one parse per file, model and process. */
 const languageModels = new Map<string, ReturnType<typeof loadCharNgramFile>>();
 
 function loadLanguageModel(spec: LanguageModelSpec): { model: CharNgramModel; options: BeamSearchOptions } {
   const file = path.resolve(spec.file);
-  let loaded = languageModels.get(file);
+  const key = `${file}\u0000${spec.model}`;
+  let loaded = languageModels.get(key);
   if (!loaded) {
-    loaded = loadCharNgramFile(file);
-    languageModels.set(file, loaded);
+    loaded = loadCharNgramFile(file, spec.model);
+    languageModels.set(key, loaded);
   }
   const model = loaded.models.get(spec.model);
-  if (!model) throw new PipelineError('model_invalid', `the language model ${file} has no model "${spec.model}" (it has ${[...loaded.models.keys()].join(', ')})`);
+  if (!model) throw new PipelineError('model_invalid', `the language model ${file} has no model "${spec.model}"`);
   return { model, options: { beam: spec.beam, alpha: spec.alpha, beta: spec.beta, prune: spec.prune, maxCandidates: spec.maxCandidates } };
 }
