@@ -7,7 +7,6 @@
 // Lines are fed exactly as in training (train/batches.py): the 64 px grey JPEG averaged 2x2 to
 // 32 px, normalised with the manifest's mean/std. The reference is the `text_norm` column.
 // Needs ../shared (CI has it).
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
@@ -17,7 +16,9 @@ import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
 import { decodeCtc } from '../src/pipeline/recognition/ctc-decode.ts';
+import { readTar, readValidationLines } from './lib/htr-lines.ts';
 import { markdownTable, percent } from './lib/table.ts';
+import { editDistance } from './lib/text-metrics.ts';
 
 const { values } = parseArgs({
   options: {
@@ -27,49 +28,6 @@ const { values } = parseArgs({
   },
 });
 
-interface ValLine {
-  file: string;
-  text: string;
-  lang: string;
-}
-
-/** Members of an uncompressed USTAR archive by name. */
-function readTar(file: string): Map<string, Buffer> {
-  const tar = readFileSync(file);
-  const members = new Map<string, Buffer>();
-  for (let offset = 0; offset + 512 <= tar.length; ) {
-    const header = tar.subarray(offset, offset + 512);
-    const name = header.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
-    if (name === '') break;
-    const prefix = header.subarray(345, 500).toString('utf8').replace(/\0.*$/s, '');
-    const size = Number.parseInt(header.subarray(124, 136).toString('utf8').replace(/\0.*$/s, '').trim() || '0', 8);
-    const type = String.fromCharCode(header[156]);
-    if (type === '0' || type === '\0') members.set(prefix ? `${prefix}/${name}` : name, tar.subarray(offset + 512, offset + 512 + size));
-    offset += 512 + Math.ceil(size / 512) * 512;
-  }
-  return members;
-}
-
-function readValLines(dataset: string): ValLine[] {
-  const [header, ...rows] = readFileSync(path.join(dataset, 'val.tsv'), 'utf8').split('\n').filter((row) => row !== '');
-  const columns = header.split('\t');
-  const at = (name: string): number => columns.indexOf(name);
-  return rows
-    .map((row) => row.split('\t'))
-    .map((cells) => ({ file: cells[at('file')], text: cells[at('text_norm')].normalize('NFC').trim(), lang: cells[at('lang')] }))
-    .filter((line) => line.text !== '');
-}
-
-function levenshtein<T>(a: readonly T[], b: readonly T[]): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j += 1) current.push(Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
-    previous = current;
-  }
-  return previous[b.length];
-}
-
 class Errors {
   charEdits = 0;
   chars = 0;
@@ -77,10 +35,10 @@ class Errors {
   words = 0;
   ms = 0;
   add(hypothesis: string, reference: string, ms: number): void {
-    this.charEdits += levenshtein([...hypothesis], [...reference]);
+    this.charEdits += editDistance([...hypothesis], [...reference]);
     this.chars += [...reference].length;
     const words = reference.split(/\s+/).filter(Boolean);
-    this.wordEdits += levenshtein(hypothesis.split(/\s+/).filter(Boolean), words);
+    this.wordEdits += editDistance(hypothesis.split(/\s+/).filter(Boolean), words);
     this.words += words.length;
     this.ms += ms;
   }
@@ -112,7 +70,7 @@ async function main(): Promise<void> {
   const lmFile = loadCharNgramFile(path.join(values.model, 'lm.json'));
   const joint = lmFile.models.get('all') as CharNgramModel;
   const images = readTar(path.join(values.dataset, 'val-000.tar'));
-  let lines = readValLines(values.dataset);
+  let lines = readValidationLines(values.dataset);
   const limit = Number(values.limit);
   if (limit > 0) lines = lines.slice(0, limit);
 
