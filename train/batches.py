@@ -49,6 +49,7 @@ def make_batch(
     mean: float,
     std: float,
     generator: torch.Generator | None,
+    width_stride: int = 4,
 ) -> Batch:
     """generator=None: evaluation (no augmentation, no extra margins)."""
     train = generator is not None
@@ -67,7 +68,7 @@ def make_batch(
         offsets.append(img.shape[-1])
     width = max(offsets)
     # round the padded width so that every scaled width is a whole number of CTC frames
-    source_step = 4 * SOURCE_HEIGHT // height if SOURCE_HEIGHT % height == 0 else 1
+    source_step = width_stride * SOURCE_HEIGHT // height if SOURCE_HEIGHT % height == 0 else 1
     width = -(-width // source_step) * source_step
     batch = torch.ones(len(images), 1, SOURCE_HEIGHT, width)
     for i, img in enumerate(images):
@@ -80,7 +81,7 @@ def make_batch(
     batch = (batch - mean) / std
 
     widths = [min(batch.shape[-1], scaled_width(w, height)) for w in offsets]
-    frames = torch.tensor([max(1, output_length(w)) for w in widths], dtype=torch.long)
+    frames = torch.tensor([max(1, output_length(w, width_stride)) for w in widths], dtype=torch.long)
     encoded = [encode(line.text, index) for line in lines]
     targets = torch.tensor([k for e in encoded for k in e], dtype=torch.long)
     target_lengths = torch.tensor([len(e) for e in encoded], dtype=torch.long)

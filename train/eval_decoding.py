@@ -47,7 +47,7 @@ def run_model(checkpoint: Path, dataset: Path, cache: Path, limit: int):
     results = []  # (line, log_probs (T, C) numpy)
     with torch.no_grad():
         for ids in width_batches(lines, 40000, 32, seed=0):
-            b = make_batch([lines[i] for i in ids], store, index, cfg.height, meta["mean"], meta["std"], None)
+            b = make_batch([lines[i] for i in ids], store, index, cfg.height, meta["mean"], meta["std"], None, cfg.width_stride)
             out = model(b.images)
             for j, i in enumerate(ids):
                 results.append((lines[i], out[j, : int(b.frames[j])].numpy()))

@@ -72,7 +72,7 @@ def parity_inputs(state: dict, dataset: Path, cache: Path) -> list[tuple[torch.T
     index = {ch: i + 1 for i, ch in enumerate(meta["charset"])}
     cases = []
     for group in [[p] for p in picks] + [picks[1:4]]:
-        b = make_batch(group, store, index, cfg.height, meta["mean"], meta["std"], None)
+        b = make_batch(group, store, index, cfg.height, meta["mean"], meta["std"], None, cfg.width_stride)
         cases.append((b.images, b.frames.tolist(), b.texts))
     return cases
 
@@ -128,7 +128,7 @@ def main(argv: list[str]) -> None:
         "std": [round(meta["std"], 6)],
         "blankIndex": 0,
         "appendSpace": False,
-        "widthMultiple": 4,
+        "widthMultiple": cfg.width_stride,
         "minWidth": 16,
         "maxWidth": 4096,
         "padding": "white",

@@ -5,9 +5,9 @@ A BiLSTM head was measured first and dropped: on this CPU build of PyTorch a 2x1
 2.3 s per batch against 0.06 s for a 4-layer 1-D convolution stack of the same width (see
 docs/training.md); convolutions are also fast in onnxruntime.
 
-Input (N, 1, H, W) normalised grey levels, H fixed (the model height), W any multiple-of-nothing width
->= 4. Output (N, T, C) log-probabilities with T = floor(floor(W / 2) / 2) and C = len(charset) + 1,
-class 0 being the CTC blank.
+Input (N, 1, H, W) normalised grey levels, H fixed (the model height), W any width >= the width stride.
+Output (N, T, C) log-probabilities with T = W // width_stride (2 or 4; pooling halves the width once or
+twice) and C = len(charset) + 1, class 0 being the CTC blank.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ class ModelConfig:
     temporal_layers: int = 6
     kernel: int = 5
     dropout: float = 0.2
+    # pixels of the (model-height) line per output frame. v1 used 4: handwriting averages 8.7 px per
+    # character at height 32, so 4 gave ~2.2 frames per character, tight for CTC (a repeated letter
+    # needs a blank between); 2 gives ~4.4.
+    width_stride: int = 4
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -39,24 +43,30 @@ class ModelConfig:
         return ModelConfig(**d)
 
 
-# pooling after each conv block: (height, width) factors. Width is halved twice (T = W / 4).
-POOLS = ((2, 2), (2, 2), (1, 1), (2, 1), (2, 1))
+def pools(width_stride: int) -> tuple[tuple[int, int], ...]:
+    """Pooling after each conv block, (height, width) factors: the height is always divided by 16."""
+    if width_stride == 4:
+        return ((2, 2), (2, 2), (1, 1), (2, 1), (2, 1))
+    if width_stride == 2:
+        return ((2, 2), (2, 1), (1, 1), (2, 1), (2, 1))
+    raise ValueError(f"width_stride must be 2 or 4, not {width_stride}")
 
 
-def output_length(width: int) -> int:
-    return (width // 2) // 2
+def output_length(width: int, width_stride: int) -> int:
+    return width // width_stride
 
 
 class CRNN(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        if len(cfg.channels) != len(POOLS):
-            raise ValueError(f"channels must have {len(POOLS)} entries")
+        layer_pools = pools(cfg.width_stride)
+        if len(cfg.channels) != len(layer_pools):
+            raise ValueError(f"channels must have {len(layer_pools)} entries")
         self.cfg = cfg
         blocks: list[nn.Module] = []
         in_ch = 1
         h = cfg.height
-        for out_ch, pool in zip(cfg.channels, POOLS):
+        for out_ch, pool in zip(cfg.channels, layer_pools):
             blocks += [nn.Conv2d(in_ch, out_ch, 3, padding=1, bias=False), nn.BatchNorm2d(out_ch), nn.ReLU(inplace=True)]
             if pool != (1, 1):
                 blocks.append(nn.MaxPool2d(pool, pool))
@@ -66,8 +76,12 @@ class CRNN(nn.Module):
         self.feature_height = h
         features = in_ch * h
         self.project = nn.Sequential(nn.Conv1d(features, cfg.hidden, 1, bias=False), nn.BatchNorm1d(cfg.hidden), nn.ReLU(inplace=True))
-        # dilations 1, 2, 4, 1, 2, 4 ...: with kernel 5 and six layers each frame sees +-28 frames (~ 220 px at height 32)
-        self.temporal = nn.ModuleList(TemporalBlock(cfg.hidden, cfg.kernel, 2 ** (i % 3), cfg.dropout) for i in range(cfg.temporal_layers))
+        # dilations 1, 2, 4, 1, 2, 4 ... frames at stride 4 (doubled at stride 2, so that the taps sit at the same
+        # pixel offsets): with kernel 5 and six layers each frame sees +-56 frames at stride 4 (~ 224 px at height 32)
+        spread = 4 // cfg.width_stride
+        self.temporal = nn.ModuleList(
+            TemporalBlock(cfg.hidden, cfg.kernel, spread * 2 ** (i % 3), cfg.dropout) for i in range(cfg.temporal_layers)
+        )
         self.dropout = nn.Dropout(cfg.dropout)
         self.classifier = nn.Conv1d(cfg.hidden, cfg.num_classes, 1)
 

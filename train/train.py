@@ -46,6 +46,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--temporal-layers", type=int, default=6)
     p.add_argument("--kernel", type=int, default=5)
     p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--width-stride", type=int, default=2, choices=(2, 4), help="line pixels (at model height) per CTC frame")
+    p.add_argument(
+        "--init-from",
+        type=Path,
+        default=None,
+        help="start a new run from this checkpoint's weights (same charset, normalisation and layer shapes; "
+        "the width stride may differ) with a fresh optimizer and schedule",
+    )
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--weight-decay", type=float, default=1e-4)
     p.add_argument("--batch-width", type=int, default=24000, help="max sum of padded source widths per batch")
@@ -91,13 +99,13 @@ def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
 
 
 @torch.no_grad()
-def evaluate(model: CRNN, lines, store, index, charset, height, mean, std) -> tuple[float, float, float]:
+def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width_stride) -> tuple[float, float, float]:
     model.eval()
     rate = ErrorRate()
     loss_sum = 0.0
     batches = width_batches(lines, 40000, 32, seed=0)
     for ids in batches:
-        b = make_batch([lines[i] for i in ids], store, index, height, mean, std, None)
+        b = make_batch([lines[i] for i in ids], store, index, height, mean, std, None, width_stride)
         out = model(b.images)
         loss = F.ctc_loss(out.transpose(0, 1), b.targets, b.frames, b.target_lengths, blank=0, zero_infinity=True, reduction="sum")
         loss_sum += float(loss)
@@ -150,7 +158,30 @@ def main(argv: list[str]) -> None:
         val_lines = val_lines[: args.limit_val]
     store = ImageStore(images_dir, train_lines + val_lines)
 
-    if state is None:
+    init_state = torch.load(args.init_from, map_location="cpu") if state is None and getattr(args, "init_from", None) else None
+    if init_state is not None:
+        # the new model reads the same characters with the same pixel normalisation as the one it starts from
+        charset, mean, std = init_state["meta"]["charset"], init_state["meta"]["mean"], init_state["meta"]["std"]
+        if init_state["meta"]["dataset_digest"] != digest:
+            raise SystemExit(f"--init-from was trained on another dataset: {init_state['meta']['dataset_digest']} != {digest}")
+        if not args.limit_train and charset != build_charset(train_lines):
+            raise SystemExit("--init-from has another charset than this training set")
+        cfg = ModelConfig.from_dict({**init_state["model_config"], "width_stride": args.width_stride, "dropout": args.dropout})
+        meta = {
+            "dataset_digest": digest,
+            "training_commit": git_commit(),
+            "mean": mean,
+            "std": std,
+            "charset": charset,
+            "initialised_from": {
+                "checkpoint": str(args.init_from),
+                "epochs": init_state.get("epochs_done", init_state["epoch"]),
+                "val_cer": init_state.get("val_cer"),
+                "training_commit": init_state["meta"]["training_commit"],
+                "width_stride": init_state["model_config"].get("width_stride", 4),
+            },
+        }
+    elif state is None:
         charset = build_charset(train_lines)
         mean, std = pixel_statistics(train_lines, store, args.height)
         cfg = ModelConfig(
@@ -161,6 +192,7 @@ def main(argv: list[str]) -> None:
             temporal_layers=args.temporal_layers,
             kernel=args.kernel,
             dropout=args.dropout,
+            width_stride=args.width_stride,
         )
         meta = {"dataset_digest": digest, "training_commit": git_commit(), "mean": mean, "std": std, "charset": charset}
     else:
@@ -175,6 +207,9 @@ def main(argv: list[str]) -> None:
 
     model = CRNN(cfg)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    if init_state is not None:
+        model.load_state_dict(init_state["model"])  # strict: every layer must have the same shape
+        del init_state
     epoch, position, best_cer, elapsed_before = 0, 0, float("inf"), 0.0
     schedule_reached = 0.0  # the schedule never goes back, even when a resume lengthens it
     if state is not None:
@@ -243,7 +278,7 @@ def main(argv: list[str]) -> None:
             lr = learning_rate(args.lr, progress_now[0])
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            b = make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch, i))
+            b = make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch, i), cfg.width_stride)
             out = model(b.images)
             loss = F.ctc_loss(out.transpose(0, 1), b.targets, b.frames, b.target_lengths, blank=0, zero_infinity=True, reduction="mean")
             optimizer.zero_grad(set_to_none=True)
@@ -263,7 +298,7 @@ def main(argv: list[str]) -> None:
                     print(f"stopping: --max-minutes reached at epoch {epoch} batch {i + 1}", flush=True)
                     if args.anneal_by_deadline:
                         # the schedule ended here: validate the partial epoch like a full one
-                        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std)
+                        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride)
                         done = epoch + (i + 1) / len(batches)
                         elapsed = elapsed_before + time.time() - run_started
                         with open(log_path, "a", newline="") as f:
@@ -276,7 +311,7 @@ def main(argv: list[str]) -> None:
                             save_checkpoint(args.run / "best.pt", best)
                     return
         epoch_seconds += time.time() - segment_start
-        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std)
+        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride)
         epoch += 1
         elapsed = elapsed_before + time.time() - run_started
         with open(log_path, "a", newline="") as f:
