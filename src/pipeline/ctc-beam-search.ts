@@ -69,9 +69,12 @@ export function beamSearchCtc(
   const logPrune = Math.log(options.prune);
   const frame = new Float64Array(count);
   const lmCache = new Map<string, number>();
+  // The LM sees only the last order-1 code points of a prefix; 2 * (order - 1) code units hold
+  // at least that many, so the cache key stays short and is shared by prefixes that end alike.
+  const contextUnits = lm ? 2 * Math.max(1, lm.order - 1) : 0;
   const lmScore = (prefix: string, char: string): number => {
     if (!lm) return options.beta;
-    const key = `${prefix}\u0000${char}`;
+    const key = `${prefix.length > contextUnits ? prefix.slice(-contextUnits) : prefix}\u0000${char}`;
     let value = lmCache.get(key);
     if (value === undefined) {
       value = options.alpha * lm.logProbability(prefix, char) + options.beta;
@@ -86,6 +89,17 @@ export function beamSearchCtc(
     const blankScore = frame[classes.blank];
     const candidates: number[] = [];
     for (let k = 0; k < count; k += 1) if (k !== classes.blank && frame[k] >= logPrune && (!classes.allowed || classes.allowed[k])) candidates.push(k);
+    if (candidates.length === 0) {
+      // A frame where only the blank is likely (most frames of a line): every prefix just
+      // ends in blank now, and their order cannot change. Same result as the general step.
+      for (const beam of beams.values()) {
+        const total = logAdd(beam.blank, beam.nonBlank) + blankScore;
+        beam.blank = total;
+        beam.nonBlank = NEG;
+        beam.lastScore = total;
+      }
+      continue;
+    }
     if (candidates.length > options.maxCandidates) {
       candidates.sort((a, b) => frame[b] - frame[a]);
       candidates.length = options.maxCandidates;
@@ -129,7 +143,7 @@ export function beamSearchCtc(
         }
       }
     }
-    beams = new Map([...next].sort((a, b) => logAdd(b[1].blank, b[1].nonBlank) - logAdd(a[1].blank, a[1].nonBlank)).slice(0, options.beam));
+    beams = strongest(next, options.beam);
   }
 
   let best: [string, Beam] | null = null;
@@ -144,6 +158,16 @@ export function beamSearchCtc(
   const result: DecodedCharacter[] = [];
   for (let e = best ? best[1].last : null; e; e = e.previous) result.push({ text: e.text, start: e.start, end: e.end, confidence: e.confidence });
   return result.reverse();
+}
+
+/** The `size` prefixes with the highest total score, best first. */
+function strongest(candidates: Map<string, Beam>, size: number): Map<string, Beam> {
+  const ranked: { prefix: string; beam: Beam; score: number }[] = [];
+  for (const [prefix, beam] of candidates) ranked.push({ prefix, beam, score: logAdd(beam.blank, beam.nonBlank) });
+  ranked.sort((a, b) => b.score - a.score);
+  const kept = new Map<string, Beam>();
+  for (let i = 0; i < Math.min(size, ranked.length); i += 1) kept.set(ranked[i].prefix, ranked[i].beam);
+  return kept;
 }
 
 function readLogRow(scores: Float32Array, row: number, count: number, logits: boolean, out: Float64Array): void {
