@@ -8,6 +8,7 @@
 // needs a blank between equal letters) and otherwise collapses into the same prefix.
 // At the end each prefix gets alpha * log P_lm(boundary | prefix); the best total wins.
 import type { CharNgramModel } from './char-ngram-lm.ts';
+import { languageModelStates } from './lm-states.ts';
 import type { CharacterClasses } from './models/charset.ts';
 import type { DecodedCharacter } from './recognition/ctc-decode.ts';
 
@@ -40,6 +41,13 @@ interface Beam {
   last: Emission | null;
   /** Score of the path that set `last` (the strongest one wins the timing). */
   lastScore: number;
+  /**
+   * The prefix's language model state (lm-states.ts), worked out only for prefixes that
+   * survive a frame: until then -1, with the parent's state and the class that extended it.
+   */
+  state: number;
+  parentState: number;
+  extendedBy: number;
 }
 
 const NEG = -Infinity;
@@ -68,22 +76,10 @@ export function beamSearchCtc(
   const count = classes.symbols.length;
   const logPrune = Math.log(options.prune);
   const frame = new Float64Array(count);
-  const lmCache = new Map<string, number>();
-  // The LM sees only the last order-1 code points of a prefix; 2 * (order - 1) code units hold
-  // at least that many, so the cache key stays short and is shared by prefixes that end alike.
-  const contextUnits = lm ? 2 * Math.max(1, lm.order - 1) : 0;
-  const lmScore = (prefix: string, char: string): number => {
-    if (!lm) return options.beta;
-    const key = `${prefix.length > contextUnits ? prefix.slice(-contextUnits) : prefix}\u0000${char}`;
-    let value = lmCache.get(key);
-    if (value === undefined) {
-      value = options.alpha * lm.logProbability(prefix, char) + options.beta;
-      lmCache.set(key, value);
-    }
-    return value;
-  };
+  const states = lm ? languageModelStates(lm, classes, options.alpha, options.beta) : null;
+  const extension = (state: number, k: number): number => (states ? states.score(state, k) : options.beta);
 
-  let beams = new Map<string, Beam>([['', { blank: 0, nonBlank: NEG, last: null, lastScore: 0 }]]);
+  let beams = new Map<string, Beam>([['', { blank: 0, nonBlank: NEG, last: null, lastScore: 0, state: states ? states.start() : -1, parentState: -1, extendedBy: -1 }]]);
   for (let t = 0; t < steps; t += 1) {
     readLogRow(scores, offset + t * stride, count, logits, frame);
     const blankScore = frame[classes.blank];
@@ -106,10 +102,10 @@ export function beamSearchCtc(
     }
 
     const next = new Map<string, Beam>();
-    const entry = (prefix: string): Beam => {
+    const entry = (prefix: string, state: number, parentState: number, extendedBy: number): Beam => {
       let beam = next.get(prefix);
       if (!beam) {
-        beam = { blank: NEG, nonBlank: NEG, last: null, lastScore: NEG };
+        beam = { blank: NEG, nonBlank: NEG, last: null, lastScore: NEG, state, parentState, extendedBy };
         next.set(prefix, beam);
       }
       return beam;
@@ -124,15 +120,16 @@ export function beamSearchCtc(
 
     for (const [prefix, beam] of beams) {
       const total = logAdd(beam.blank, beam.nonBlank);
-      const same = entry(prefix);
+      if (states && beam.state < 0) beam.state = states.next(beam.parentState, beam.extendedBy);
+      const same = entry(prefix, beam.state, -1, -1);
       same.blank = logAdd(same.blank, total + blankScore);
       offer(same, total + blankScore, () => beam.last);
       const last = beam.last;
       for (const k of candidates) {
         const char = classes.symbols[k];
         const p = frame[k];
-        const target = entry(prefix + char);
-        const via = (char === last?.text ? beam.blank : total) + p + lmScore(prefix, char);
+        const target = entry(prefix + char, -1, beam.state, k);
+        const via = (char === last?.text ? beam.blank : total) + p + extension(beam.state, k);
         target.nonBlank = logAdd(target.nonBlank, via);
         offer(target, via, () => ({ text: char, start: t, end: t + 1, confidence: Math.exp(p), previous: last }));
         if (last && char === last.text) {
@@ -149,7 +146,9 @@ export function beamSearchCtc(
   let best: [string, Beam] | null = null;
   let bestScore = NEG;
   for (const item of beams) {
-    const score = logAdd(item[1].blank, item[1].nonBlank) + (lm ? options.alpha * lm.logProbability(item[0], lm.boundary) : 0);
+    const beam = item[1];
+    if (states && beam.state < 0) beam.state = states.next(beam.parentState, beam.extendedBy);
+    const score = logAdd(beam.blank, beam.nonBlank) + (states ? states.final(beam.state) : 0);
     if (best === null || score > bestScore) {
       best = item;
       bestScore = score;

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/char-ngram-lm.ts';
 import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../../src/pipeline/ctc-beam-search.ts';
+import { languageModelStates, lastCodePoints } from '../../src/pipeline/lm-states.ts';
 import { characterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
 import { decodeCtc } from '../../src/pipeline/recognition/ctc-decode.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
@@ -111,4 +112,30 @@ test('a malformed language model file is refused with model_invalid', () => {
     () => loadCharNgramFile('/nonexistent/lm.json'),
     (error: unknown) => error instanceof PipelineError && error.code === 'model_invalid',
   );
+});
+
+test('LM states score a class as the LM scores the whole prefix, and share the tail context', () => {
+  const classes = classesOf("the qui'l𝔄");
+  const states = languageModelStates(lm, classes, 0.5, 2);
+  let state = states.start();
+  let prefix = '';
+  for (const char of ['t', 'h', 'e', ' ', 'q', 'u', "'", 'i', 'l', '𝔄', 'e']) {
+    const k = classes.symbols.indexOf(char);
+    for (const probe of ['e', ' ', 'q', '𝔄']) {
+      const expected = 0.5 * lm.logProbability(prefix, probe) + 2;
+      assert.ok(Math.abs(states.score(state, classes.symbols.indexOf(probe)) - expected) < 1e-12, `${JSON.stringify(prefix)} + ${probe}`);
+    }
+    assert.ok(Math.abs(states.final(state) - 0.5 * lm.logProbability(prefix, lm.boundary)) < 1e-12);
+    state = states.next(state, k);
+    prefix += char;
+  }
+  // the tiny LM is of order 4: "the q" and "hhe q" end in the same 3 code points, one state;
+  // "he" is shorter than a context, so the line's start still counts and "the" differs
+  const walk = (text: string): number => [...text].reduce((s, c) => states.next(s, classes.symbols.indexOf(c)), states.start());
+  assert.equal(lm.order, 4);
+  assert.equal(walk('hhe q'), walk('the q'));
+  assert.notEqual(walk('he'), walk('the'));
+  assert.equal(lastCodePoints('ab𝔄c', 2), '𝔄c');
+  assert.equal(lastCodePoints('ab𝔄c', 3), 'b𝔄c');
+  assert.equal(lastCodePoints('a', 4), 'a');
 });

@@ -1,0 +1,129 @@
+// The character LM seen by CTC beam search as a small state machine: a state is an LM
+// context (the last order-1 code points of a prefix), numbered once; its score for each
+// output class and its successor state are computed on first use and kept. Beam search
+// then pays an array read per (prefix, class) instead of building a string key and
+// looking it up in the n-gram tables (those look-ups were most of its time).
+import type { CharNgramModel } from './char-ngram-lm.ts';
+import type { CharacterClasses } from './models/charset.ts';
+
+/** Past this many states the cache starts again (about 1.8 KB per state with 150 classes). */
+const MAX_STATES = 8192;
+
+export class LanguageModelStates {
+  private readonly contexts: string[] = [];
+  private readonly ids = new Map<string, number>();
+  /** Per state: alpha * log P(class | context) + beta, NaN until asked. */
+  private readonly scores: Float64Array[] = [];
+  /** Per state: the state after each class, -1 until asked. */
+  private readonly successors: Int32Array[] = [];
+  private readonly finals: number[] = [];
+  private readonly lm: CharNgramModel;
+  private readonly classes: CharacterClasses;
+  private readonly alpha: number;
+  private readonly beta: number;
+
+  constructor(lm: CharNgramModel, classes: CharacterClasses, alpha: number, beta: number) {
+    this.lm = lm;
+    this.classes = classes;
+    this.alpha = alpha;
+    this.beta = beta;
+  }
+
+  /** The state of the empty prefix. Starting a line is where an overfull cache is emptied. */
+  start(): number {
+    if (this.contexts.length > MAX_STATES) {
+      this.contexts.length = 0;
+      this.ids.clear();
+      this.scores.length = 0;
+      this.successors.length = 0;
+      this.finals.length = 0;
+    }
+    return this.stateOf('');
+  }
+
+  /** alpha * log P(class k | state) + beta: what extending a prefix by class k adds. */
+  score(state: number, k: number): number {
+    const row = this.scores[state];
+    let value = row[k];
+    if (Number.isNaN(value)) {
+      value = this.alpha * this.lm.logProbability(this.contexts[state], this.classes.symbols[k]) + this.beta;
+      row[k] = value;
+    }
+    return value;
+  }
+
+  /** The state after appending class k. */
+  next(state: number, k: number): number {
+    const row = this.successors[state];
+    let value = row[k];
+    if (value < 0) {
+      value = this.stateOf(lastCodePoints(this.contexts[state] + this.classes.symbols[k], this.lm.order - 1));
+      row[k] = value;
+    }
+    return value;
+  }
+
+  /** alpha * log P(end of line | state). */
+  final(state: number): number {
+    let value = this.finals[state];
+    if (Number.isNaN(value)) {
+      value = this.alpha * this.lm.logProbability(this.contexts[state], this.lm.boundary);
+      this.finals[state] = value;
+    }
+    return value;
+  }
+
+  private stateOf(context: string): number {
+    let id = this.ids.get(context);
+    if (id === undefined) {
+      id = this.contexts.length;
+      this.ids.set(context, id);
+      this.contexts.push(context);
+      const count = this.classes.symbols.length;
+      this.scores.push(new Float64Array(count).fill(Number.NaN));
+      this.successors.push(new Int32Array(count).fill(-1));
+      this.finals.push(Number.NaN);
+    }
+    return id;
+  }
+}
+
+/**
+ * The last `count` code points of `text`. The LM reads only that much history (a shorter
+ * one gets the boundary in front), so two prefixes with the same tail score alike.
+ */
+export function lastCodePoints(text: string, count: number): string {
+  let start = text.length;
+  for (let seen = 0; start > 0 && seen < count; seen += 1) {
+    start -= 1;
+    const unit = text.charCodeAt(start);
+    if (unit >= 0xdc00 && unit <= 0xdfff && start > 0) {
+      const high = text.charCodeAt(start - 1);
+      if (high >= 0xd800 && high <= 0xdbff) start -= 1;
+    }
+  }
+  return text.slice(start);
+}
+
+const cache = new WeakMap<CharNgramModel, WeakMap<CharacterClasses, Map<string, LanguageModelStates>>>();
+
+/** One state machine per LM, class set and weights, shared by every line decoded with them. */
+export function languageModelStates(lm: CharNgramModel, classes: CharacterClasses, alpha: number, beta: number): LanguageModelStates {
+  let byClasses = cache.get(lm);
+  if (!byClasses) {
+    byClasses = new WeakMap();
+    cache.set(lm, byClasses);
+  }
+  let byWeights = byClasses.get(classes);
+  if (!byWeights) {
+    byWeights = new Map();
+    byClasses.set(classes, byWeights);
+  }
+  const key = `${alpha}\u0000${beta}`;
+  let states = byWeights.get(key);
+  if (!states) {
+    states = new LanguageModelStates(lm, classes, alpha, beta);
+    byWeights.set(key, states);
+  }
+  return states;
+}
