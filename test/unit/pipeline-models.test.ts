@@ -55,6 +55,7 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
         widthMultiple: 4,
         output: 'logits',
         outputLayout: 'TNC',
+        cropHeightScale: 1.5,
       },
       training: { note: 'unknown keys are kept for people and ignored' },
     }),
@@ -65,8 +66,10 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
     [spec.recognition.inputHeight, spec.recognition.channels, spec.recognition.mean, spec.recognition.std, spec.recognition.blankIndex, spec.recognition.output, spec.recognition.outputLayout, spec.recognition.padding],
     [64, 1, [0.45], [0.27], 'last', 'logits', 'TNC', 'white'],
   );
+  assert.equal(spec.recognition.cropHeightScale, 1.5);
   assert.equal(spec.detection.maxSideLength, 1600);
   assert.deepEqual(spec.detection.mean.length, 3);
+  assert.equal(builtinModelSpec().recognition.cropHeightScale, 1, 'the detected box as it is, unless a manifest says otherwise');
 });
 
 test('an invalid manifest names every problem at once', async () => {
@@ -77,7 +80,7 @@ test('an invalid manifest names every problem at once', async () => {
           format: 'hwr-model/2',
           name: '',
           detection: {},
-          recognition: { file: 'missing.onnx', charset: 'charset.txt', channels: 2, mean: [0.1, 0.2], blankIndex: 3, output: 'scores' },
+          recognition: { file: 'missing.onnx', charset: 'charset.txt', channels: 2, mean: [0.1, 0.2], blankIndex: 3, output: 'scores', cropHeightScale: 9 },
           orientation: { file: 'rec.onnx', labels: [0, 90] },
         }),
       ),
@@ -93,6 +96,7 @@ test('an invalid manifest names every problem at once', async () => {
         'manifest.recognition.channels must be 1 or 3',
         'manifest.recognition.blankIndex must be 0 or "last"',
         'manifest.recognition.output must be one of',
+        'manifest.recognition.cropHeightScale',
         'manifest.orientation.labels may only hold 0 and 180',
       ]) {
         assert.ok(error.message.includes(problem), `missing "${problem}" in:\n${error.message}`);

@@ -67,6 +67,13 @@ export interface RecognitionSpec extends InputNormalisation {
    * least this many line heights wide (for models that miss handwriting's spaces); null: off.
    */
   spacesFromGaps: number | null;
+  /**
+   * Each detected line is cut this many times its detected height (centred) before scaling to
+   * `inputHeight`, so that the model sees the line framed as in its training data (dataset line
+   * images carry the neighbouring lines' ascenders and descenders). Word boxes stay on the
+   * detected line. 1: the detected box as it is.
+   */
+  cropHeightScale: number;
   /** What the output holds: softmax probabilities or raw logits. */
   output: 'probabilities' | 'logits';
   /** Output tensor layout: [batch, time, classes] or [time, batch, classes]. */
@@ -284,6 +291,7 @@ function parseRecognition(rec: Fields, baseDir: string, problems: string[]): Rec
     maxWidth: rec.integer('maxWidth', 3200, 16, 65536),
     restrictTo: rec.has('restrictTo') ? rec.oneOf('restrictTo', ['latin'] as const, 'latin') : null,
     spacesFromGaps: rec.has('spacesFromGaps') ? rec.number('spacesFromGaps', 0.3, 0.01, 5) : null,
+    cropHeightScale: rec.number('cropHeightScale', 1, 0.5, 4),
     output: rec.oneOf('output', ['probabilities', 'logits'] as const, 'probabilities'),
     outputLayout: rec.oneOf('outputLayout', ['NTC', 'TNC'] as const, 'NTC'),
   };

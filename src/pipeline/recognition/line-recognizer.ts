@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadCharNgramFile, type CharNgramModel } from '../char-ngram-lm.ts';
 import { beamSearchCtc, type BeamSearchOptions } from '../ctc-beam-search.ts';
 import { PipelineError } from '../errors.ts';
-import type { RgbImage } from '../image/raster.ts';
+import { frameForRect, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../layout/geometry.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
 import type { LanguageModelSpec, RecognitionSpec } from '../models/model-manifest.ts';
@@ -66,11 +66,14 @@ export class LineRecognizer {
 
   /** Reads each piece (rotated rectangles in page pixels); `flips[i]` turns piece i by 180°. */
   async read(image: RgbImage, pieces: readonly RotatedRect[], gate: ModelGate, flips?: readonly boolean[]): Promise<PieceRead[]> {
-    const crops = pieces.map((piece, index) => cropLine(image, piece, this.spec, flips?.[index] ?? false));
+    const scale = this.spec.cropHeightScale;
+    const crops = pieces.map((piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flips?.[index] ?? false));
     const read = await recognizeCrops(this.session, this.spec, this.classes, crops, gate, this.decode);
     const minGap = this.spec.spacesFromGaps;
     return crops.map((crop, index) => ({
-      crop: { frame: crop.frame, width: crop.width, height: crop.height },
+      // Character positions are crop columns; the reported frame maps the same columns onto the
+      // detected line alone, so word boxes do not reach into the context cut around it.
+      crop: { frame: scale === 1 ? crop.frame : frameForRect(pieces[index], crop.width, crop.height, flips?.[index] ?? false), width: crop.width, height: crop.height },
       characters: minGap === null ? read[index] : insertGapSpaces(read[index], crop.pixels, crop.width, crop.height, { minGap }),
     }));
   }
