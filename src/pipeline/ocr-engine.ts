@@ -10,6 +10,7 @@ import { orderRegions, type LayoutRegion } from './layout/reading-order.ts';
 import { detectText, type DetectedBox } from './layout/text-detector.ts';
 import type { ModelSpec, SelectionSpec } from './models/model-manifest.ts';
 import type { LayoutLine } from './layout/group-lines.ts';
+import { enclosingRect } from './layout/geometry.ts';
 import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
@@ -130,6 +131,12 @@ export class OcrEngine {
     const flipOf = new Map(pieces.map((piece, index) => [piece, flips[index]]));
     const readings = new Map<DetectedBox, PieceReading>();
     const readLines = async (recognizer: LineRecognizer, which: PieceReading['recognizer'], chosen: readonly LayoutLine[]): Promise<Map<LayoutLine, PieceReading[]>> => {
+      if (recognizer.spec.readWholeLines) {
+        // One crop per line; its reading goes to the first piece, the others read nothing.
+        const whole = chosen.map((line) => enclosingRect(line.fragments, line.angle));
+        const read = await recognizer.read(image, whole, this.gate, chosen.map((line) => flipOf.get(line.fragments[0]) ?? false));
+        return new Map(chosen.map((line, index) => [line, line.fragments.map((_, piece) => ({ crop: read[index].crop, characters: piece === 0 ? read[index].characters : [], recognizer: which }))]));
+      }
       const batch = chosen.flatMap((line) => line.fragments);
       const read = await recognizer.read(image, batch, this.gate, batch.map((piece) => flipOf.get(piece) ?? false));
       const byLine = new Map<LayoutLine, PieceReading[]>();

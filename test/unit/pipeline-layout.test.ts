@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { dbBoxes } from '../../src/pipeline/layout/db-postprocess.ts';
-import { convexHull, minAreaRect, normaliseRect, rectCorners, type RotatedRect } from '../../src/pipeline/layout/geometry.ts';
+import { convexHull, enclosingRect, minAreaRect, normaliseRect, rectCorners, type RotatedRect } from '../../src/pipeline/layout/geometry.ts';
 import { groupLines } from '../../src/pipeline/layout/group-lines.ts';
 import { orderRegions } from '../../src/pipeline/layout/reading-order.ts';
 import type { DetectedBox } from '../../src/pipeline/layout/text-detector.ts';
@@ -27,6 +27,26 @@ test('rectangles are turned so that width runs along the writing; tall ones read
   const vertical = normaliseRect({ cx: 0, cy: 0, width: 20, height: 90, angle: 0 });
   close(vertical.width, 90);
   close(vertical.angle, -Math.PI / 2);
+});
+
+test('a whole line is the rectangle along its direction around all its pieces', () => {
+  // two pieces of a line rising at 0.1 rad, the second a little higher off the line and shorter
+  const angle = 0.1;
+  const along = (u: number, v: number): [number, number] => [100 + u * Math.cos(angle) - v * Math.sin(angle), 200 + u * Math.sin(angle) + v * Math.cos(angle)];
+  const [ax, ay] = along(50, 0);
+  const [bx, by] = along(230, -6);
+  const pieces: RotatedRect[] = [
+    { cx: ax, cy: ay, width: 100, height: 40, angle },
+    { cx: bx, cy: by, width: 140, height: 30, angle },
+  ];
+  const line = enclosingRect(pieces, angle);
+  assert.ok(Math.abs(line.width - 300) < 1e-9, `width ${line.width}`); // u from 0 to 300
+  assert.ok(Math.abs(line.height - 41) < 1e-9, `height ${line.height}`); // v from -21 to 20
+  const [cx, cy] = along(150, -0.5);
+  assert.ok(Math.abs(line.cx - cx) < 1e-9 && Math.abs(line.cy - cy) < 1e-9);
+  assert.equal(line.angle, angle);
+  const single = enclosingRect([pieces[0]], angle);
+  for (const key of ['cx', 'cy', 'width', 'height', 'angle'] as const) assert.ok(Math.abs(single[key] - pieces[0][key]) < 1e-9, key);
 });
 
 test('DB post-processing finds one box per kernel, scores it and grows it back', () => {

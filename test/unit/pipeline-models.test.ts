@@ -56,6 +56,7 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
         output: 'logits',
         outputLayout: 'TNC',
         cropHeightScale: 1.5,
+        readWholeLines: true,
       },
       training: { note: 'unknown keys are kept for people and ignored' },
     }),
@@ -67,9 +68,11 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
     [64, 1, [0.45], [0.27], 'last', 'logits', 'TNC', 'white'],
   );
   assert.equal(spec.recognition.cropHeightScale, 1.5);
+  assert.equal(spec.recognition.readWholeLines, true);
   assert.equal(spec.detection.maxSideLength, 1600);
   assert.deepEqual(spec.detection.mean.length, 3);
   assert.equal(builtinModelSpec().recognition.cropHeightScale, 1, 'the detected box as it is, unless a manifest says otherwise');
+  assert.equal(builtinModelSpec().recognition.readWholeLines, false, 'PP-OCRv4 reads piece by piece');
 });
 
 test('an invalid manifest names every problem at once', async () => {

@@ -143,3 +143,29 @@ export function intersectBoxes(a: Box, b: Box): Box | null {
   if (right <= x || bottom <= y) return null;
   return { x, y, width: right - x, height: bottom - y };
 }
+
+/**
+ * The smallest rectangle at `angle` that holds every corner of `rects`: a whole text line
+ * from its pieces, to be read as one crop.
+ */
+export function enclosingRect(rects: readonly RotatedRect[], angle: number): RotatedRect {
+  const cos = Math.cos(angle);
+  const sin = Math.sin(angle);
+  let minU = Infinity;
+  let maxU = -Infinity;
+  let minV = Infinity;
+  let maxV = -Infinity;
+  for (const rect of rects) {
+    for (const [x, y] of rectCorners(rect)) {
+      const u = x * cos + y * sin;
+      const v = -x * sin + y * cos;
+      minU = Math.min(minU, u);
+      maxU = Math.max(maxU, u);
+      minV = Math.min(minV, v);
+      maxV = Math.max(maxV, v);
+    }
+  }
+  const u = (minU + maxU) / 2;
+  const v = (minV + maxV) / 2;
+  return { cx: u * cos - v * sin, cy: u * sin + v * cos, width: maxU - minU, height: maxV - minV, angle };
+}

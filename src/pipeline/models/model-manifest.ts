@@ -74,6 +74,12 @@ export interface RecognitionSpec extends InputNormalisation {
    * detected line. 1: the detected box as it is.
    */
   cropHeightScale: number;
+  /**
+   * Read each text line as one crop around all its detected pieces (one scale for the
+   * whole line, and the model and language model see the whole line's context), instead
+   * of piece by piece. For line recognizers trained on whole lines.
+   */
+  readWholeLines: boolean;
   /** What the output holds: softmax probabilities or raw logits. */
   output: 'probabilities' | 'logits';
   /** Output tensor layout: [batch, time, classes] or [time, batch, classes]. */
@@ -292,6 +298,7 @@ function parseRecognition(rec: Fields, baseDir: string, problems: string[]): Rec
     restrictTo: rec.has('restrictTo') ? rec.oneOf('restrictTo', ['latin'] as const, 'latin') : null,
     spacesFromGaps: rec.has('spacesFromGaps') ? rec.number('spacesFromGaps', 0.3, 0.01, 5) : null,
     cropHeightScale: rec.number('cropHeightScale', 1, 0.5, 4),
+    readWholeLines: rec.boolean('readWholeLines', false),
     output: rec.oneOf('output', ['probabilities', 'logits'] as const, 'probabilities'),
     outputLayout: rec.oneOf('outputLayout', ['NTC', 'TNC'] as const, 'NTC'),
   };
