@@ -60,6 +60,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-batch", type=int, default=32)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (cuda when available); batches are made and augmented on the CPU either way")
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training lines (timing runs)")
     p.add_argument("--limit-val", type=int, default=0)
     p.add_argument("--checkpoint-minutes", type=float, default=5.0)
@@ -99,14 +100,14 @@ def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
 
 
 @torch.no_grad()
-def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width_stride) -> tuple[float, float, float]:
+def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width_stride, device: torch.device) -> tuple[float, float, float]:
     model.eval()
     rate = ErrorRate()
     loss_sum = 0.0
     batches = width_batches(lines, 40000, 32, seed=0)
     for ids in batches:
         b = make_batch([lines[i] for i in ids], store, index, height, mean, std, None, width_stride)
-        out = model(b.images)
+        out = model(b.images.to(device)).float().cpu()
         loss = F.ctc_loss(out.transpose(0, 1), b.targets, b.frames, b.target_lengths, blank=0, zero_infinity=True, reduction="sum")
         loss_sum += float(loss)
         for hyp, ref in zip(greedy_decode(out, b.frames.tolist(), charset), b.texts):
@@ -144,6 +145,7 @@ def main(argv: list[str]) -> None:
     if args.epochs is None:
         args.epochs = 12
     torch.set_num_threads(args.threads)
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if getattr(args, "device", "auto") == "auto" else args.device)
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -205,16 +207,16 @@ def main(argv: list[str]) -> None:
     write_charset(charset, args.run / "charset.txt")
     index = {ch: i + 1 for i, ch in enumerate(charset)}
 
-    model = CRNN(cfg)
+    model = CRNN(cfg).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     if init_state is not None:
-        model.load_state_dict(init_state["model"])  # strict: every layer must have the same shape
+        model.load_state_dict({k: v.to(device) for k, v in init_state["model"].items()})  # strict: every layer must have the same shape
         del init_state
     epoch, position, best_cer, elapsed_before = 0, 0, float("inf"), 0.0
     schedule_reached = 0.0  # the schedule never goes back, even when a resume lengthens it
     if state is not None:
         model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        optimizer.load_state_dict(state["optimizer"])  # follows the parameters' device
         epoch, position, best_cer = state["epoch"], state["position"], state["best_cer"]
         elapsed_before = state["elapsed_seconds"]
         if "schedule_progress" in state:
@@ -225,7 +227,7 @@ def main(argv: list[str]) -> None:
         torch.set_rng_state(state["torch_rng"])
     print(
         f"train {len(train_lines)} lines, val {len(val_lines)}, charset {len(charset)}, params {count_parameters(model)}, "
-        f"height {cfg.height}, mean {mean:.4f} std {std:.4f}, start epoch {epoch} batch {position}, setup {time.time() - started:.1f}s",
+        f"height {cfg.height}, stride {cfg.width_stride}, device {device}, mean {mean:.4f} std {std:.4f}, start epoch {epoch} batch {position}, setup {time.time() - started:.1f}s",
         flush=True,
     )
     save_json(args.run / "config.json", {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "model": cfg.to_dict(), "meta": {k: v for k, v in meta.items() if k != "charset"}})
@@ -279,8 +281,8 @@ def main(argv: list[str]) -> None:
             for group in optimizer.param_groups:
                 group["lr"] = lr
             b = make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch, i), cfg.width_stride)
-            out = model(b.images)
-            loss = F.ctc_loss(out.transpose(0, 1), b.targets, b.frames, b.target_lengths, blank=0, zero_infinity=True, reduction="mean")
+            out = model(b.images.to(device))
+            loss = F.ctc_loss(out.transpose(0, 1), b.targets.to(device), b.frames.to(device), b.target_lengths.to(device), blank=0, zero_infinity=True, reduction="mean")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
@@ -298,7 +300,7 @@ def main(argv: list[str]) -> None:
                     print(f"stopping: --max-minutes reached at epoch {epoch} batch {i + 1}", flush=True)
                     if args.anneal_by_deadline:
                         # the schedule ended here: validate the partial epoch like a full one
-                        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride)
+                        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride, device)
                         done = epoch + (i + 1) / len(batches)
                         elapsed = elapsed_before + time.time() - run_started
                         with open(log_path, "a", newline="") as f:
@@ -311,7 +313,7 @@ def main(argv: list[str]) -> None:
                             save_checkpoint(args.run / "best.pt", best)
                     return
         epoch_seconds += time.time() - segment_start
-        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride)
+        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride, device)
         epoch += 1
         elapsed = elapsed_before + time.time() - run_started
         with open(log_path, "a", newline="") as f:
