@@ -101,7 +101,7 @@ def main(argv: list[str]) -> None:
     if args.tune:
         best = None
         for a in (0.3, 0.5, 0.8):
-            for b in (0.0, 1.0, 2.0):
+            for b in (0.0, 1.0, 2.0, 3.0):
                 opts = BeamOptions(beam=args.beam, alpha=a, beta=b)
                 rate = ErrorRate()
                 for line, lp in tune:
