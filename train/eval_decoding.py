@@ -1,6 +1,6 @@
 """Validation CER/WER of a checkpoint: greedy decoding against CTC beam search with the char n-gram LM.
 
-    python3 train/eval_decoding.py --checkpoint RUN/best.pt --lm models/hwr-htr-v1/lm.json
+    python3 train/eval_decoding.py --checkpoint RUN/best.pt --lm models/hwr-htr-v2/lm.json
 
 The model runs once over the validation lines; decoders then work on the stored log-probabilities.
 With --tune, alpha and beta are chosen on the validation documents of even position (split "tune")

@@ -1,6 +1,6 @@
 """Export a checkpoint to ONNX (dynamic batch and width) into a model directory, and prove the export.
 
-    python3 train/export_onnx.py --checkpoint /work/cache/hwr-train/v1/best.pt --out models/hwr-htr-v1
+    python3 train/export_onnx.py --checkpoint /work/cache/hwr-train/v2/best.pt --out models/hwr-htr-v2
 
 Writes rec.onnx, charset.txt and manifest.json (model-directory format `hwr-model/1`, see
 docs/recognition.md). The proof: real validation lines (several widths, one padded batch) go through
@@ -111,6 +111,8 @@ def main(argv: list[str]) -> None:
     p.add_argument("--version", default="1")
     p.add_argument("--language-model", type=Path, help="char n-gram file from train/build_lm.py, copied as lm.json")
     p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
+    p.add_argument("--decoding", type=Path, help="eval_decoding.py --json report: its tuned alpha/beta go into the manifest, its figures into training")
+    p.add_argument("--read-whole-lines", action="store_true", help="the pipeline reads each text line as one crop (recognition.readWholeLines)")
     args = p.parse_args(argv)
 
     model, state = load(args.checkpoint)
@@ -137,6 +139,9 @@ def main(argv: list[str]) -> None:
         "output": "logits",
         "outputLayout": "NTC",
     }
+    if args.read_whole_lines:
+        recognition["readWholeLines"] = True
+    decoding = json.loads(args.decoding.read_text()) if args.decoding else None
     manifest: dict = {
         "format": "hwr-model/1",
         "name": args.name,
@@ -146,7 +151,8 @@ def main(argv: list[str]) -> None:
     }
     if args.language_model:
         shutil.copyfile(args.language_model, args.out / "lm.json")
-        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH}
+        tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
+        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH, **tuned}
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
     manifest["training"] = {
@@ -165,6 +171,15 @@ def main(argv: list[str]) -> None:
         "parameters": sum(t.numel() for t in model.parameters()),
         "onnxMaxAbsDifference": float(f"{worst:.2e}"),
     }
+    if decoding:
+        manifest["training"]["validationBeamSearch"] = {
+            "cer": decoding["beam_all"]["cer"],
+            "wer": decoding["beam_all"]["wer"],
+            "lines": decoding["beam_all"]["lines"],
+            "options": decoding["beam_options"],
+            "tunedOn": "validation documents of even position (eval_decoding.py --tune); the other half: "
+            f"CER {decoding['beam_test']['cer']}, WER {decoding['beam_test']['wer']}",
+        }
     save_json(args.out / "manifest.json", manifest)
     print(f"wrote {args.out} ({onnx_path.stat().st_size / 1e6:.1f} MB rec.onnx)")
 
