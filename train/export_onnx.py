@@ -166,7 +166,9 @@ def main(argv: list[str]) -> None:
         "validationWer": round(state["val_wer"], 4) if "val_wer" in state else None,
         "validationDecoding": "greedy",
         "target": "text_norm column (NFC)",
-        "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}, CTC, "
+        "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}"
+        + (f" + {cfg.recurrent_layers} BiLSTM layers" if cfg.recurrent_layers else "")
+        + ", CTC, "
         f"one frame per {cfg.width_stride} px at height {cfg.height}",
         "parameters": sum(t.numel() for t in model.parameters()),
         "onnxMaxAbsDifference": float(f"{worst:.2e}"),

@@ -32,6 +32,9 @@ class ModelConfig:
     # character at height 32, so 4 gave ~2.2 frames per character, tight for CTC (a repeated letter
     # needs a blank between); 2 gives ~4.4.
     width_stride: int = 4
+    # optional bidirectional LSTM layers after the convolutional stack (0: none, as v1 and v2). Too slow to
+    # train on this project's CPUs (docs/training.md), the standard stronger head where a GPU is available.
+    recurrent_layers: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -82,6 +85,11 @@ class CRNN(nn.Module):
         self.temporal = nn.ModuleList(
             TemporalBlock(cfg.hidden, cfg.kernel, spread * 2 ** (i % 3), cfg.dropout) for i in range(cfg.temporal_layers)
         )
+        self.recurrent = (
+            nn.LSTM(cfg.hidden, cfg.hidden // 2, num_layers=cfg.recurrent_layers, bidirectional=True, dropout=cfg.dropout if cfg.recurrent_layers > 1 else 0.0)
+            if cfg.recurrent_layers
+            else None
+        )
         self.dropout = nn.Dropout(cfg.dropout)
         self.classifier = nn.Conv1d(cfg.hidden, cfg.num_classes, 1)
 
@@ -91,6 +99,9 @@ class CRNN(nn.Module):
         f = self.project(f.reshape(n, c * h, t))  # N, hidden, T
         for block in self.temporal:
             f = block(f)
+        if self.recurrent is not None:
+            r, _ = self.recurrent(f.permute(2, 0, 1))  # T, N, hidden
+            f = f + r.permute(1, 2, 0)
         logits = self.classifier(self.dropout(f))  # N, C, T
         return F.log_softmax(logits, dim=1).transpose(1, 2)  # N, T, C
 

@@ -47,6 +47,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--kernel", type=int, default=5)
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--width-stride", type=int, default=2, choices=(2, 4), help="line pixels (at model height) per CTC frame")
+    p.add_argument("--recurrent-layers", type=int, default=0, help="bidirectional LSTM layers after the convolutions (0: none)")
     p.add_argument(
         "--init-from",
         type=Path,
@@ -168,7 +169,9 @@ def main(argv: list[str]) -> None:
             raise SystemExit(f"--init-from was trained on another dataset: {init_state['meta']['dataset_digest']} != {digest}")
         if not args.limit_train and charset != build_charset(train_lines):
             raise SystemExit("--init-from has another charset than this training set")
-        cfg = ModelConfig.from_dict({**init_state["model_config"], "width_stride": args.width_stride, "dropout": args.dropout})
+        cfg = ModelConfig.from_dict(
+            {**init_state["model_config"], "width_stride": args.width_stride, "dropout": args.dropout, "recurrent_layers": args.recurrent_layers}
+        )
         meta = {
             "dataset_digest": digest,
             "training_commit": git_commit(),
@@ -195,6 +198,7 @@ def main(argv: list[str]) -> None:
             kernel=args.kernel,
             dropout=args.dropout,
             width_stride=args.width_stride,
+            recurrent_layers=args.recurrent_layers,
         )
         meta = {"dataset_digest": digest, "training_commit": git_commit(), "mean": mean, "std": std, "charset": charset}
     else:
@@ -210,7 +214,10 @@ def main(argv: list[str]) -> None:
     model = CRNN(cfg).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     if init_state is not None:
-        model.load_state_dict({k: v.to(device) for k, v in init_state["model"].items()})  # strict: every layer must have the same shape
+        # every layer of the checkpoint must fit; only layers it does not have (an added LSTM) start fresh
+        missing, unexpected = model.load_state_dict({k: v.to(device) for k, v in init_state["model"].items()}, strict=False)
+        if unexpected or any(not key.startswith("recurrent.") for key in missing):
+            raise SystemExit(f"--init-from does not fit this model: missing {missing}, unexpected {unexpected}")
         del init_state
     epoch, position, best_cer, elapsed_before = 0, 0, float("inf"), 0.0
     schedule_reached = 0.0  # the schedule never goes back, even when a resume lengthens it
