@@ -13,6 +13,8 @@ import { PipelineError } from '../errors.ts';
 
 export const MANIFEST_FORMAT = 'hwr-model/1';
 export const MANIFEST_FILE = 'manifest.json';
+/** `languageModel.model` value: choose the file's per-language model that fits each page. */
+export const AUTO_LANGUAGE = 'auto';
 
 export type ChannelOrder = 'rgb' | 'bgr';
 
@@ -89,7 +91,7 @@ export interface RecognitionSpec extends InputNormalisation {
 /** A character n-gram LM (`hwr-char-ngram/1`, char-ngram-lm.ts) and the beam search settings it is used with. */
 export interface LanguageModelSpec {
   file: string;
-  /** Which model of the file: `all` (joint) or one language's. */
+  /** Which model of the file: `all` (joint), one language's, or `auto` (per page, the language that fits it best). */
   model: string;
   beam: number;
   alpha: number;

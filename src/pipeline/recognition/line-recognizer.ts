@@ -3,16 +3,17 @@
 // gaps where the model asks for them). The engine holds one or two of these.
 import path from 'node:path';
 import { loadCharNgramFile, type CharNgramModel } from '../char-ngram-lm.ts';
+import { mostLikelyLanguage } from './page-language.ts';
 import { beamSearchCtc, type BeamSearchOptions } from '../ctc-beam-search.ts';
 import { PipelineError } from '../errors.ts';
 import { frameForRect, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../layout/geometry.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
-import type { LanguageModelSpec, RecognitionSpec } from '../models/model-manifest.ts';
+import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-manifest.ts';
 import { createSession, type InferenceSession } from '../models/onnx.ts';
 import { decodeCtc } from './ctc-decode.ts';
 import { insertGapSpaces } from './gap-spaces.ts';
-import { cropLine, recognizeCrops, type CtcDecoder, type LineCrop, type ModelGate, type PlacedCharacter } from './text-recognizer.ts';
+import { cropLine, placeCharacters, scoreCrops, type CropScores, type CtcDecoder, type LineCrop, type ModelGate, type PlacedCharacter } from './text-recognizer.ts';
 
 /** `beam`: CTC prefix beam search with the model's language model, where it has one; else greedy. */
 export type DecoderChoice = 'greedy' | 'beam';
@@ -39,25 +40,24 @@ export class LineRecognizer {
   readonly decoder: DecoderChoice;
   private readonly session: InferenceSession;
   private readonly classes: CharacterClasses;
-  private readonly decode: CtcDecoder;
+  private readonly greedy: CtcDecoder;
+  private readonly languageModels: LoadedLanguageModels | null;
 
-  private constructor(options: LineRecognizerOptions, session: InferenceSession, classes: CharacterClasses, decoder: DecoderChoice, decode: CtcDecoder) {
+  private constructor(options: LineRecognizerOptions, session: InferenceSession, classes: CharacterClasses, languageModels: LoadedLanguageModels | null) {
     this.source = options.source;
     this.spec = options.recognition;
     this.session = session;
     this.classes = classes;
-    this.decoder = decoder;
-    this.decode = decode;
+    this.decoder = languageModels ? 'beam' : 'greedy';
+    this.languageModels = languageModels;
+    this.greedy = (scores, offset, stride, steps, logits) => decodeCtc(scores, offset, stride, steps, classes, logits);
   }
 
   static async load(options: LineRecognizerOptions): Promise<LineRecognizer> {
     const classes = loadCharacterClasses(options.recognition);
-    const lm = options.decoder === 'beam' && options.languageModel ? loadLanguageModel(options.languageModel) : null;
+    const languageModels = options.decoder === 'beam' && options.languageModel ? loadLanguageModels(options.languageModel) : null;
     const session = await createSession(options.recognition.file, options.threads);
-    const decode: CtcDecoder = lm
-      ? (scores, offset, stride, steps, logits) => beamSearchCtc(scores, offset, stride, steps, classes, logits, lm.model, lm.options)
-      : (scores, offset, stride, steps, logits) => decodeCtc(scores, offset, stride, steps, classes, logits);
-    return new LineRecognizer(options, session, classes, lm ? 'beam' : 'greedy', decode);
+    return new LineRecognizer(options, session, classes, languageModels);
   }
 
   get file(): string {
@@ -68,7 +68,9 @@ export class LineRecognizer {
   async read(image: RgbImage, pieces: readonly RotatedRect[], gate: ModelGate, flips?: readonly boolean[]): Promise<PieceRead[]> {
     const scale = this.spec.cropHeightScale;
     const crops = pieces.map((piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flips?.[index] ?? false));
-    const read = await recognizeCrops(this.session, this.spec, this.classes, crops, gate, this.decode);
+    const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
+    const decode = this.decoderFor(scored);
+    const read = scored.map((frames) => placeCharacters(frames, decode));
     const minGap = this.spec.spacesFromGaps;
     return crops.map((crop, index) => ({
       // Character positions are crop columns; the reported frame maps the same columns onto the
@@ -78,23 +80,55 @@ export class LineRecognizer {
     }));
   }
 
+  /**
+   * Greedy decoding, or beam search with the language model; with several (`model: "auto"`),
+   * the one under which these lines' greedy reading is most likely (page-language.ts).
+   */
+  private decoderFor(scored: readonly CropScores[]): CtcDecoder {
+    const loaded = this.languageModels;
+    if (!loaded) return this.greedy;
+    let model = loaded.models.values().next().value as CharNgramModel;
+    if (loaded.models.size > 1) {
+      const firstReading = scored.map((frames) => placeCharacters(frames, this.greedy).map((character) => character.text).join(''));
+      model = loaded.models.get(mostLikelyLanguage(loaded.models, firstReading)) ?? model;
+    }
+    const { classes } = this;
+    return (scores, offset, stride, steps, logits) => beamSearchCtc(scores, offset, stride, steps, classes, logits, model, loaded.options);
+  }
+
   async close(): Promise<void> {
     await this.session.release();
   }
 }
 
-/** LM files are large (megabytes of JSON): one parse per file, model and process. */
-const languageModels = new Map<string, ReturnType<typeof loadCharNgramFile>>();
+/** The model(s) of an LM file beam search chooses from, and the search settings. */
+interface LoadedLanguageModels {
+  models: ReadonlyMap<string, CharNgramModel>;
+  options: BeamSearchOptions;
+}
 
-function loadLanguageModel(spec: LanguageModelSpec): { model: CharNgramModel; options: BeamSearchOptions } {
+/** LM files are large (megabytes of JSON): one parse per file and model selection, per process. */
+const languageModelFiles = new Map<string, ReturnType<typeof loadCharNgramFile>>();
+
+/**
+ * `model: "auto"` loads every per-language model of the file (all but the joint `all`; `all`
+ * when the file has no other), and each page is decoded with the language that fits it.
+ */
+function loadLanguageModels(spec: LanguageModelSpec): LoadedLanguageModels {
   const file = path.resolve(spec.file);
-  const key = `${file}\u0000${spec.model}`;
-  let loaded = languageModels.get(key);
+  const auto = spec.model === AUTO_LANGUAGE;
+  const key = `${file}\u0000${auto ? '' : spec.model}`;
+  let loaded = languageModelFiles.get(key);
   if (!loaded) {
-    loaded = loadCharNgramFile(file, spec.model);
-    languageModels.set(key, loaded);
+    loaded = loadCharNgramFile(file, auto ? undefined : spec.model);
+    languageModelFiles.set(key, loaded);
+  }
+  const options = { beam: spec.beam, alpha: spec.alpha, beta: spec.beta, prune: spec.prune, maxCandidates: spec.maxCandidates };
+  if (auto) {
+    const perLanguage = new Map([...loaded.models].filter(([name]) => name !== 'all'));
+    return { models: perLanguage.size > 0 ? perLanguage : loaded.models, options };
   }
   const model = loaded.models.get(spec.model);
   if (!model) throw new PipelineError('model_invalid', `the language model ${file} has no model "${spec.model}"`);
-  return { model, options: { beam: spec.beam, alpha: spec.alpha, beta: spec.beta, prune: spec.prune, maxCandidates: spec.maxCandidates } };
+  return { models: new Map([[spec.model, model]]), options };
 }

@@ -48,15 +48,22 @@ export type ModelGate = <T>(task: () => Promise<T>) => Promise<T>;
  */
 export type CtcDecoder = (scores: Float32Array, offset: number, stride: number, steps: number, logits: boolean) => DecodedCharacter[];
 
-export async function recognizeCrops(
-  session: InferenceSession,
-  spec: RecognitionSpec,
-  classes: CharacterClasses,
-  crops: readonly LineCrop[],
-  gate: ModelGate,
-  decode: CtcDecoder,
-): Promise<PlacedCharacter[][]> {
-  const results: PlacedCharacter[][] = crops.map(() => []);
+/** The model's class scores for one crop: `steps` rows of `classCount` values, one after the other. */
+export interface CropScores {
+  scores: Float32Array;
+  steps: number;
+  classCount: number;
+  /** Crop pixels per output frame. */
+  pixelsPerStep: number;
+  /** Crop width in pixels (characters are kept inside it). */
+  width: number;
+  /** Raw scores or log-probabilities (true) or probabilities (false). */
+  logits: boolean;
+}
+
+/** Runs the model over the crops, batched by width; returns each crop's own frames. */
+export async function scoreCrops(session: InferenceSession, spec: RecognitionSpec, classes: CharacterClasses, crops: readonly LineCrop[], gate: ModelGate): Promise<CropScores[]> {
+  const results: CropScores[] = new Array(crops.length);
   for (const batch of planBatches(crops, spec.widthMultiple)) {
     const paddedWidth = batch.width;
     const height = spec.inputHeight;
@@ -81,17 +88,36 @@ export async function recognizeCrops(
     batch.indices.forEach((cropIndex, slot) => {
       const crop = crops[cropIndex];
       const validSteps = Math.min(steps, Math.ceil(crop.width / pixelsPerStep) + 1);
-      const offset = ntc ? slot * steps * classCount : slot * classCount;
-      const stride = ntc ? classCount : batch.indices.length * classCount;
-      results[cropIndex] = decode(output.data, offset, stride, validSteps, spec.output === 'logits').map((character) => ({
-        text: character.text,
-        start: Math.min(crop.width, character.start * pixelsPerStep),
-        end: Math.min(crop.width, character.end * pixelsPerStep),
-        confidence: character.confidence,
-      }));
+      const scores = new Float32Array(validSteps * classCount);
+      for (let t = 0; t < validSteps; t += 1) {
+        const row = ntc ? (slot * steps + t) * classCount : (t * batch.indices.length + slot) * classCount;
+        scores.set(output.data.subarray(row, row + classCount), t * classCount);
+      }
+      results[cropIndex] = { scores, steps: validSteps, classCount, pixelsPerStep, width: crop.width, logits: spec.output === 'logits' };
     });
   }
   return results;
+}
+
+/** Decodes one crop's frames and places the characters in crop pixels. */
+export function placeCharacters(frames: CropScores, decode: CtcDecoder): PlacedCharacter[] {
+  return decode(frames.scores, 0, frames.classCount, frames.steps, frames.logits).map((character) => ({
+    text: character.text,
+    start: Math.min(frames.width, character.start * frames.pixelsPerStep),
+    end: Math.min(frames.width, character.end * frames.pixelsPerStep),
+    confidence: character.confidence,
+  }));
+}
+
+export async function recognizeCrops(
+  session: InferenceSession,
+  spec: RecognitionSpec,
+  classes: CharacterClasses,
+  crops: readonly LineCrop[],
+  gate: ModelGate,
+  decode: CtcDecoder,
+): Promise<PlacedCharacter[][]> {
+  return (await scoreCrops(session, spec, classes, crops, gate)).map((frames) => placeCharacters(frames, decode));
 }
 
 function padWhite(input: Float32Array, offset: number, spec: RecognitionSpec, from: number, width: number, height: number): void {
