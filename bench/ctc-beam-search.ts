@@ -2,7 +2,7 @@
 // (onnxruntime-node, src/pipeline/ctc-beam-search.ts), on the validation lines of htr-lines:
 // CER, WER and milliseconds per line for the model and for each decoder.
 //
-//   node bench/ctc-beam-search.ts [--model models/hwr-htr-v1] [--dataset ../shared/datasets/htr-lines] [--limit N]
+//   node bench/ctc-beam-search.ts [--model models/hwr-htr-v2] [--dataset ../shared/datasets/htr-lines] [--limit N]
 //
 // Lines are fed exactly as in training (train/batches.py): the 64 px grey JPEG averaged 2x2 to
 // 32 px, normalised with the manifest's mean/std. The reference is the `text_norm` column.
@@ -22,7 +22,7 @@ import { editDistance } from './lib/text-metrics.ts';
 
 const { values } = parseArgs({
   options: {
-    model: { type: 'string', default: 'models/hwr-htr-v1' },
+    model: { type: 'string', default: 'models/hwr-htr-v2' },
     dataset: { type: 'string', default: '../shared/datasets/htr-lines' },
     limit: { type: 'string', default: '0' },
   },

@@ -112,6 +112,8 @@ def main(argv: list[str]) -> None:
     p.add_argument("--language-model", type=Path, help="char n-gram file from train/build_lm.py, copied as lm.json")
     p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
     p.add_argument("--decoding", type=Path, help="eval_decoding.py --json report: its tuned alpha/beta go into the manifest, its figures into training")
+    p.add_argument("--lm-model", default="all", help="languageModel.model: all (joint), a language, or auto (per page, docs/recognition.md)")
+    p.add_argument("--crop-height-scale", type=float, default=1.0, help="recognition.cropHeightScale: lines cut this many times their detected height")
     p.add_argument("--read-whole-lines", action="store_true", help="the pipeline reads each text line as one crop (recognition.readWholeLines)")
     args = p.parse_args(argv)
 
@@ -141,6 +143,8 @@ def main(argv: list[str]) -> None:
     }
     if args.read_whole_lines:
         recognition["readWholeLines"] = True
+    if args.crop_height_scale != 1.0:
+        recognition["cropHeightScale"] = args.crop_height_scale
     decoding = json.loads(args.decoding.read_text()) if args.decoding else None
     manifest: dict = {
         "format": "hwr-model/1",
@@ -152,7 +156,7 @@ def main(argv: list[str]) -> None:
     if args.language_model:
         shutil.copyfile(args.language_model, args.out / "lm.json")
         tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
-        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH, **tuned}
+        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
     manifest["training"] = {

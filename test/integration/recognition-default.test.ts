@@ -1,11 +1,14 @@
 // The default setup with the real models in the repository: our handwriting recognizer
-// (models/hwr-htr-v1, with its character LM) reads handwriting, PP-OCRv4 screens each page
+// (models/hwr-htr-v2, with its character LM) reads handwriting, PP-OCRv4 screens each page
 // and keeps the lines it is sure of (models/default, docs/recognition.md "Two recognizers").
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
+import { patchToPage } from '../../src/pipeline/image/raster.ts';
+import { rectCorners } from '../../src/pipeline/layout/geometry.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/pipeline/models/default-model.ts';
 import type { OcrEngine } from '../../src/pipeline/ocr-engine.ts';
 import { allLines } from '../../src/pipeline/page-result.ts';
@@ -79,4 +82,25 @@ test('beam search with the language model reads the handwritten page better than
   const beam = cer(recognition('handwritten'), MARGINAL_PAGE);
   const plain = cer(recognition('handwritten, greedy'), MARGINAL_PAGE);
   assert.ok(beam < plain, `beam ${beam}, greedy ${plain}`);
+});
+
+test('our recognizer reads a line detected in several pieces as one crop across all of them', async () => {
+  assert.equal(engine.spec.recognition.readWholeLines, true);
+  const prepared = await prepareImage(await readFile(MARGINAL_PAGE.imagePath), { name: MARGINAL_PAGE.name, maxPixels: config.limits.maxImagePixels });
+  const layout = await engine.layout(prepared.raster);
+  const readings = await engine.read(prepared.raster, layout);
+  const split = layout.flatMap((region) => region.lines).filter((line) => line.fragments.length > 1 && readings.get(line.fragments[0])?.recognizer === 'main');
+  assert.ok(split.length >= 3, `${split.length} lines in several pieces read by our recognizer`);
+  for (const line of split) {
+    const first = readings.get(line.fragments[0]);
+    assert.ok(first && first.characters.length > 0);
+    for (const piece of line.fragments.slice(1)) assert.deepEqual(readings.get(piece)?.characters, [], 'the other pieces read nothing of their own');
+    // the crop runs from the line's first piece to its last: its ends lie on the line's outer corners
+    const along = (point: readonly [number, number]): number => point[0] * Math.cos(line.angle) + point[1] * Math.sin(line.angle);
+    const corners = line.fragments.flatMap((piece) => rectCorners(piece)).map(along);
+    const { frame, width } = first.crop;
+    const cropStart = along(patchToPage(frame, 0, 0));
+    const cropEnd = along(patchToPage(frame, width, 0));
+    assert.ok(Math.abs(cropStart - Math.min(...corners)) < 1 && Math.abs(cropEnd - Math.max(...corners)) < 1, `crop ${cropStart}..${cropEnd}`);
+  }
 });
