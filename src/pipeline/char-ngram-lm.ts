@@ -101,21 +101,25 @@ class BackoffModel implements CharNgramModel {
 
   /** The last order-1 code points of boundary + history. */
   private contextOf(history: string): string {
-    const wanted = this.order - 1;
-    let start = history.length;
-    let count = 0;
-    while (start > 0 && count < wanted) {
-      start -= 1;
-      const unit = history.charCodeAt(start);
-      if (unit >= 0xdc00 && unit <= 0xdfff && start > 0) {
-        const high = history.charCodeAt(start - 1);
-        if (high >= 0xd800 && high <= 0xdbff) start -= 1;
-      }
-      count += 1;
-    }
-    const tail = history.slice(start);
-    return count < wanted ? this.boundary + tail : tail;
+    return lastCodePoints(this.boundary + history, this.order - 1);
   }
+}
+
+/**
+ * The last `count` code points of `text`. The LM reads only that much history (a shorter
+ * one gets the boundary in front), so two histories with the same tail score alike.
+ */
+export function lastCodePoints(text: string, count: number): string {
+  let start = text.length;
+  for (let seen = 0; start > 0 && seen < count; seen += 1) {
+    start -= 1;
+    const unit = text.charCodeAt(start);
+    if (unit >= 0xdc00 && unit <= 0xdfff && start > 0) {
+      const high = text.charCodeAt(start - 1);
+      if (high >= 0xd800 && high <= 0xdbff) start -= 1;
+    }
+  }
+  return text.slice(start);
 }
 
 const MEMO_LIMIT = 1 << 20;

@@ -78,6 +78,10 @@ export function beamSearchCtc(
   const frame = new Float64Array(count);
   const states = lm ? languageModelStates(lm, classes, options.alpha, options.beta) : null;
   const extension = (state: number, k: number): number => (states ? states.score(state, k) : options.beta);
+  const stateOf = (beam: Beam): number => {
+    if (states && beam.state < 0) beam.state = states.next(beam.parentState, beam.extendedBy);
+    return beam.state;
+  };
 
   let beams = new Map<string, Beam>([['', { blank: 0, nonBlank: NEG, last: null, lastScore: 0, state: states ? states.start() : -1, parentState: -1, extendedBy: -1 }]]);
   for (let t = 0; t < steps; t += 1) {
@@ -120,16 +124,16 @@ export function beamSearchCtc(
 
     for (const [prefix, beam] of beams) {
       const total = logAdd(beam.blank, beam.nonBlank);
-      if (states && beam.state < 0) beam.state = states.next(beam.parentState, beam.extendedBy);
-      const same = entry(prefix, beam.state, -1, -1);
+      const state = stateOf(beam);
+      const same = entry(prefix, state, -1, -1);
       same.blank = logAdd(same.blank, total + blankScore);
       offer(same, total + blankScore, () => beam.last);
       const last = beam.last;
       for (const k of candidates) {
         const char = classes.symbols[k];
         const p = frame[k];
-        const target = entry(prefix + char, -1, beam.state, k);
-        const via = (char === last?.text ? beam.blank : total) + p + extension(beam.state, k);
+        const target = entry(prefix + char, -1, state, k);
+        const via = (char === last?.text ? beam.blank : total) + p + extension(state, k);
         target.nonBlank = logAdd(target.nonBlank, via);
         offer(target, via, () => ({ text: char, start: t, end: t + 1, confidence: Math.exp(p), previous: last }));
         if (last && char === last.text) {
@@ -147,8 +151,7 @@ export function beamSearchCtc(
   let bestScore = NEG;
   for (const item of beams) {
     const beam = item[1];
-    if (states && beam.state < 0) beam.state = states.next(beam.parentState, beam.extendedBy);
-    const score = logAdd(beam.blank, beam.nonBlank) + (states ? states.final(beam.state) : 0);
+    const score = logAdd(beam.blank, beam.nonBlank) + (states ? states.final(stateOf(beam)) : 0);
     if (best === null || score > bestScore) {
       best = item;
       bestScore = score;

@@ -3,7 +3,7 @@
 // output class and its successor state are computed on first use and kept. Beam search
 // then pays an array read per (prefix, class) instead of building a string key and
 // looking it up in the n-gram tables (those look-ups were most of its time).
-import type { CharNgramModel } from './char-ngram-lm.ts';
+import { lastCodePoints, type CharNgramModel } from './char-ngram-lm.ts';
 import type { CharacterClasses } from './models/charset.ts';
 
 /** Past this many states the cache starts again (about 1.8 KB per state with 150 classes). */
@@ -86,23 +86,6 @@ export class LanguageModelStates {
     }
     return id;
   }
-}
-
-/**
- * The last `count` code points of `text`. The LM reads only that much history (a shorter
- * one gets the boundary in front), so two prefixes with the same tail score alike.
- */
-export function lastCodePoints(text: string, count: number): string {
-  let start = text.length;
-  for (let seen = 0; start > 0 && seen < count; seen += 1) {
-    start -= 1;
-    const unit = text.charCodeAt(start);
-    if (unit >= 0xdc00 && unit <= 0xdfff && start > 0) {
-      const high = text.charCodeAt(start - 1);
-      if (high >= 0xd800 && high <= 0xdbff) start -= 1;
-    }
-  }
-  return text.slice(start);
 }
 
 const cache = new WeakMap<CharNgramModel, WeakMap<CharacterClasses, Map<string, LanguageModelStates>>>();

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/char-ngram-lm.ts';
+import { lastCodePoints, loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/char-ngram-lm.ts';
 import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../../src/pipeline/ctc-beam-search.ts';
-import { languageModelStates, lastCodePoints } from '../../src/pipeline/lm-states.ts';
+import { languageModelStates } from '../../src/pipeline/lm-states.ts';
 import { characterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
 import { decodeCtc } from '../../src/pipeline/recognition/ctc-decode.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';

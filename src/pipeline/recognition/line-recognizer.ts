@@ -67,7 +67,8 @@ export class LineRecognizer {
   /** Reads each piece (rotated rectangles in page pixels); `flips[i]` turns piece i by 180°. */
   async read(image: RgbImage, pieces: readonly RotatedRect[], gate: ModelGate, flips?: readonly boolean[]): Promise<PieceRead[]> {
     const scale = this.spec.cropHeightScale;
-    const crops = pieces.map((piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flips?.[index] ?? false));
+    const flipped = (index: number): boolean => flips?.[index] ?? false;
+    const crops = pieces.map((piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)));
     const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
     const decode = this.decoderFor(scored);
     const read = scored.map((frames) => placeCharacters(frames, decode));
@@ -75,7 +76,7 @@ export class LineRecognizer {
     return crops.map((crop, index) => ({
       // Character positions are crop columns; the reported frame maps the same columns onto the
       // detected line alone, so word boxes do not reach into the context cut around it.
-      crop: { frame: scale === 1 ? crop.frame : frameForRect(pieces[index], crop.width, crop.height, flips?.[index] ?? false), width: crop.width, height: crop.height },
+      crop: { frame: scale === 1 ? crop.frame : frameForRect(pieces[index], crop.width, crop.height, flipped(index)), width: crop.width, height: crop.height },
       characters: minGap === null ? read[index] : insertGapSpaces(read[index], crop.pixels, crop.width, crop.height, { minGap }),
     }));
   }

@@ -109,17 +109,6 @@ export function placeCharacters(frames: CropScores, decode: CtcDecoder): PlacedC
   }));
 }
 
-export async function recognizeCrops(
-  session: InferenceSession,
-  spec: RecognitionSpec,
-  classes: CharacterClasses,
-  crops: readonly LineCrop[],
-  gate: ModelGate,
-  decode: CtcDecoder,
-): Promise<PlacedCharacter[][]> {
-  return (await scoreCrops(session, spec, classes, crops, gate)).map((frames) => placeCharacters(frames, decode));
-}
-
 function padWhite(input: Float32Array, offset: number, spec: RecognitionSpec, from: number, width: number, height: number): void {
   for (let c = 0; c < spec.channels; c += 1) {
     const value = whiteValue(spec, c);
