@@ -1,20 +1,46 @@
-// Runs commands: read the stream, fold, decide, append at the expected version with
-// the reactions in the same transaction; on a version conflict, re-read and re-decide.
+// Runs commands: read, fold, decide, append with the reactions in the same transaction;
+// on a conflict, re-read and re-decide (with backoff, never failing the caller's work).
+//
+// A job's stream is one ordered history, but its commands have two consistency boundaries
+// (docs/architecture.md, "Consistency boundaries"):
+//  - job-level commands (cancel, fail, succeed, callbacks, expiry) decide from the whole
+//    stream and conflict only with other job-level events;
+//  - page commands (StartStep of a page, CompletePage) decide from the job-level events and
+//    their own page's events, so the pages of one job never conflict with each other. Their
+//    read does not grow with the job: JobQueued (every page's source) is read once per process.
 import type { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import { foldAccount, decideAccount, type AccountCommand, type AccountState, evolveAccount } from '../../domain/account.ts';
 import { accountStreamId, jobStreamId, type AccountEvent, type EventMetadata, type JobEvent, type RecordedEvent } from '../../domain/events.ts';
 import { decideJob, type JobCommand } from '../../domain/job-decide.ts';
 import { evolve, foldJob, type JobState } from '../../domain/job.ts';
+import { LruCache } from './lru-cache.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { appendToStream } from '../store/append-to-stream.ts';
 import { ConcurrencyError } from '../store/concurrency-error.ts';
 import { readStream } from '../store/read-stream.ts';
+import { countStreamEvents, readStreamHead, readStreamScope } from '../store/read-stream-scope.ts';
 import { toDomainEvent } from '../store/recorded-event.ts';
 import { scheduleReactions } from '../workers/boss.ts';
 import { reactionsTo } from '../workers/reactions.ts';
 
-const MAX_ATTEMPTS = 20;
+/** A conflict is retried until this long has passed since the first try. */
+const CONFLICT_RETRY_MS = 60_000;
+const CONFLICT_BACKOFF_CAP_MS = 200;
+/** JobQueued events kept per process (a 1,000-page job's is about 200 KB). */
+const JOB_HEADS_KEPT = 64;
+
+export type PageCommand = Extract<JobCommand, { type: 'StartStep' } | { type: 'CompletePage' }> & { page: number };
+
+/**
+ * A job as one page's commands see it: the job-level facts and that page's facts. Its
+ * pageSteps/completedPages hold that page only, and `version` is not the stream's version.
+ */
+export interface PageView {
+  state: JobState;
+  /** The last stream version of the view's scope, the condition of its append. */
+  seenVersion: number;
+}
 
 export interface CommandResult<S> {
   before: S;
@@ -25,6 +51,9 @@ export interface CommandResult<S> {
 export class CommandBus {
   readonly db: Database;
   readonly boss: PgBoss;
+  /** Conflicts retried since start, for benchmarks and logs. */
+  conflicts = 0;
+  private readonly jobHeads = new LruCache<string, JobEvent>(JOB_HEADS_KEPT);
 
   constructor(db: Database, boss: PgBoss) {
     this.db = db;
@@ -35,28 +64,77 @@ export class CommandBus {
     return foldJob((await readStream(db, jobStreamId(jobId))).map((event) => toDomainEvent<JobEvent>(event)));
   }
 
+  /** The job-level events and `page`'s events; null when the job does not exist. */
+  async loadPageView(db: Queryable, jobId: string, page: number): Promise<PageView | null> {
+    const streamId = jobStreamId(jobId);
+    let head = this.jobHeads.get(streamId);
+    if (head === undefined) {
+      const recorded = await readStreamHead(db, streamId);
+      if (recorded === undefined) return null;
+      head = toDomainEvent<JobEvent>(recorded);
+      this.jobHeads.set(streamId, head);
+    }
+    const scoped = await readStreamScope(db, streamId, { page });
+    const state = foldJob([head, ...scoped.map((event) => toDomainEvent<JobEvent>(event))]);
+    return { state, seenVersion: scoped.at(-1)?.streamVersion ?? 1 };
+  }
+
   async loadAccount(db: Queryable, accountId: string): Promise<AccountState> {
     return foldAccount((await readStream(db, accountStreamId(accountId))).map((event) => toDomainEvent<AccountEvent>(event)));
   }
 
-  /** `command` may be a function of the current state (e.g. the next callback attempt number). */
+  /**
+   * A job-level command, decided from the whole stream. Page commands go to `page`.
+   * `command` may be a function of the current state (e.g. the next callback attempt number).
+   */
   async job(jobId: string, command: JobCommand | ((state: JobState) => JobCommand), metadata: EventMetadata = {}): Promise<CommandResult<JobState>> {
+    if (typeof command !== 'function' && isPageCommand(command)) return this.page(jobId, command, metadata);
     return this.retryOnConflict(async () => {
       const before = await this.loadJob(this.db.pool, jobId);
-      const events = decideJob(before, typeof command === 'function' ? command(before) : command);
+      const decided = typeof command === 'function' ? command(before) : command;
+      if (isPageCommand(decided)) throw new Error(`${decided.type} of a page is a page command`);
+      const events = decideJob(before, decided);
       if (events.length === 0) return { before, after: before, events: [] };
       const recorded = await this.db.transaction((client) => this.commitJobEvents(client, before, events, metadata));
       return { before, after: events.reduce(evolve, before), events: recorded };
     });
   }
 
-  /** Appends job events decided elsewhere (e.g. submission) with their reactions, in `client`'s transaction. */
+  /**
+   * Appends job-level events decided elsewhere (e.g. submission) with their reactions, in
+   * `client`'s transaction. They conflict only with job-level events appended since `before`:
+   * page events do not change what a job-level command decides from, except SucceedJob and the
+   * export step, which need every page completed, after which no page event can be appended.
+   */
   async commitJobEvents(client: pg.PoolClient, before: JobState, events: JobEvent[], metadata: EventMetadata): Promise<RecordedEvent[]> {
     const after = events.reduce(evolve, before);
     const streamId = jobStreamId(after.jobId);
-    const recorded = await appendToStream(client, streamId, before.version, events, { accountId: after.accountId, ...metadata });
+    const recorded = await appendToStream(client, streamId, before.version, events, { accountId: after.accountId, ...metadata }, { page: null });
     await scheduleReactions(this.boss, client, reactionsTo(events, after));
     return recorded;
+  }
+
+  /** A page command, decided from the page's view; other pages' events never conflict with it. */
+  async page(jobId: string, command: PageCommand, metadata: EventMetadata = {}): Promise<CommandResult<JobState>> {
+    return this.retryOnConflict(async () => {
+      const view = await this.loadPageView(this.db.pool, jobId, command.page);
+      const before = view?.state ?? foldJob([]);
+      const events = decideJob(before, command);
+      if (events.length === 0 || view === null) return { before, after: before, events: [] };
+      const after = events.reduce(evolve, before);
+      const streamId = jobStreamId(jobId);
+      const recorded = await this.db.transaction(async (client) => {
+        const appended = await appendToStream(client, streamId, view.seenVersion, events, { accountId: after.accountId, ...metadata }, {
+          page: command.page,
+        });
+        // The stream's append lock is held until commit: this count is exact, so exactly one
+        // completion sees the last page done and schedules the export.
+        const completed = events.some((event) => event.type === 'PageCompleted') ? await countStreamEvents(client, streamId, 'PageCompleted') : 0;
+        await scheduleReactions(this.boss, client, reactionsTo(events, after, completed));
+        return appended;
+      });
+      return { before, after, events: recorded };
+    });
   }
 
   async account(accountId: string, command: AccountCommand, metadata: EventMetadata = {}, alsoInTransaction?: (client: pg.PoolClient) => Promise<void>): Promise<CommandResult<AccountState>> {
@@ -73,13 +151,21 @@ export class CommandBus {
   }
 
   private async retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
+    const started = Date.now();
     for (let tries = 1; ; tries++) {
       try {
         return await attempt();
       } catch (error) {
-        if (!(error instanceof ConcurrencyError) || tries >= MAX_ATTEMPTS) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * tries));
+        if (!(error instanceof ConcurrencyError) || Date.now() - started > CONFLICT_RETRY_MS) throw error;
+        this.conflicts++;
+        // Full jitter on an exponential backoff, so retries of many writers spread out.
+        const ceiling = Math.min(CONFLICT_BACKOFF_CAP_MS, 2 ** tries);
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
       }
     }
   }
+}
+
+function isPageCommand(command: JobCommand): command is PageCommand {
+  return command.type === 'CompletePage' || (command.type === 'StartStep' && command.page !== null);
 }

@@ -1,9 +1,21 @@
-// Appends events to one stream at an expected version, in the caller's transaction.
-// The inline projections run inside the same SQL call (hwr_append_events).
+// Appends events to one stream, in the caller's transaction. The inline projections run
+// inside the same SQL call (hwr_append_events), which also holds the stream's append lock
+// until the transaction ends.
+//
+// Two consistency checks (migrations/0006_page_scoped_appends.sql):
+//  - whole stream: the stream must still be at `expectedVersion`;
+//  - scoped: no event of the scope (the job-level events, plus one page's events when
+//    `scope.page` is set) was appended after `expectedVersion`, the last version the caller
+//    read of that scope. Events of other pages do not conflict.
 import { EVENT_SCHEMA_VERSIONS, type DomainEvent, type EventMetadata, type RecordedEvent } from '../../domain/events.ts';
 import type { Queryable } from '../db/database.ts';
 import { ConcurrencyError } from './concurrency-error.ts';
 import { EVENT_COLUMNS, toRecordedEvent, type EventRow } from './recorded-event.ts';
+
+/** A stream's job-level events (`page: null`), or those and one page's events. */
+export interface AppendScope {
+  page: number | null;
+}
 
 export async function appendToStream(
   db: Queryable,
@@ -11,6 +23,7 @@ export async function appendToStream(
   expectedVersion: number,
   events: readonly DomainEvent[],
   metadata: EventMetadata = {},
+  scope?: AppendScope,
 ): Promise<RecordedEvent[]> {
   if (events.length === 0) return [];
   const payload = events.map((event) => ({
@@ -19,10 +32,12 @@ export async function appendToStream(
     metadata: { ...metadata, schemaVersion: EVENT_SCHEMA_VERSIONS[event.type] },
   }));
   try {
-    const result = await db.query<EventRow>(`select ${EVENT_COLUMNS} from hwr_append_events($1, $2, $3)`, [
+    const result = await db.query<EventRow>(`select ${EVENT_COLUMNS} from hwr_append_events($1, $2, $3, $4, $5)`, [
       streamId,
       expectedVersion,
       JSON.stringify(payload),
+      scope !== undefined,
+      scope?.page ?? null,
     ]);
     return result.rows.map(toRecordedEvent);
   } catch (error) {
@@ -33,6 +48,6 @@ export async function appendToStream(
 
 function isVersionConflict(error: unknown): boolean {
   const code = (error as { code?: string; constraint?: string }).code;
-  // HWR01: the version check in hwr_append_events; 23505: a concurrent append won the unique index.
+  // HWR01: the check in hwr_append_events; 23505: a unique index refused a second copy of a fact.
   return code === 'HWR01' || (code === '23505' && (error as { constraint?: string }).constraint === 'events_stream_id_stream_version_key');
 }

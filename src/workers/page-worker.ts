@@ -23,9 +23,10 @@ export function createPageHandler(deps: PageWorkerDeps) {
   return async (task: Job<PageTaskData>): Promise<void> => {
     const { jobId, page } = task.data;
     const log = deps.log.child({ job_id: jobId, page, task_id: task.id, attempt: task.retryCount + 1 });
-    const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
-    if (state.status !== 'queued' && state.status !== 'processing') {
-      log.info({ state: state.status }, 'page task dropped: job has ended');
+    const view = await deps.bus.loadPageView(deps.bus.db.pool, jobId, page);
+    const state = view?.state;
+    if (state?.status !== 'queued' && state?.status !== 'processing') {
+      log.info({ state: state?.status ?? null }, 'page task dropped: job has ended');
       return;
     }
     if (state.completedPages[page] !== undefined) return;
@@ -43,7 +44,7 @@ export function createPageHandler(deps: PageWorkerDeps) {
           log,
           enterStep: async (step) => {
             signal.throwIfAborted();
-            await deps.bus.job(jobId, { type: 'StartStep', page, step, now: new Date() }, { actor: 'worker', causationId: task.id });
+            await deps.bus.page(jobId, { type: 'StartStep', page, step, now: new Date() }, { actor: 'worker', causationId: task.id });
           },
         },
       );
@@ -51,7 +52,7 @@ export function createPageHandler(deps: PageWorkerDeps) {
       const resultKey = pageResultKey(jobId, page);
       await deps.blobs.put(resultKey, JSON.stringify(result));
       const correction = result.correction;
-      await deps.bus.job(
+      await deps.bus.page(
         jobId,
         {
           type: 'CompletePage',

@@ -9,7 +9,11 @@ export type Reaction =
   | { kind: 'send'; queue: string; id: string; data: object; startAfter?: Date }
   | { kind: 'cancel'; queue: string; ids: string[] };
 
-export function reactionsTo(events: readonly DomainEvent[], after: JobState): Reaction[] {
+/**
+ * `pagesDoneAfter`: the job's completed pages after `events`, where `after` does not know them
+ * (a page command's state holds its own page only).
+ */
+export function reactionsTo(events: readonly DomainEvent[], after: JobState, pagesDoneAfter = pagesDone(after)): Reaction[] {
   const reactions: Reaction[] = [];
   for (const event of events) {
     switch (event.type) {
@@ -20,7 +24,7 @@ export function reactionsTo(events: readonly DomainEvent[], after: JobState): Re
         break;
       case 'PageCompleted':
         // The append that completes the last page schedules the export.
-        if (pagesDone(after) === after.pageCount) {
+        if (pagesDoneAfter === after.pageCount) {
           reactions.push({ kind: 'send', queue: QUEUES.export, id: exportTaskId(after.jobId), data: { jobId: after.jobId } });
         }
         break;
