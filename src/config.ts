@@ -33,6 +33,8 @@ export interface Config {
     heartbeatSeconds: number;
     /** How often pg-boss looks for lapsed tasks and runs cron schedules. */
     superviseIntervalSeconds: number;
+    /** On SIGTERM, how long running tasks may finish before they are handed back unspent. */
+    shutdownGraceSeconds: number;
   };
   limits: {
     maxUploadBytes: number;
@@ -133,6 +135,9 @@ export function loadConfig(env: Env = process.env): Config {
       pollingIntervalSeconds: read.number('WORKER_POLL_SECONDS', 2, 0.5, 60),
       heartbeatSeconds: read.integer('TASK_HEARTBEAT_SECONDS', 30, 10, 3600),
       superviseIntervalSeconds: read.integer('SUPERVISE_INTERVAL_SECONDS', 30, 1, 3600),
+      // Fits a 30 s orchestrator stop window (Kubernetes, docker compose's default is 10 s: set
+      // stop_grace_period) with room to hand tasks back and close.
+      shutdownGraceSeconds: read.number('SHUTDOWN_GRACE_SECONDS', 25, 0, 3600),
     },
     limits: {
       maxUploadBytes: read.integer('MAX_UPLOAD_BYTES', 512 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
@@ -153,9 +158,19 @@ export function loadConfig(env: Env = process.env): Config {
     recognition: recognitionConfig(read, cores),
     correction: readCorrection(read, problems),
   };
+  if (config.callbacks.timeoutMs > CALLBACK_TIMEOUT_MAX_MS) {
+    problems.push(
+      `CALLBACK_TIMEOUT_MS must be at most ${CALLBACK_TIMEOUT_MAX_MS} (half the callback task's ${CALLBACK_TASK_EXPIRE_SECONDS} s expiry, ` +
+        `so that an attempt never outlives its task and a second delivery never starts beside it), got ${config.callbacks.timeoutMs}`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
+
+/** A callback task's expiry (pg-boss expireInSeconds of the callback queue). */
+export const CALLBACK_TASK_EXPIRE_SECONDS = 120;
+export const CALLBACK_TIMEOUT_MAX_MS = (CALLBACK_TASK_EXPIRE_SECONDS * 1000) / 2;
 
 export const CORRECTION_PROVIDERS = ['gemini', 'openai'] as const;
 export type CorrectionProviderName = (typeof CORRECTION_PROVIDERS)[number];

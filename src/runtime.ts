@@ -12,7 +12,7 @@ import { migrate } from './db/migrate.ts';
 import type { Logger } from './logger.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
 import { startBoss } from './workers/boss.ts';
-import { startWorkers } from './workers/start-workers.ts';
+import { startWorkers, type Workers } from './workers/start-workers.ts';
 
 export interface Runtime {
   config: Config;
@@ -21,6 +21,12 @@ export interface Runtime {
   boss: PgBoss;
   bus: CommandBus;
   blobs: BlobStore;
+  /**
+   * Stops this process's workers: no new tasks; running ones may finish within `graceMs`
+   * (default SHUTDOWN_GRACE_SECONDS); the rest are handed back without spending an attempt.
+   * Idempotent; `stop()` calls it.
+   */
+  stopWorkers(graceMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -43,19 +49,25 @@ export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{
 
 export async function startRuntime(config: Config, log: Logger, options: RuntimeOptions): Promise<Runtime> {
   const { url, embedded } = await resolveDatabaseUrl(config, log);
-  const db = openDatabase(url, { max: Math.max(10, config.workers.pageConcurrency * 2 + 6) });
+  const db = openDatabase(url, { max: Math.max(10, config.workers.pageConcurrency * 2 + 6) }, log);
+  let boss: PgBoss | null = null;
+  let closePipelines = async () => {};
   try {
     await migrate(db.pool);
-    const boss = await startBoss(url, config, { supervise: options.workers });
+    boss = await startBoss(url, config, { supervise: options.workers, log });
     const bus = new CommandBus(db, boss);
     const blobs = new FilesystemBlobStore(path.join(config.dataDir, 'blobs'));
-    let closePipelines = async () => {};
+    let workers: Workers | null = null;
     if (options.workers) {
       if (!options.pipelines) throw new Error('a worker needs pipelines');
       const pipelines = await options.pipelines();
       closePipelines = pipelines.close ?? closePipelines;
-      await startWorkers({ boss, bus, blobs, config, log, pagePipeline: pipelines.page, exportPipeline: pipelines.export });
+      workers = await startWorkers({ boss, bus, blobs, config, log, pagePipeline: pipelines.page, exportPipeline: pipelines.export });
     }
+    const startedBoss = boss;
+    let workersStopped: Promise<void> | null = null;
+    const stopWorkers = (graceMs = config.workers.shutdownGraceSeconds * 1000) =>
+      (workersStopped ??= workers ? workers.stop(graceMs).then(() => {}) : Promise.resolve());
     return {
       config,
       log,
@@ -63,15 +75,20 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
       boss,
       bus,
       blobs,
+      stopWorkers,
       stop: async () => {
-        // Graceful: running tasks finish (or are retried after their heartbeat lapses).
-        await boss.stop({ graceful: true, timeout: 30_000 });
+        await stopWorkers();
+        // Tasks still running here were handed back; pg-boss's own stop would fail them (an attempt).
+        await startedBoss.stop({ graceful: false });
         await closePipelines();
         await db.close();
         if (embedded) await embedded.stop();
       },
     };
   } catch (error) {
+    // A start that fails leaves nothing running: the caller exits at once (docs/reliability.md).
+    await boss?.stop({ graceful: false }).catch(() => {});
+    await closePipelines().catch(() => {});
     await db.close().catch(() => {});
     if (embedded) await embedded.stop().catch(() => {});
     throw error;

@@ -1,5 +1,6 @@
 // The PostgreSQL pool and transactions.
 import pg from 'pg';
+import type { Logger } from '../logger.ts';
 
 // Timestamps come back as Date, bigint as string (global positions can exceed 2^53).
 export type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -11,10 +12,13 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function openDatabase(url: string, options: { max?: number; applicationName?: string } = {}): Database {
+export function openDatabase(url: string, options: { max?: number; applicationName?: string } = {}, log?: Logger): Database {
   const pool = new pg.Pool({ connectionString: url, max: options.max ?? 20, application_name: options.applicationName ?? 'hwr' });
-  // An idle client that loses its connection (database restart) must not crash the process.
-  pool.on('error', () => {});
+  // An idle client that loses its connection (database restart) must not crash the process;
+  // the pool drops it and opens a new one when needed. Logged, so an operator sees it.
+  pool.on('error', (error: Error & { code?: string }) => {
+    log?.warn({ err: error, code: error.code, component: 'pg-pool', application_name: options.applicationName ?? 'hwr' }, 'idle database connection lost');
+  });
   return {
     pool,
     url,

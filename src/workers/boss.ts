@@ -1,13 +1,15 @@
 // pg-boss in the same database as the events (schema `pgboss`), with its queues.
 import { PgBoss } from 'pg-boss';
 import type pg from 'pg';
-import type { Config } from '../config.ts';
+import { CALLBACK_TASK_EXPIRE_SECONDS, type Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
 import { QUEUES } from './queues.ts';
 import type { Reaction } from './reactions.ts';
 
 export interface BossOptions {
   /** Run maintenance and supervision (expiry of dead tasks, cron). Workers do; an API-only process need not. */
   supervise: boolean;
+  log: Logger;
 }
 
 export async function startBoss(databaseUrl: string, config: Config, options: BossOptions): Promise<PgBoss> {
@@ -21,15 +23,28 @@ export async function startBoss(databaseUrl: string, config: Config, options: Bo
     superviseIntervalSeconds: config.workers.superviseIntervalSeconds,
     monitorIntervalSeconds: Math.max(config.workers.superviseIntervalSeconds, 1),
   });
-  boss.on('error', () => {});
+  // Maintenance, supervision and worker fetch errors (a database restart, a lost connection):
+  // pg-boss retries them itself, so they are logged, never thrown.
+  const bossLog = options.log.child({ component: 'pg-boss' });
+  boss.on('error', (error: Error & { queue?: string; worker?: string }) => {
+    bossLog.error({ err: error, queue: error.queue, worker: error.worker }, 'pg-boss error');
+  });
   await boss.start();
   const common = { notify: true, deleteAfterSeconds: 7 * 24 * 3600 };
+  // A task that runs out of attempts without its handler recording an outcome (a worker killed
+  // on its last attempt, a lapsed heartbeat, an expiry) is copied by pg-boss, in the statement that
+  // fails it, into its dead-letter queue, whose worker records the failure (lost-tasks.ts).
+  const deadLetter = { ...common, retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 120 };
+  await ensureQueue(boss, QUEUES.pageLost, deadLetter);
+  await ensureQueue(boss, QUEUES.exportLost, deadLetter);
+  await ensureQueue(boss, QUEUES.callbackLost, deadLetter);
   await ensureQueue(boss, QUEUES.page, {
     ...common,
     retryLimit: config.workers.pageRetryLimit,
     retryDelay: 1,
     expireInSeconds: config.workers.taskExpireSeconds,
     heartbeatSeconds: config.workers.heartbeatSeconds,
+    deadLetter: QUEUES.pageLost,
   });
   await ensureQueue(boss, QUEUES.export, {
     ...common,
@@ -37,10 +52,18 @@ export async function startBoss(databaseUrl: string, config: Config, options: Bo
     retryDelay: 1,
     expireInSeconds: config.workers.taskExpireSeconds,
     heartbeatSeconds: config.workers.heartbeatSeconds,
+    deadLetter: QUEUES.exportLost,
   });
   // A callback task records its own outcome as an event and schedules the next attempt itself;
   // pg-boss retries cover only a crash between sending and recording.
-  await ensureQueue(boss, QUEUES.callback, { ...common, retryLimit: 3, retryDelay: 1, expireInSeconds: 120 });
+  await ensureQueue(boss, QUEUES.callback, {
+    ...common,
+    retryLimit: 3,
+    retryDelay: 1,
+    expireInSeconds: CALLBACK_TASK_EXPIRE_SECONDS,
+    deadLetter: QUEUES.callbackLost,
+  });
+  await ensureQueue(boss, QUEUES.sweepStranded, { ...common, retryLimit: 1, expireInSeconds: 300 });
   await ensureQueue(boss, QUEUES.expireResults, { ...common, retryLimit: 1, expireInSeconds: 600 });
   return boss;
 }

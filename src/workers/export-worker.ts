@@ -7,7 +7,7 @@ import type { ExportPipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
 import { failJob } from './page-worker.ts';
 import type { ExportTaskData } from './queues.ts';
-import { describeError, isJobEnded, isPermanent } from './task-errors.ts';
+import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
 
 export interface ExportWorkerDeps {
   bus: CommandBus;
@@ -52,6 +52,10 @@ export function createExportHandler(deps: ExportWorkerDeps) {
       );
       log.info({ bytes: outcome.bytes }, 'job done');
     } catch (error) {
+      if (wasHandedBack(task.signal)) {
+        log.info('export task handed back: the worker is stopping');
+        return;
+      }
       if (isJobEnded(error) || watch.signal.aborted) {
         await deps.blobs.deletePrefix(archiveKey).catch(() => {});
         log.info('export dropped: job has ended');

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.ts';
 import type { PagePipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
 import type { PageTaskData } from './queues.ts';
-import { describeError, isJobEnded, isPermanent } from './task-errors.ts';
+import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
 
 export interface PageWorkerDeps {
   bus: CommandBus;
@@ -75,6 +75,10 @@ export function createPageHandler(deps: PageWorkerDeps) {
       );
       log.info('page completed');
     } catch (error) {
+      if (wasHandedBack(task.signal)) {
+        log.info('page task handed back: the worker is stopping');
+        return;
+      }
       if (isJobEnded(error) || watch.signal.aborted) {
         log.info('page task dropped: job has ended');
         return;

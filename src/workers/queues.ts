@@ -8,6 +8,12 @@ export const QUEUES = {
   export: 'hwr-export',
   callback: 'hwr-callback',
   expireResults: 'hwr-expire-results',
+  /** Dead-letter queues: a page, export or callback task that ran out of attempts without settling lands here. */
+  pageLost: 'hwr-page-lost',
+  exportLost: 'hwr-export-lost',
+  callbackLost: 'hwr-callback-lost',
+  /** Cron: jobs still running with no live task are failed (docs/reliability.md). */
+  sweepStranded: 'hwr-sweep-stranded',
 } as const;
 
 export interface PageTaskData {

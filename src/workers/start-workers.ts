@@ -9,8 +9,10 @@ import type { ExportPipeline, PagePipeline } from '../pipeline/pipeline.ts';
 import { createCallbackHandler } from './callback-worker.ts';
 import { expireResults } from './expire-results-worker.ts';
 import { createExportHandler } from './export-worker.ts';
+import { startLostTaskWorkers } from './lost-tasks.ts';
 import { createPageHandler } from './page-worker.ts';
 import { QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from './queues.ts';
+import { TaskTracker } from './shutdown.ts';
 
 export interface WorkerDeps {
   boss: PgBoss;
@@ -22,7 +24,10 @@ export interface WorkerDeps {
   exportPipeline: ExportPipeline;
 }
 
-export async function startWorkers(deps: WorkerDeps): Promise<void> {
+/** The running workers: `stop` drains them (shutdown.ts). */
+export type Workers = Pick<TaskTracker, 'stop' | 'running'>;
+
+export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
   const { boss, config } = deps;
   // NOTIFY wakes idle workers the moment a task is inserted. After a task, a worker
   // fetches again at once when the task took longer than the interval, else after it;
@@ -32,27 +37,34 @@ export async function startWorkers(deps: WorkerDeps): Promise<void> {
     notifyPollingIntervalSeconds: config.workers.pollingIntervalSeconds,
   };
   const log = deps.log.child({ role: 'worker' });
-  const onePerCall = <T>(handler: (job: Job<T>) => Promise<void>) => async (jobs: Job<T>[]) => {
-    for (const job of jobs) await handler(job);
+  const tracker = new TaskTracker(boss, log);
+  const onePerCall = <T>(queue: string, handler: (job: Job<T>) => Promise<void>) => {
+    const tracked = tracker.track(queue, handler);
+    return async (jobs: Job<T>[]) => {
+      for (const job of jobs) await tracked(job);
+    };
   };
 
   await boss.work<PageTaskData>(
     QUEUES.page,
     { ...polling, localConcurrency: config.workers.pageConcurrency, batchSize: 1 },
-    onePerCall(createPageHandler({ bus: deps.bus, blobs: deps.blobs, pipeline: deps.pagePipeline, retryLimit: config.workers.pageRetryLimit, log })),
+    onePerCall(QUEUES.page, createPageHandler({ bus: deps.bus, blobs: deps.blobs, pipeline: deps.pagePipeline, retryLimit: config.workers.pageRetryLimit, log })),
   );
   await boss.work<ExportTaskData>(
     QUEUES.export,
     { ...polling, localConcurrency: config.workers.exportConcurrency, batchSize: 1 },
-    onePerCall(createExportHandler({ bus: deps.bus, blobs: deps.blobs, pipeline: deps.exportPipeline, retryLimit: config.workers.pageRetryLimit, log })),
+    onePerCall(QUEUES.export, createExportHandler({ bus: deps.bus, blobs: deps.blobs, pipeline: deps.exportPipeline, retryLimit: config.workers.pageRetryLimit, log })),
   );
   await boss.work<CallbackTaskData>(
     QUEUES.callback,
     { ...polling, localConcurrency: 4, batchSize: 1 },
-    onePerCall(createCallbackHandler({ bus: deps.bus, config, log })),
+    onePerCall(QUEUES.callback, createCallbackHandler({ bus: deps.bus, config, log })),
   );
   await boss.work(QUEUES.expireResults, { ...polling, batchSize: 1 }, async () => {
     await expireResults({ bus: deps.bus, blobs: deps.blobs, log });
   });
+  tracker.addQueue(QUEUES.expireResults);
   await boss.schedule(QUEUES.expireResults, '* * * * *');
+  for (const queue of await startLostTaskWorkers(boss, { bus: deps.bus, config, log }, polling)) tracker.addQueue(queue);
+  return tracker;
 }

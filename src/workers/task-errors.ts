@@ -17,3 +17,16 @@ export function describeError(error: unknown): string {
   }
   return String(error);
 }
+
+/** The reason a task's signal carries when a stopping worker hands the task back (shutdown.ts). */
+export class HandedBack extends Error {
+  constructor() {
+    super('the worker is stopping: task handed back to the queue');
+    this.name = 'HandedBack';
+  }
+}
+
+/** The task was handed back by a stopping worker: its handler records nothing (no failure, no attempt spent). */
+export function wasHandedBack(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof HandedBack;
+}

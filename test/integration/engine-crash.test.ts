@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import { startWorkerProcess as startWorkerProcess_, type WorkerProcess } from '../support/worker-processes.ts';
 
 const databaseUrl = await createTestDatabase();
 const config = await testConfig(databaseUrl, { WORKER_CONCURRENCY: '1' });
@@ -16,54 +15,8 @@ after(async () => {
 });
 const accountId = await testAccount(api);
 
-interface WorkerProcess {
-  child: ChildProcess;
-  lines: string[];
-  waitFor(predicate: (line: string) => boolean, timeoutMs?: number): Promise<string>;
-  exited: Promise<number | null>;
-}
-
-function startWorkerProcess(stepMs: number): WorkerProcess {
-  const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../support/worker-process.ts')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      DATA_DIR: config.dataDir,
-      LOG_LEVEL: 'silent',
-      WORKER_CONCURRENCY: '1',
-      WORKER_POLL_SECONDS: '0.5',
-      TASK_HEARTBEAT_SECONDS: '10',
-      SUPERVISE_INTERVAL_SECONDS: '1',
-      PAGE_RETRY_LIMIT: '2',
-      STEP_MS: String(stepMs),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  const lines: string[] = [];
-  const waiters: Array<{ predicate: (line: string) => boolean; resolve: (line: string) => void }> = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    lines.push(line);
-    for (const waiter of [...waiters]) {
-      if (waiter.predicate(line)) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve(line);
-      }
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    child,
-    lines,
-    exited,
-    waitFor: (predicate, timeoutMs = 30_000) =>
-      new Promise((resolve, reject) => {
-        const found = lines.find(predicate);
-        if (found) return resolve(found);
-        const timer = setTimeout(() => reject(new Error(`worker did not print the expected line; got ${lines.join(' | ')}`)), timeoutMs);
-        waiters.push({ predicate, resolve: (line) => (clearTimeout(timer), resolve(line)) });
-      }),
-  };
+function startWorkerProcess(stepMs: number, env: Record<string, string> = {}): WorkerProcess {
+  return startWorkerProcess_({ DATABASE_URL: databaseUrl, DATA_DIR: config.dataDir, STEP_MS: String(stepMs), ...env }, children);
 }
 
 async function jobEvents(jobId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
@@ -97,8 +50,9 @@ describe('worker crash and shutdown', () => {
     await second.exited;
   });
 
-  test('SIGTERM mid-page: the worker finishes its page, then exits cleanly', async () => {
-    const worker = startWorkerProcess(600);
+  test('SIGTERM mid-page: a page that fits in the grace is finished before the worker exits 0', async () => {
+    // 3 steps of 600 ms: the page ends well inside the 10 s grace.
+    const worker = startWorkerProcess(600, { SHUTDOWN_GRACE_SECONDS: '10' });
     await worker.waitFor((line) => line === 'ready');
     const jobId = await submitTestJob(api, accountId, 1);
     await worker.waitFor((line) => line.startsWith(`page-start ${jobId}`));
@@ -107,5 +61,36 @@ describe('worker crash and shutdown', () => {
     assert.ok(worker.lines.includes('stopped'));
     const completed = (await jobEvents(jobId)).filter((event) => event.type === 'PageCompleted');
     assert.equal(completed.length, 1, 'the in-flight page was finished before exit');
+  });
+
+  test('SIGTERM with pages longer than the grace, PAGE_RETRY_LIMIT=0: tasks go back unspent, the job ends done after a restart, every page once', async () => {
+    // Pages of 3 x 3 s against a 1 s grace, two at once, and no retries to spend: a shutdown
+    // that counted as an attempt would fail the job.
+    const settings = { SHUTDOWN_GRACE_SECONDS: '1', PAGE_RETRY_LIMIT: '0', WORKER_CONCURRENCY: '2' };
+    const first = startWorkerProcess(3000, settings);
+    await first.waitFor((line) => line === 'ready');
+    const jobId = await submitTestJob(api, accountId, 3);
+    const started = () => first.lines.filter((line) => line.startsWith(`page-start ${jobId} `)).length;
+    await first.waitFor((line) => line.startsWith(`page-start ${jobId} `) && started() >= 2);
+    const stopAt = Date.now();
+    first.child.kill('SIGTERM');
+    assert.equal(await first.exited, 0, 'a shutdown is not a failure: exit 0');
+    const stopMs = Date.now() - stopAt;
+    assert.ok(stopMs < 8000, `stopped within the grace and the hand-back (${stopMs} ms)`);
+    let events = await jobEvents(jobId);
+    assert.equal(events.filter((event) => event.type === 'JobFailed').length, 0, 'no failure recorded');
+    assert.equal(events.filter((event) => event.type === 'PageCompleted').length, 0, 'no page could finish in the grace');
+    const tasks = (
+      await api.db.pool.query(`select state, retry_count from pgboss.job where name = 'hwr-page' and data->>'jobId' = $1`, [jobId])
+    ).rows;
+    assert.deepEqual(tasks.map((task) => `${task.state}:${task.retry_count}`).sort(), ['created:0', 'created:0', 'created:0'], 'handed back, no attempt spent');
+
+    const second = startWorkerProcess(10, settings);
+    assert.equal(await waitForJobState(api, jobId, ['done', 'failed'], 60_000), 'done');
+    events = await jobEvents(jobId);
+    assert.deepEqual(events.filter((event) => event.type === 'PageCompleted').map((event) => event.data.page).sort(), [1, 2, 3], 'every page once');
+    assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
+    second.child.kill('SIGTERM');
+    assert.equal(await second.exited, 0);
   });
 });

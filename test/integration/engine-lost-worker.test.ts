@@ -1,0 +1,108 @@
+// Every job ends: a worker lost on a task's last attempt (a real child process, SIGKILL) fails
+// the job through the dead-letter queue, with one JobFailed naming the page and why, then the
+// job.failed callback, nothing billed; the sweep fails a job whose task is gone, once.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, describe, test } from 'node:test';
+import { sweepStrandedJobs } from '../../src/workers/lost-tasks.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import { startWorkerProcess } from '../support/worker-processes.ts';
+
+const databaseUrl = await createTestDatabase();
+const config = await testConfig(databaseUrl, { PAGE_RETRY_LIMIT: '1' });
+const api = await startTestRuntime(config);
+const children: ChildProcess[] = [];
+
+// The client's webhook receiver.
+const received: Array<{ event: string; body: Record<string, unknown> }> = [];
+const receiver = http.createServer((request, response) => {
+  let body = '';
+  request.on('data', (chunk: Buffer) => (body += chunk));
+  request.on('end', () => {
+    received.push({ event: String(request.headers['x-svc-event'] ?? ''), body: JSON.parse(body) });
+    response.writeHead(204).end();
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+
+after(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  receiver.close();
+  await api.stop();
+});
+const accountId = await testAccount(api);
+
+const worker = (stepMs: number) =>
+  startWorkerProcess(
+    {
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: config.dataDir,
+      STEP_MS: String(stepMs),
+      PAGE_RETRY_LIMIT: '1',
+      TASK_HEARTBEAT_SECONDS: '10',
+      WEBHOOK_ALLOW_HTTP: '1',
+      WEBHOOK_ALLOW_PRIVATE: '1',
+      CALLBACK_RETRY_SCALE: '0.01',
+    },
+    children,
+  );
+
+async function jobEvents(jobId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
+  return (await api.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`])).rows;
+}
+
+describe('lost workers', () => {
+  test('a worker SIGKILLed on every attempt of a page: the job ends failed, one JobFailed naming the page, the job.failed callback, nothing billed', async () => {
+    const jobId = await submitTestJob(api, accountId, 1, { webhookUrl });
+    const started = Date.now();
+    // Attempt 1 and attempt 2 (PAGE_RETRY_LIMIT=1), each on a worker killed mid-page.
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const doomed = worker(5000);
+      await doomed.waitFor((line) => line === `page-start ${jobId} 1`, 60_000);
+      doomed.child.kill('SIGKILL');
+      await doomed.exited;
+    }
+    // A healthy worker: its supervisor finds the lapsed heartbeat, pg-boss dead-letters the task.
+    const healthy = worker(10);
+    assert.equal(await waitForJobState(api, jobId, ['done', 'failed'], 60_000), 'failed');
+    const elapsed = Date.now() - started;
+    const status = (await api.db.pool.query('select error_message from job_status where job_id = $1', [jobId])).rows[0];
+    assert.equal(status.error_message, 'page 1 (1.png): worker lost after 2 attempts (its heartbeat lapsed)');
+    const deadline = Date.now() + 30_000;
+    while (!received.some((callback) => callback.body.job_id === jobId) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    const callbacks = received.filter((callback) => callback.body.job_id === jobId);
+    assert.equal(callbacks.length, 1, 'one callback');
+    assert.equal(callbacks[0].body.event, 'job.failed');
+    assert.equal(callbacks[0].body.error_message, status.error_message);
+
+    // Idempotent: the sweep finds nothing left to do.
+    assert.deepEqual(await sweepStrandedJobs({ bus: api.bus, log: api.log }), []);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const types = (await jobEvents(jobId)).map((event) => event.type);
+    assert.equal(types.filter((type) => type === 'JobFailed').length, 1, types.join(' '));
+    assert.equal(types.filter((type) => type === 'PageCompleted' || type === 'JobSucceeded').length, 0);
+    assert.equal((await api.db.pool.query('select * from billing where job_id = $1', [jobId])).rows.length, 0, 'nothing billed');
+    healthy.child.kill('SIGTERM');
+    assert.equal(await healthy.exited, 0);
+    process.stderr.write(`# lost worker: job failed ${elapsed} ms after submission (two kills, heartbeat 10 s)\n`);
+  });
+
+  test('the sweep fails a job whose page task is gone, once, and leaves running jobs alone', async () => {
+    const stranded = await submitTestJob(api, accountId, 2);
+    const healthy = await submitTestJob(api, accountId, 1);
+    // No worker runs here. Page 2's task vanishes (as if its dead-letter copy had failed too).
+    await api.db.pool.query(`update pgboss.job set state = 'failed', output = '{"value":{"message":"job heartbeat timeout"}}' where name = 'hwr-page' and data->>'jobId' = $1 and data->>'page' = '2'`, [stranded]);
+    assert.deepEqual(await sweepStrandedJobs({ bus: api.bus, log: api.log }), [stranded]);
+    assert.deepEqual(await sweepStrandedJobs({ bus: api.bus, log: api.log }), []);
+    const status = (await api.db.pool.query('select job_id, state, error_message from job_status where job_id = any($1)', [[stranded, healthy]])).rows;
+    assert.deepEqual(
+      Object.fromEntries(status.map((row) => [row.job_id, `${row.state}: ${row.error_message}`])),
+      { [stranded]: 'failed: page 2 (2.png): worker lost after 1 attempt (its heartbeat lapsed)', [healthy]: 'queued: null' },
+    );
+    assert.equal((await jobEvents(stranded)).filter((event) => event.type === 'JobFailed').length, 1);
+  });
+});
