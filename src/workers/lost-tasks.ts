@@ -29,7 +29,7 @@ export function lostReason(attempts: number, output: unknown): string {
     case 'job heartbeat timeout':
       return `worker lost after ${tries} (its heartbeat lapsed)`;
     case 'job timed out':
-      return `worker lost after ${tries} (the task ran past TASK_EXPIRE_SECONDS)`;
+      return `worker lost after ${tries} (the task ran past its expiry)`;
     case 'pg-boss shut down while active':
       return `worker lost after ${tries} (stopped mid-task)`;
     case null:

@@ -6,7 +6,12 @@ import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
-import { sweepStrandedJobs } from '../../src/workers/lost-tasks.ts';
+import type { JobWithMetadata } from 'pg-boss';
+import { CALLBACK_MAX_ATTEMPTS } from '../../domain/job-decide.ts';
+import { failJob } from '../../src/workers/page-worker.ts';
+import { createLostCallbackHandler, sweepStrandedJobs } from '../../src/workers/lost-tasks.ts';
+import type { CallbackTaskData } from '../../src/workers/queues.ts';
+import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { startWorkerProcess } from '../support/worker-processes.ts';
@@ -104,5 +109,46 @@ describe('lost workers', () => {
       { [stranded]: 'failed: page 2 (2.png): worker lost after 1 attempt (its heartbeat lapsed)', [healthy]: 'queued: null' },
     );
     assert.equal((await jobEvents(stranded)).filter((event) => event.type === 'JobFailed').length, 1);
+  });
+
+  test('an export task past TASK_EXPIRE_SECONDS on its last attempt fails the job, naming the export', async () => {
+    // Workers in this process; the export never ends (it ignores its abort signal, as a stuck
+    // library call would), PAGE_RETRY_LIMIT=0 and the shortest expiry.
+    const stuckConfig = await testConfig(await createTestDatabase(), { PAGE_RETRY_LIMIT: '0', TASK_EXPIRE_SECONDS: '10' });
+    const stuck = await startTestRuntime(stuckConfig, {
+      page: testPagePipeline({ worker: 'w', stepMs: 5 }),
+      export: { ...testExportPipeline(), exportJob: () => new Promise(() => {}) },
+    });
+    try {
+      const account = await testAccount(stuck);
+      const jobId = await submitTestJob(stuck, account, 2);
+      assert.equal(await waitForJobState(stuck, jobId, ['done', 'failed'], 60_000), 'failed');
+      const status = (await stuck.db.pool.query('select error_message from job_status where job_id = $1', [jobId])).rows[0];
+      assert.match(status.error_message, /^export: (worker lost after 1 attempt \(the task ran past its expiry\)|failed after 1 attempt: handler execution exceeded)/);
+      const types = (await stuck.db.pool.query('select type from events where stream_id = $1', [`job-${jobId}`])).rows.map((row) => row.type);
+      assert.equal(types.filter((type) => type === 'JobFailed').length, 1);
+    } finally {
+      await stuck.stopWorkers(0);
+      await stuck.stop();
+    }
+  });
+
+  test('a callback task that runs out of tries records a failed attempt; the delivery goes on and the last one ends abandoned', async () => {
+    const jobId = await submitTestJob(api, accountId, 1, { webhookUrl });
+    await failJob(api.bus, jobId, 'page 1 (1.png): test', 1, 'test');
+    const lost = createLostCallbackHandler({ bus: api.bus, config: api.config, log: api.log });
+    const task = (attempt: number) =>
+      ({ id: `lost-${attempt}`, data: { jobId, attempt }, sourceRetryCount: 3, sourceOutput: { value: { message: 'job timed out' } } }) as unknown as JobWithMetadata<CallbackTaskData>;
+    await lost(task(1));
+    await lost(task(1)); // a second delivery of the same dead letter records nothing
+    let row = (await api.db.pool.query('select callback_state, callback_attempts from job_status where job_id = $1', [jobId])).rows[0];
+    assert.deepEqual(row, { callback_state: 'retrying', callback_attempts: 1 });
+    for (let attempt = 2; attempt <= CALLBACK_MAX_ATTEMPTS; attempt++) await lost(task(attempt));
+    row = (await api.db.pool.query('select callback_state, callback_attempts from job_status where job_id = $1', [jobId])).rows[0];
+    assert.deepEqual(row, { callback_state: 'abandoned', callback_attempts: CALLBACK_MAX_ATTEMPTS });
+    const events = await jobEvents(jobId);
+    assert.equal(events.filter((event) => event.type === 'CallbackAbandoned').length, 1);
+    const first = events.find((event) => event.type === 'CallbackAttempted');
+    assert.equal(first?.data.error, 'callback task worker lost after 4 attempts (the task ran past its expiry)');
   });
 });
