@@ -28,6 +28,7 @@ if (!command) {
     process.exitCode = await module.run(args);
   } catch (error) {
     process.stderr.write(`hwr ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
+    // At once: a handle left open by a half-started command must not keep a failed process alive.
+    process.exit(1);
   }
 }

@@ -20,23 +20,34 @@ export async function run(args: string[]): Promise<number> {
     pipelines: () => defaultPipelines(config, log),
   });
   let server: RunningServer | null = null;
-  if (role !== 'worker') {
-    if (!config.databaseUrl) await bootstrapFirstAccount(runtime);
-    server = await startHttpServer(runtime);
-    log.info({ port: server.port, base_url: config.baseUrl, role }, 'hwr listening');
-  } else {
-    log.info({ role }, 'hwr worker running');
+  try {
+    if (role !== 'worker') {
+      if (!config.databaseUrl) await bootstrapFirstAccount(runtime);
+      server = await startHttpServer(runtime);
+      log.info({ port: server.port, base_url: config.baseUrl, role }, 'hwr listening');
+    } else {
+      log.info({ role }, 'hwr worker running');
+    }
+  } catch (error) {
+    // A start that fails (a port already taken) stops what did start, workers and the embedded
+    // PostgreSQL included, and the process exits non-zero (main.ts), instead of running headless.
+    log.error({ err: error }, 'start failed: stopping');
+    await runtime.stopWorkers(0);
+    await runtime.stop();
+    throw error;
   }
 
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
-      log.info({ signal }, 'shutting down: finishing in-flight requests and tasks');
+      log.info({ signal, grace_seconds: config.workers.shutdownGraceSeconds }, 'shutting down: finishing in-flight requests and tasks');
       resolve();
     };
     process.once('SIGTERM', () => shutdown('SIGTERM'));
     process.once('SIGINT', () => shutdown('SIGINT'));
   });
-  await server?.close();
+  // Requests and tasks drain side by side, within the grace: a shutdown is not a failure, and
+  // tasks still running at its end go back to their queues unspent (docs/reliability.md).
+  await Promise.all([server?.close(), runtime.stopWorkers()]);
   await runtime.stop();
   log.info('stopped');
   return 0;
