@@ -47,7 +47,9 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
 
   await boss.work<PageTaskData>(
     QUEUES.page,
-    { ...polling, localConcurrency: config.workers.pageConcurrency, batchSize: 1 },
+    // While the queue's cached backlog says more pages wait, fetch the next one at once instead
+    // of after the poll interval: a job of many short pages is not paced by the interval.
+    { ...polling, localConcurrency: config.workers.pageConcurrency, batchSize: 1, burstWhenReadyExceeds: 1 },
     onePerCall(QUEUES.page, createPageHandler({ bus: deps.bus, blobs: deps.blobs, pipeline: deps.pagePipeline, retryLimit: config.workers.pageRetryLimit, log })),
   );
   await boss.work<ExportTaskData>(
