@@ -1,7 +1,7 @@
 // Delivers the signed callback of a finished job, one attempt per task. Each
 // attempt is recorded as an event, whose reaction schedules the next attempt.
 import type { Job } from 'pg-boss';
-import { sendCallback } from '../callbacks/send-callback.ts';
+import { sendCallback, type CallbackOutcome } from '../callbacks/send-callback.ts';
 import type { CommandBus } from '../commands/command-bus.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -29,17 +29,22 @@ export function createCallbackHandler(deps: CallbackWorkerDeps) {
       [state.accountId],
     );
     const body = Buffer.from(JSON.stringify(callbackBody(state, deps.config.baseUrl, new Date())));
-    const outcome = await sendCallback({
-      url: state.options.webhookUrl,
-      body,
-      secret: secret.rows[0]?.webhook_secret ?? '',
-      event: delivery.event,
-      deliveryId: delivery.deliveryId,
-      timeoutMs: deps.config.callbacks.timeoutMs,
-      allowHttp: deps.config.callbacks.allowHttp,
-      allowPrivate: deps.config.callbacks.allowPrivate,
-    });
-    log.info({ ok: outcome.ok, http_status: outcome.status, error: outcome.error }, 'callback attempt');
+    const accountSecret = secret.rows[0]?.webhook_secret;
+    // Never signed with an empty key (anyone could forge that signature): the attempt fails, and
+    // the delivery is retried on its schedule (`hwr accounts rotate-secret` gives the account one).
+    const outcome: CallbackOutcome = accountSecret
+      ? await sendCallback({
+          url: state.options.webhookUrl,
+          body,
+          secret: accountSecret,
+          event: delivery.event,
+          deliveryId: delivery.deliveryId,
+          timeoutMs: deps.config.callbacks.timeoutMs,
+          allowHttp: deps.config.callbacks.allowHttp,
+          allowPrivate: deps.config.callbacks.allowPrivate,
+        })
+      : { ok: false, status: null, error: 'the account has no webhook secret: not sent unsigned', durationMs: 0 };
+    (outcome.ok ? log.info.bind(log) : log.warn.bind(log))({ ok: outcome.ok, http_status: outcome.status, error: outcome.error }, 'callback attempt');
     try {
       await deps.bus.job(
         jobId,

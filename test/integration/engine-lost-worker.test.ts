@@ -9,6 +9,7 @@ import { after, describe, test } from 'node:test';
 import type { JobWithMetadata } from 'pg-boss';
 import { CALLBACK_MAX_ATTEMPTS } from '../../domain/job-decide.ts';
 import { failJob } from '../../src/workers/page-worker.ts';
+import { createCallbackHandler } from '../../src/workers/callback-worker.ts';
 import { createLostCallbackHandler, sweepStrandedJobs } from '../../src/workers/lost-tasks.ts';
 import type { CallbackTaskData } from '../../src/workers/queues.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
@@ -150,5 +151,18 @@ describe('lost workers', () => {
     assert.equal(events.filter((event) => event.type === 'CallbackAbandoned').length, 1);
     const first = events.find((event) => event.type === 'CallbackAttempted');
     assert.equal(first?.data.error, 'callback task worker lost after 4 attempts (the task ran past its expiry)');
+  });
+
+  test('an account without a webhook secret: the callback is never sent signed with an empty key; the attempt fails', async () => {
+    const jobId = await submitTestJob(api, accountId, 1, { webhookUrl });
+    await failJob(api.bus, jobId, 'page 1 (1.png): test', 1, 'test');
+    await api.db.pool.query('delete from account_secrets where account_id = $1', [accountId]);
+    const config = { ...api.config, callbacks: { ...api.config.callbacks, allowHttp: true, allowPrivate: true } };
+    const send = createCallbackHandler({ bus: api.bus, config, log: api.log });
+    await send({ id: 'cb-1', data: { jobId, attempt: 1 } } as unknown as Parameters<typeof send>[0]);
+    assert.equal(received.filter((callback) => callback.body.job_id === jobId).length, 0, 'nothing sent');
+    const attempt = (await jobEvents(jobId)).find((event) => event.type === 'CallbackAttempted');
+    assert.equal(attempt?.data.ok, false);
+    assert.equal(attempt?.data.error, 'the account has no webhook secret: not sent unsigned');
   });
 });

@@ -34,3 +34,14 @@ test('every invalid variable is reported at once, by name', () => {
     },
   );
 });
+
+test('SHUTDOWN_GRACE_SECONDS fits a 30 s stop window by default; a callback timeout that cannot fit its task is refused', () => {
+  assert.equal(loadConfig({}).workers.shutdownGraceSeconds, 25);
+  assert.equal(loadConfig({ SHUTDOWN_GRACE_SECONDS: '0' }).workers.shutdownGraceSeconds, 0);
+  assert.equal(loadConfig({ CALLBACK_TIMEOUT_MS: '60000' }).callbacks.timeoutMs, 60_000);
+  assert.throws(() => loadConfig({ CALLBACK_TIMEOUT_MS: '90000' }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError);
+    assert.match(error.problems.join('\n'), /CALLBACK_TIMEOUT_MS must be at most 60000 \(half the callback task's 120 s expiry/);
+    return true;
+  });
+});
