@@ -123,13 +123,17 @@ export class CommandBus {
       if (events.length === 0 || view === null) return { before, after: before, events: [] };
       const after = events.reduce(evolve, before);
       const streamId = jobStreamId(jobId);
+      const append = (db: Queryable) =>
+        appendToStream(db, streamId, view.seenVersion, events, { accountId: after.accountId, ...metadata }, { page: command.page });
+      const completesPage = events.some((event) => event.type === 'PageCompleted');
+      // Events without reactions (a step start) go in one statement, its own transaction, so the
+      // stream's append lock is held only while the server runs it.
+      if (!completesPage && reactionsTo(events, after).length === 0) return { before, after, events: await append(this.db.pool) };
       const recorded = await this.db.transaction(async (client) => {
-        const appended = await appendToStream(client, streamId, view.seenVersion, events, { accountId: after.accountId, ...metadata }, {
-          page: command.page,
-        });
+        const appended = await append(client);
         // The stream's append lock is held until commit: this count is exact, so exactly one
         // completion sees the last page done and schedules the export.
-        const completed = events.some((event) => event.type === 'PageCompleted') ? await countStreamEvents(client, streamId, 'PageCompleted') : 0;
+        const completed = await countStreamEvents(client, streamId, 'PageCompleted');
         await scheduleReactions(this.boss, client, reactionsTo(events, after, completed));
         return appended;
       });
