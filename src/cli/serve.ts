@@ -47,7 +47,7 @@ export async function run(args: string[]): Promise<number> {
   });
   // Requests and tasks drain side by side, within the grace: a shutdown is not a failure, and
   // tasks still running at its end go back to their queues unspent (docs/reliability.md).
-  await Promise.all([server?.close(), runtime.stopWorkers()]);
+  await Promise.all([server?.close(config.workers.shutdownGraceSeconds * 1000), runtime.stopWorkers()]);
   await runtime.stop();
   log.info('stopped');
   return 0;

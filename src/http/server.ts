@@ -9,7 +9,11 @@ import { createApp } from './app.ts';
 
 export interface RunningServer {
   port: number;
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections and waits for in-flight requests; after `graceMs` (when given)
+   * the connections still open are closed, so a trickling upload cannot hold a shutdown.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 export async function startHttpServer(runtime: Runtime, port = runtime.config.port, host = runtime.config.host): Promise<RunningServer> {
@@ -34,8 +38,9 @@ export async function startHttpServer(runtime: Runtime, port = runtime.config.po
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () =>
+    close: (graceMs?: number) =>
       new Promise<void>((resolve) => {
+        const cutOff = graceMs === undefined ? null : setTimeout(() => server.closeAllConnections(), graceMs);
         // In-flight requests (uploads included) finish; their connections then close instead of
         // idling for keepAliveTimeout, which would hold the shutdown for a minute.
         closing = true;
@@ -43,6 +48,7 @@ export async function startHttpServer(runtime: Runtime, port = runtime.config.po
         const sweep = setInterval(() => server.closeIdleConnections(), 200);
         server.close(() => {
           clearInterval(sweep);
+          if (cutOff) clearTimeout(cutOff);
           resolve();
         });
         server.closeIdleConnections();

@@ -1,0 +1,116 @@
+// `hwr serve` starting and stopping. A start that fails exits non-zero at once: on a port
+// already taken it stops its workers and the embedded PostgreSQL it started, and exits 1 (it
+// used to keep running). A stop ends within its grace, a trickling upload included.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
+import { freePort } from '../../src/db/embedded-postgres.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { startTestRuntime, testConfig } from '../support/engine.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const dataDir = await mkdtemp(path.join(os.tmpdir(), 'hwr-start-failure-'));
+const taken = net.createServer();
+await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+const takenPort = (taken.address() as net.AddressInfo).port;
+after(async () => {
+  taken.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe('hwr serve start and stop', () => {
+  test('a port already taken: workers and the embedded PostgreSQL are stopped and the process exits 1', async () => {
+    const postgresPort = await freePort();
+    const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve'], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DATA_DIR: dataDir,
+        EMBEDDED_POSTGRES_PORT: String(postgresPort),
+        PORT: String(takenPort),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        WORKER_CONCURRENCY: '1',
+      },
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    let listening = false;
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    const postgresUp = (async () => {
+      // The embedded PostgreSQL did start (so this checks that it is stopped, not that it never ran).
+      while (child.exitCode === null) {
+        if (await canConnect(postgresPort)) return (listening = true);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return listening;
+    })();
+    const code = await exit;
+    clearTimeout(timer);
+    assert.equal(code, 1, output);
+    assert.match(output, /EADDRINUSE/);
+    assert.ok(await postgresUp, 'the embedded PostgreSQL had started');
+    assert.ok(output.includes('"start failed: stopping"'), output);
+    assert.equal(await canConnect(postgresPort), false, 'the embedded PostgreSQL is stopped');
+    assert.equal(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), false, 'no postmaster left');
+  });
+
+  test('SIGTERM while an upload trickles in at 50 B/s: the API exits 0 soon after its grace instead of waiting for the body', async () => {
+    const databaseUrl = await createTestDatabase();
+    const admin = await startTestRuntime(await testConfig(databaseUrl));
+    await createAccount(admin.bus, 'trickle');
+    const { key } = await createApiKey(admin.bus, 'trickle', 'test');
+    await admin.stop();
+    const port = await freePort();
+    const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', '--role', 'api'], {
+      cwd: root,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_GRACE_SECONDS: '1' },
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    while (!output.includes('"hwr listening"')) {
+      assert.equal(child.exitCode, null, output);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    const boundary = 'trickle';
+    socket.write(
+      `POST /v1/process-scan HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${key}\r\n` +
+        `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 1000000\r\n\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="scan_zip"; filename="pages.zip"\r\nContent-Type: application/zip\r\n\r\n`,
+    );
+    const trickle = setInterval(() => socket.write(Buffer.alloc(10, 0x50)), 200);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const stopAt = Date.now();
+    child.kill('SIGTERM');
+    const code = await exit;
+    const stopMs = Date.now() - stopAt;
+    clearInterval(trickle);
+    clearTimeout(killer);
+    socket.destroy();
+    assert.equal(code, 0, output);
+    assert.ok(stopMs < 8000, `stopped ${stopMs} ms after SIGTERM with a 1 s grace`);
+    process.stderr.write(`# trickling upload: stopped ${stopMs} ms after SIGTERM (grace 1 s)\n`);
+  });
+});
