@@ -15,6 +15,12 @@ export async function run(args: string[]): Promise<number> {
   if (!ROLES.includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
   const config = loadConfig();
   const log = createLogger(config.logLevel);
+  // Listened for before anything starts: workers fetch tasks while the start goes on, and a
+  // SIGTERM then must stop them gracefully, not end the process with its tasks claimed.
+  const stopRequested = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
   const runtime = await startRuntime(config, log, {
     workers: role !== 'api',
     pipelines: () => defaultPipelines(config, log),
@@ -37,14 +43,8 @@ export async function run(args: string[]): Promise<number> {
     throw error;
   }
 
-  await new Promise<void>((resolve) => {
-    const shutdown = (signal: string) => {
-      log.info({ signal, grace_seconds: config.workers.shutdownGraceSeconds }, 'shutting down: finishing in-flight requests and tasks');
-      resolve();
-    };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
-  });
+  const signal = await stopRequested;
+  log.info({ signal, grace_seconds: config.workers.shutdownGraceSeconds }, 'shutting down: finishing in-flight requests and tasks');
   // Requests and tasks drain side by side, within the grace: a shutdown is not a failure, and
   // tasks still running at its end go back to their queues unspent (docs/reliability.md).
   await Promise.all([server?.close(config.workers.shutdownGraceSeconds * 1000), runtime.stopWorkers()]);
