@@ -18,10 +18,12 @@ create unique index events_page_completed_once on events (stream_id, page) where
 -- p_scoped: p_expected_version is the last version the caller read of its scope, and the
 -- append fails (HWR01) only if an event of that scope (job-level events, plus p_page's events
 -- when p_page is set) was appended after it. Unscoped: the whole stream must be at p_expected_version.
+-- p_durable false: the transaction's commit does not wait for the disk (progress facts whose loss
+-- in a database crash a retried task re-creates; any later durable commit makes them durable too).
 drop function hwr_append_events(text, integer, jsonb);
 create function hwr_append_events(
   p_stream_id text, p_expected_version integer, p_events jsonb,
-  p_scoped boolean default false, p_page integer default null)
+  p_scoped boolean default false, p_page integer default null, p_durable boolean default true)
 returns setof events
 language plpgsql as $$
 declare
@@ -30,6 +32,9 @@ declare
   inserted events;
   offset_in_batch integer := 0;
 begin
+  if not p_durable then
+    perform set_config('synchronous_commit', 'off', true);
+  end if;
   perform pg_advisory_xact_lock_shared(7285001);
   perform pg_advisory_xact_lock(7285003, hashtext(p_stream_id));
   select coalesce(max(stream_version), 0) into current_version from events where stream_id = p_stream_id;

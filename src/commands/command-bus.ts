@@ -109,7 +109,7 @@ export class CommandBus {
   async commitJobEvents(client: pg.PoolClient, before: JobState, events: JobEvent[], metadata: EventMetadata): Promise<RecordedEvent[]> {
     const after = events.reduce(evolve, before);
     const streamId = jobStreamId(after.jobId);
-    const recorded = await appendToStream(client, streamId, before.version, events, { accountId: after.accountId, ...metadata }, { page: null });
+    const recorded = await appendToStream(client, streamId, before.version, events, { accountId: after.accountId, ...metadata }, { scope: { page: null } });
     await scheduleReactions(this.boss, client, reactionsTo(events, after));
     return recorded;
   }
@@ -123,14 +123,17 @@ export class CommandBus {
       if (events.length === 0 || view === null) return { before, after: before, events: [] };
       const after = events.reduce(evolve, before);
       const streamId = jobStreamId(jobId);
-      const append = (db: Queryable) =>
-        appendToStream(db, streamId, view.seenVersion, events, { accountId: after.accountId, ...metadata }, { page: command.page });
+      const append = (db: Queryable, durable: boolean) =>
+        appendToStream(db, streamId, view.seenVersion, events, { accountId: after.accountId, ...metadata }, { scope: { page: command.page }, durable });
       const completesPage = events.some((event) => event.type === 'PageCompleted');
-      // Events without reactions (a step start) go in one statement, its own transaction, so the
-      // stream's append lock is held only while the server runs it.
-      if (!completesPage && reactionsTo(events, after).length === 0) return { before, after, events: await append(this.db.pool) };
+      if (!completesPage && reactionsTo(events, after).length === 0) {
+        // A step start: one statement, its own transaction, so the stream's append lock is held
+        // only while the server runs it; and progress, so its commit does not wait for the disk
+        // (lost in a database crash, it is recorded again by the page's retried task).
+        return { before, after, events: await append(this.db.pool, false) };
+      }
       const recorded = await this.db.transaction(async (client) => {
-        const appended = await append(client);
+        const appended = await append(client, true);
         // The stream's append lock is held until commit: this count is exact, so exactly one
         // completion sees the last page done and schedules the export.
         const completed = await countStreamEvents(client, streamId, 'PageCompleted');

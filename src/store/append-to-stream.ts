@@ -17,13 +17,23 @@ export interface AppendScope {
   page: number | null;
 }
 
+export interface AppendOptions {
+  /** Check the scope instead of the whole stream's version. */
+  scope?: AppendScope;
+  /**
+   * false: the commit does not wait for the disk. Only for facts that a retried task records
+   * again if a database crash loses them (a step start); a later durable commit covers them too.
+   */
+  durable?: boolean;
+}
+
 export async function appendToStream(
   db: Queryable,
   streamId: string,
   expectedVersion: number,
   events: readonly DomainEvent[],
   metadata: EventMetadata = {},
-  scope?: AppendScope,
+  { scope, durable = true }: AppendOptions = {},
 ): Promise<RecordedEvent[]> {
   if (events.length === 0) return [];
   const payload = events.map((event) => ({
@@ -32,12 +42,13 @@ export async function appendToStream(
     metadata: { ...metadata, schemaVersion: EVENT_SCHEMA_VERSIONS[event.type] },
   }));
   try {
-    const result = await db.query<EventRow>(`select ${EVENT_COLUMNS} from hwr_append_events($1, $2, $3, $4, $5)`, [
+    const result = await db.query<EventRow>(`select ${EVENT_COLUMNS} from hwr_append_events($1, $2, $3, $4, $5, $6)`, [
       streamId,
       expectedVersion,
       JSON.stringify(payload),
       scope !== undefined,
       scope?.page ?? null,
+      durable,
     ]);
     return result.rows.map(toRecordedEvent);
   } catch (error) {
