@@ -59,7 +59,7 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
         `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted (4 × MAX_PAGES + 1000)`,
       );
     }
-    const candidates = await readCandidates(zip, limits, uploadName);
+    const candidates = await readCandidates(zip, limits, uploadName, size);
     if (candidates.length === 0) {
       throw new IntakeError('no_images', `${quoteName(uploadName)} contains no images (OS junk such as __MACOSX/ and .DS_Store is ignored)`);
     }
@@ -71,7 +71,7 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
     }
     const ordered = sortPathsNaturally(candidates, (candidate) => candidate.path);
     const digits = Math.max(4, String(ordered.length).length);
-    const progress = { inflatedBytes: 0 };
+    const progress = { inflatedBytes: 0, archiveBytes: size };
     const pages: PageSource[] = [];
     try {
       for (const [index, candidate] of ordered.entries()) {
@@ -129,7 +129,7 @@ function isDirectoryEntry(entry: Entry, path: string): boolean {
 }
 
 /** Reads the central directory, applies every rule that needs no decompression, returns the page candidates. */
-function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: string): Promise<Candidate[]> {
+function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: string, archiveBytes: number): Promise<Candidate[]> {
   return new Promise((resolve, reject) => {
     const candidates: Candidate[] = [];
     const seen = new Set<string>();
@@ -187,6 +187,7 @@ function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: stri
           { entry: path },
         );
       }
+      checkArchiveRatio(uploadName, declaredTotal, archiveBytes, limits, 'declares', path);
       return { entry, path };
     }
   });
@@ -205,6 +206,27 @@ function checkInflatedSize(path: string, inflated: number, compressed: number, l
       'zip_bomb',
       `entry ${quoteName(path)} ${verb} ${inflated} bytes from ${compressed} compressed, a ratio above ${limits.maxCompressionRatio} (MAX_COMPRESSION_RATIO)`,
       { entry: path },
+    );
+  }
+}
+
+/**
+ * The ratio rule for the archive as a whole: many small entries, each under the per-entry grace,
+ * must not add up to a bomb (100 entries of 1 MiB from 312 KiB was one).
+ */
+function checkArchiveRatio(
+  uploadName: string,
+  inflated: number,
+  archiveBytes: number,
+  limits: Config['limits'],
+  verb: 'declares' | 'inflates to',
+  entry: string,
+): void {
+  if (inflated > RATIO_GRACE_BYTES && inflated / Math.max(1, archiveBytes) > limits.maxCompressionRatio) {
+    throw new IntakeError(
+      'zip_bomb',
+      `${quoteName(uploadName)} ${verb} ${inflated} bytes or more from a ${archiveBytes}-byte archive, a ratio above ${limits.maxCompressionRatio} (MAX_COMPRESSION_RATIO)`,
+      { entry },
     );
   }
 }
@@ -230,7 +252,7 @@ async function storePage(
   pageNumber: number,
   keyStem: string,
   options: IntakeOptions,
-  progress: { inflatedBytes: number },
+  progress: { inflatedBytes: number; archiveBytes: number },
 ): Promise<PageSource> {
   const { path, entry } = candidate;
   const { limits, signal } = options;
@@ -253,6 +275,7 @@ async function storePage(
     bytes += chunk.length;
     progress.inflatedBytes += chunk.length;
     checkInflatedSize(path, bytes, entry.compressedSize, limits, 'inflates to');
+    checkArchiveRatio(options.uploadName ?? 'scan_zip', progress.inflatedBytes, progress.archiveBytes, limits, 'inflates to', path);
     if (progress.inflatedBytes > limits.maxUncompressedBytes) {
       throw new IntakeError('zip_bomb', `the archive inflates to more than ${limits.maxUncompressedBytes} bytes in total (MAX_UNCOMPRESSED_BYTES)`, {
         entry: path,

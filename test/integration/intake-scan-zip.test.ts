@@ -144,6 +144,18 @@ test('ZIP bombs: an absurd ratio, a header that lies about the size, and the siz
   assert.equal((await run('valid-mixed.zip', { maxCompressionRatio: 1 }).result).length, 4);
 });
 
+test('ZIP bombs: many small entries, each under the per-entry grace, refused for the ratio of the archive as a whole', async () => {
+  const zipPath = path.join(root, 'small-entry-bomb.zip');
+  const zip = new yazl.ZipFile();
+  const blankPage = Buffer.alloc(1024 * 1024); // 1 MiB: exactly at the per-entry grace
+  for (let n = 1; n <= 100; n++) zip.addBuffer(blankPage, `${String(n).padStart(3, '0')}.tif`, { compress: true });
+  zip.end();
+  await new Promise<void>((resolve, reject) => zip.outputStream.pipe(createWriteStream(zipPath)).on('close', () => resolve()).on('error', reject));
+  const { size } = await stat(zipPath);
+  assert.ok(size < 200 * 1024, `the bomb is small (${size} bytes)`);
+  await assertRefused(zipPath, 'zip_bomb', /"small-entry-bomb\.zip" declares \d+ bytes or more from a \d+-byte archive, a ratio above 100/);
+});
+
 test('no images at all is no_images (junk only, or an empty ZIP)', async () => {
   await assertRefused('junk-only.zip', 'no_images', /"junk-only\.zip" contains no images/);
   await assertRefused('empty.zip', 'no_images', /"empty\.zip" contains no images/);
