@@ -18,6 +18,15 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | null;
   /** Embedded PostgreSQL port (only when databaseUrl is null). */
   embeddedPostgresPort: number;
+  http: {
+    /** Take the client address and protocol from X-Forwarded-* (only behind a proxy that sets them). */
+    trustProxy: boolean;
+    /** A request body slower than this over `bodyRateWindowSeconds` is cut with 408 (0: off). */
+    minBodyBytesPerSecond: number;
+    bodyRateWindowSeconds: number;
+    /** Open connections one peer address may hold (0: no cap). */
+    maxConnectionsPerAddress: number;
+  };
   workers: {
     /** Page tasks one worker process runs at once. */
     pageConcurrency: number;
@@ -127,6 +136,12 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     tls,
     embeddedPostgresPort: read.integer('EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    http: {
+      trustProxy: read.flag('TRUST_PROXY'),
+      minBodyBytesPerSecond: read.integer('MIN_BODY_BYTES_PER_SECOND', 1024, 0, 1024 * 1024 * 1024),
+      bodyRateWindowSeconds: read.integer('BODY_RATE_WINDOW_SECONDS', 60, 1, 3600),
+      maxConnectionsPerAddress: read.integer('MAX_CONNECTIONS_PER_ADDRESS', 64, 0, 1_000_000),
+    },
     workers: {
       pageConcurrency: read.integer('WORKER_CONCURRENCY', cores, 1, 256),
       exportConcurrency: read.integer('EXPORT_CONCURRENCY', 1, 1, 64),
@@ -158,6 +173,14 @@ export function loadConfig(env: Env = process.env): Config {
     recognition: recognitionConfig(read, cores),
     correction: readCorrection(read, problems),
   };
+  const correctionMs = correctionWorstCaseMs(config.correction);
+  if (config.correction.provider !== null && correctionMs > config.workers.taskExpireSeconds * 1000) {
+    problems.push(
+      `correction's worst case on one page (${CORRECTION_ANSWER_ROUNDS} answers x (CORRECTION_RETRIES + 1) x CORRECTION_TIMEOUT_MS ` +
+        `plus CORRECTION_RETRIES x CORRECTION_MAX_RETRY_WAIT_MS each = ${Math.ceil(correctionMs / 1000)} s) is longer than ` +
+        `TASK_EXPIRE_SECONDS (${config.workers.taskExpireSeconds} s): the page task would expire mid-correction; lower the first or raise the second`,
+    );
+  }
   if (config.callbacks.timeoutMs > CALLBACK_TIMEOUT_MAX_MS) {
     problems.push(
       `CALLBACK_TIMEOUT_MS must be at most ${CALLBACK_TIMEOUT_MAX_MS} (half the callback task's ${CALLBACK_TASK_EXPIRE_SECONDS} s expiry, ` +
@@ -166,6 +189,14 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Provider answers one page's correction may ask for (a malformed answer is asked again once). */
+export const CORRECTION_ANSWER_ROUNDS = 2;
+
+/** The longest one page's correction can take: every call timing out, every wait at its cap. */
+export function correctionWorstCaseMs(correction: Pick<Config['correction'], 'timeoutMs' | 'retries' | 'maxRetryWaitMs'>): number {
+  return CORRECTION_ANSWER_ROUNDS * ((correction.retries + 1) * correction.timeoutMs + correction.retries * correction.maxRetryWaitMs);
 }
 
 /** A callback task's expiry (pg-boss expireInSeconds of the callback queue). */

@@ -45,3 +45,16 @@ test('SHUTDOWN_GRACE_SECONDS fits a 30 s stop window by default; a callback time
     return true;
   });
 });
+
+test("a correction whose worst case on one page outlasts TASK_EXPIRE_SECONDS is refused at start; the defaults fit", () => {
+  const gemini = { GEMINI_API_KEY: 'k' };
+  // Defaults: 2 answers x (4 calls x 60 s + 3 waits x 60 s) = 840 s, within 900 s.
+  assert.equal(loadConfig(gemini).correction.provider, 'gemini');
+  assert.throws(() => loadConfig({ ...gemini, CORRECTION_TIMEOUT_MS: '120000' }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError);
+    assert.match(error.problems.join('\n'), /correction's worst case on one page .* = 1320 s\) is longer than TASK_EXPIRE_SECONDS \(900 s\)/);
+    return true;
+  });
+  assert.equal(loadConfig({ ...gemini, CORRECTION_TIMEOUT_MS: '120000', TASK_EXPIRE_SECONDS: '1800' }).workers.taskExpireSeconds, 1800);
+  assert.equal(loadConfig({ CORRECTION_TIMEOUT_MS: '120000' }).correction.provider, null, 'no provider, nothing to refuse');
+});

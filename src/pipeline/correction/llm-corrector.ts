@@ -1,6 +1,7 @@
 // The correction step with a model provider: one structured call per page,
 // guarded, retried, and never fatal to the job (see docs/correction.md).
 import type { Logger } from 'pino';
+import { CORRECTION_ANSWER_ROUNDS } from '../../config.ts';
 import type { CorrectionInfo, PageResult, TextLine } from '../page-result.ts';
 import { allLines } from '../page-result.ts';
 import type { CorrectionInput, PageCorrector } from '../pipeline.ts';
@@ -18,8 +19,8 @@ export interface LlmCorrectorSettings {
   retry: RetryPolicy;
 }
 
-/** Calls per page when the answer is malformed: the first, and one retry. */
-const ANSWER_ROUNDS = 2;
+/** Calls per page when the answer is malformed: the first, and one retry (src/config.ts checks the worst case). */
+const ANSWER_ROUNDS = CORRECTION_ANSWER_ROUNDS;
 
 export class LlmCorrector implements PageCorrector {
   private readonly provider: CorrectionProvider;
