@@ -6,6 +6,7 @@ import { authenticate } from './authenticate.ts';
 import { openApiDocument } from './openapi.ts';
 import { problemMiddleware } from './problem.ts';
 import { requestContext } from './request-context.ts';
+import { securityHeaders } from './security-headers.ts';
 import { registerHealth } from './routes/health.ts';
 import { registerJobRoutes } from './routes/jobs.ts';
 import { registerSubmitScan } from './routes/submit-scan.ts';
@@ -13,7 +14,8 @@ import { registerUsage } from './routes/usage.ts';
 
 export function createApp(runtime: Runtime): Koa {
   const app = new Koa();
-  app.proxy = true;
+  // X-Forwarded-For/-Proto are believed only when an operator says a proxy sets them.
+  app.proxy = runtime.config.http.trustProxy;
   app.silent = true;
   const router = new Router();
   const auth = authenticate(runtime.db.pool);
@@ -25,6 +27,7 @@ export function createApp(runtime: Runtime): Koa {
   registerSubmitScan(router, runtime, auth);
   registerJobRoutes(router, runtime, auth);
   registerUsage(router, runtime, auth);
+  app.use(securityHeaders(runtime.config.tls !== null || runtime.config.baseUrl.startsWith('https:')));
   app.use(requestContext(runtime.log));
   app.use(problemMiddleware);
   app.use(router.routes());

@@ -6,6 +6,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Runtime } from '../runtime.ts';
 import { createApp } from './app.ts';
+import { guardConnections } from './connection-guards.ts';
 
 export interface RunningServer {
   port: number;
@@ -23,7 +24,9 @@ export async function startHttpServer(runtime: Runtime, port = runtime.config.po
     ? https.createServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }, app.callback())
     : http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 0; // large uploads on slow links
+  // Large uploads on slow links may take long; a body that stalls is cut by its rate instead.
+  server.requestTimeout = 0;
+  guardConnections(server, runtime.config.http);
   // Responses in flight, so that a shutdown can tell their clients not to reuse the connection.
   const inFlight = new Set<http.ServerResponse>();
   let closing = false;

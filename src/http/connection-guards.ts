@@ -1,0 +1,89 @@
+// Guards on connections and request bodies, below koa: what a client that is not polite can
+// hold. A body that trickles is cut (408), a response sent before its request body has arrived
+// (a refused key, an oversized upload) closes the connection instead of reading the rest, and
+// one peer address may hold only so many connections.
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+import type { Config } from '../config.ts';
+import { problemType } from './problem.ts';
+
+const RATE_CHECK_MS = 5_000;
+
+export function guardConnections(server: http.Server, config: Config['http']): void {
+  if (config.maxConnectionsPerAddress > 0) capConnectionsPerAddress(server, config.maxConnectionsPerAddress);
+  server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
+    if (!hasBody(request)) return;
+    if (config.minBodyBytesPerSecond > 0) watchBodyRate(request, response, config);
+    response.once('finish', () => {
+      if (!request.complete) closeUnreadBody(request);
+    });
+  });
+}
+
+function hasBody(request: http.IncomingMessage): boolean {
+  return request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+}
+
+/** The response went out while the body is still arriving: stop reading it and close. */
+function closeUnreadBody(request: http.IncomingMessage): void {
+  const socket = request.socket;
+  socket.end();
+  // A client still sending gets a moment to read the response, then the connection goes.
+  setTimeout(() => socket.destroy(), 1_000).unref();
+}
+
+function watchBodyRate(request: http.IncomingMessage, response: http.ServerResponse, config: Config['http']): void {
+  const socket = request.socket;
+  const windowMs = config.bodyRateWindowSeconds * 1000;
+  const minBytes = config.minBodyBytesPerSecond * config.bodyRateWindowSeconds;
+  const samples: Array<{ at: number; bytes: number }> = [{ at: Date.now(), bytes: socket.bytesRead }];
+  const timer = setInterval(() => {
+    if (request.complete || socket.destroyed) return stop();
+    const now = Date.now();
+    samples.push({ at: now, bytes: socket.bytesRead });
+    while (samples.length > 1 && now - samples[1].at >= windowMs) samples.shift();
+    const oldest = samples[0];
+    if (now - oldest.at >= windowMs && socket.bytesRead - oldest.bytes < minBytes) {
+      stop();
+      refuseSlowBody(response, socket, config);
+    }
+  }, Math.min(RATE_CHECK_MS, windowMs / 2));
+  timer.unref();
+  const stop = () => clearInterval(timer);
+  request.once('end', stop);
+  socket.once('close', stop);
+}
+
+function refuseSlowBody(response: http.ServerResponse, socket: Socket, config: Config['http']): void {
+  if (!response.headersSent) {
+    const body = JSON.stringify({
+      type: problemType('request_body_too_slow'),
+      title: 'Request Timeout',
+      status: 408,
+      code: 'request_body_too_slow',
+      detail: `The request body arrived slower than ${config.minBodyBytesPerSecond} bytes/s over ${config.bodyRateWindowSeconds} s (MIN_BODY_BYTES_PER_SECOND).`,
+    });
+    response.writeHead(408, { 'content-type': 'application/problem+json', connection: 'close', 'content-length': Buffer.byteLength(body) });
+    response.end(body);
+  }
+  socket.end();
+  setTimeout(() => socket.destroy(), 1_000).unref();
+}
+
+function capConnectionsPerAddress(server: http.Server, cap: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > cap) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left <= 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
+}

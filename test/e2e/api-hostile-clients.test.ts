@@ -1,0 +1,115 @@
+// Clients that are not polite, over raw TCP against the real server: a body that trickles, a
+// large body behind a refused key, too many connections from one address; and the headers
+// every response carries.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, describe, test } from 'node:test';
+import { createTestDatabase } from '../support/database.ts';
+import { createCredentials, startApiServer } from '../support/http-client.ts';
+
+const server = await startApiServer(await createTestDatabase(), {
+  env: { MIN_BODY_BYTES_PER_SECOND: '1024', BODY_RATE_WINDOW_SECONDS: '2', MAX_CONNECTIONS_PER_ADDRESS: '4' },
+});
+after(() => server.close());
+const { key } = await createCredentials(server.runtime, 'hostile');
+const port = Number(new URL(server.baseUrl).port);
+
+interface Exchange {
+  socket: net.Socket;
+  /** Everything the server sent, once it closed the connection. */
+  closed: Promise<{ received: string; afterMs: number }>;
+}
+
+/** The server must close within `deadlineMs`, or the test fails (instead of waiting for ever). */
+function connect(deadlineMs = 20_000): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const started = Date.now();
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    const closed = new Promise<{ received: string; afterMs: number }>((done, fail) => {
+      const deadline = setTimeout(() => {
+        socket.destroy();
+        fail(new Error(`the server still held the connection after ${deadlineMs} ms; it sent ${JSON.stringify(received.slice(0, 200))}`));
+      }, deadlineMs);
+      socket.once('close', () => {
+        clearTimeout(deadline);
+        done({ received, afterMs: Date.now() - started });
+      });
+    });
+    socket.on('error', () => {});
+    socket.once('connect', () => resolve({ socket, closed }));
+    socket.once('error', reject);
+  });
+}
+
+function uploadHead(apiKey: string, contentLength: number): string {
+  return [
+    'POST /v1/process-scan HTTP/1.1',
+    'Host: 127.0.0.1',
+    `X-API-Key: ${apiKey}`,
+    'Content-Type: multipart/form-data; boundary=b0undary',
+    `Content-Length: ${contentLength}`,
+    '',
+    '',
+  ].join('\r\n');
+}
+
+describe('hostile clients', () => {
+  test('a body trickled at 50 B/s is cut with 408 request_body_too_slow and the connection closed', async () => {
+    const { socket, closed } = await connect();
+    socket.write(uploadHead(key, 10_000_000));
+    socket.write('--b0undary\r\nContent-Disposition: form-data; name="scan_zip"; filename="a.zip"\r\n\r\n');
+    const trickle = setInterval(() => socket.writable && socket.write('x'.repeat(50)), 1000);
+    try {
+      const { received, afterMs } = await closed;
+      assert.match(received, /^HTTP\/1\.1 408 /);
+      assert.match(received, /"code":"request_body_too_slow"/);
+      assert.ok(afterMs < 15_000, `cut after ${afterMs} ms`);
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+
+  test('a large body behind an unknown key gets its 401 and the connection is closed without reading the rest', async () => {
+    const { socket, closed } = await connect();
+    socket.write(uploadHead('hwr_not-a-real-key', 500 * 1024 * 1024));
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    let sent = 0;
+    const pump = setInterval(() => {
+      for (let i = 0; i < 16 && socket.writable; i++) {
+        socket.write(chunk);
+        sent += chunk.length;
+      }
+    }, 20);
+    try {
+      const { received, afterMs } = await closed;
+      assert.match(received, /^HTTP\/1\.1 401 /);
+      assert.ok(afterMs < 5_000, `closed after ${afterMs} ms`);
+      assert.ok(sent < 500 * 1024 * 1024, 'the server did not wait for the whole body');
+    } finally {
+      clearInterval(pump);
+    }
+  });
+
+  test('one address may hold MAX_CONNECTIONS_PER_ADDRESS connections; more are closed at once', async () => {
+    const held = await Promise.all(Array.from({ length: 4 }, () => connect()));
+    try {
+      const extra = await connect();
+      const { afterMs } = await extra.closed;
+      assert.ok(afterMs < 2_000);
+      // The held ones still work.
+      held[0].socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+      assert.match((await held[0].closed).received, /^HTTP\/1\.1 200 /);
+    } finally {
+      for (const exchange of held) exchange.socket.destroy();
+    }
+  });
+
+  test('responses say nosniff; X-Forwarded-For is not believed without TRUST_PROXY', async () => {
+    const response = await fetch(`${server.baseUrl}/healthz`, { headers: { 'X-Forwarded-Proto': 'https' } });
+    assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(response.headers.get('strict-transport-security'), null, 'no HSTS on plain http');
+    assert.equal(server.runtime.config.http.trustProxy, false);
+  });
+});
