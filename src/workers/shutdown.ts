@@ -11,6 +11,8 @@ interface InFlight {
   queue: string;
   id: string;
   retryCount: number;
+  /** Set just before the task is put back: an abort from then on reads as HandedBack. */
+  handingBack: boolean;
   controller: AbortController;
   done: Promise<void>;
 }
@@ -28,18 +30,34 @@ export class TaskTracker {
     this.schema = schema;
   }
 
-  /** Wraps a one-task handler: its task's signal also fires when the task is handed back. */
+  /**
+   * Wraps a one-task handler. Its task's signal fires when pg-boss aborts the task (its claim
+   * gone) or when the task is handed back; the reason is then HandedBack, even where pg-boss's
+   * heartbeat, finding the claim gone once the task is back in the queue, fires first.
+   */
   track<T>(queue: string, handler: (task: Job<T>) => Promise<void>): (task: Job<T>) => Promise<void> {
     this.queues.add(queue);
     return async (task) => {
       const controller = new AbortController();
       let finish = () => {};
-      const entry: InFlight = { queue, id: task.id, retryCount: task.retryCount, controller, done: new Promise((resolve) => (finish = resolve)) };
-      this.inFlight.set(task.id, entry);
+      const entry: InFlight = {
+        queue,
+        id: task.id,
+        retryCount: task.retryCount,
+        handingBack: false,
+        controller,
+        done: new Promise((resolve) => (finish = resolve)),
+      };
+      const onAbort = () => controller.abort(entry.handingBack ? new HandedBack() : task.signal.reason);
+      if (task.signal.aborted) onAbort();
+      else task.signal.addEventListener('abort', onAbort, { once: true });
+      const key = `${task.id}:${task.retryCount}`;
+      this.inFlight.set(key, entry);
       try {
-        await handler({ ...task, signal: AbortSignal.any([task.signal, controller.signal]) });
+        await handler({ ...task, signal: controller.signal });
       } finally {
-        this.inFlight.delete(task.id);
+        task.signal.removeEventListener('abort', onAbort);
+        this.inFlight.delete(key);
         finish();
       }
     };
@@ -68,22 +86,29 @@ export class TaskTracker {
     // Back in the queue first, then the abort: a handler that returns after the abort finds its
     // claim gone, so pg-boss neither completes nor fails the task.
     let handedBack = 0;
+    const aborted: InFlight[] = [];
     for (const entry of left) {
+      entry.handingBack = true;
       try {
         const result = await this.boss.getDb().executeSql(
           `update ${this.schema}.job set state = 'created', started_on = null, heartbeat_on = null
             where name = $1 and id = $2 and state = 'active' and retry_count = $3 returning id`,
           [entry.queue, entry.id, entry.retryCount],
         );
+        // No row: the task finished, or its claim went, meanwhile; aborting the handler is harmless.
         handedBack += result.rows.length;
       } catch (error) {
-        // Left active: its heartbeat lapses and pg-boss retries it, spending an attempt.
+        // Left running and active: pg-boss's stop fails it, or its heartbeat lapses after the
+        // exit, and it is retried, spending an attempt.
+        entry.handingBack = false;
         this.log.error({ err: error, queue: entry.queue, task_id: entry.id }, 'could not hand a task back');
+        continue;
       }
       entry.controller.abort(new HandedBack());
+      aborted.push(entry);
     }
     this.log.info({ handed_back: handedBack, still_running: left.length }, 'grace over: unfinished tasks handed back');
-    await Promise.race([Promise.all(left.map((entry) => entry.done)), delay(abortWaitMs)]);
+    await Promise.race([Promise.all(aborted.map((entry) => entry.done)), delay(abortWaitMs)]);
     return { finished: atStop - left.length, handedBack };
   }
 }
