@@ -18,6 +18,8 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | null;
   /** Embedded PostgreSQL port (only when databaseUrl is null). */
   embeddedPostgresPort: number;
+  /** As root: where the embedded cluster and binaries go when the user postgres cannot reach DATA_DIR or node_modules. */
+  embeddedPostgresRootDir: string;
   http: {
     /** Take the client address and protocol from X-Forwarded-* (only behind a proxy that sets them). */
     trustProxy: boolean;
@@ -136,6 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     tls,
     embeddedPostgresPort: read.integer('EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    embeddedPostgresRootDir: path.resolve(read.string('EMBEDDED_POSTGRES_ROOT_DIR') ?? '/var/lib/hwr'),
     http: {
       trustProxy: read.flag('TRUST_PROXY'),
       minBodyBytesPerSecond: read.integer('MIN_BODY_BYTES_PER_SECOND', 1024, 0, 1024 * 1024 * 1024),

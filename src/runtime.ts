@@ -42,6 +42,8 @@ export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{
     dataDir: path.join(config.dataDir, 'postgres'),
     port: config.embeddedPostgresPort,
     log: (line) => log.debug({ postgres: line.trim() }),
+    notice: (line) => log.info(line),
+    rootFallbackDir: config.embeddedPostgresRootDir,
   });
   log.info({ owned: embedded.owned }, embedded.owned ? 'embedded PostgreSQL started' : 'connected to the running embedded PostgreSQL');
   return { url: embedded.url, embedded };

