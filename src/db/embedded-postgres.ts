@@ -7,7 +7,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, chown, cp, mkdir, readdir, readFile, readlink, rename, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, readdir, readFile, readlink, rename, rm, rmdir, stat, symlink, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -78,7 +78,8 @@ export const DEFAULT_ROOT_FALLBACK_DIR = '/var/lib/hwr';
  * gives it neither, and we never loosen the permissions of the user's directories. So:
  * - the binaries run from node_modules when `postgres` can run them there, else from a copy
  *   under `fallbackDir/postgres-<version>` (made once);
- * - the cluster stays at `requested` when `postgres` can enter its parent, else it lives in
+ * - the cluster stays at `requested` when `postgres` can enter its parent (DATA_DIR, which may
+ *   get o+x: openDataDir), else it lives in
  *   `fallbackDir/postgres/<name>-<hash of requested>` (owned by postgres, 0700) and `requested`
  *   becomes a link to it: data survives restarts, and a second `hwr` process (root) follows the
  *   link to the running postmaster.
@@ -100,7 +101,7 @@ async function startAsPostgresUser(options: {
   const linked = await readlink(requested).catch(() => null);
   if (linked !== null) {
     clusterDir = path.resolve(path.dirname(requested), linked);
-  } else if (!(await canEnter(ids, path.dirname(requested)))) {
+  } else if (!(await canEnter(ids, path.dirname(requested))) && !(await openDataDir(ids, path.dirname(requested)))) {
     const name = path.basename(path.dirname(requested)).replace(/[^A-Za-z0-9._-]/g, '_') || 'hwr';
     clusterDir = path.join(fallbackDir, 'postgres', `${name}-${createHash('sha256').update(requested).digest('hex').slice(0, 12)}`);
     if (existsSync(requested)) {
@@ -183,6 +184,20 @@ async function postgresUser(): Promise<UserIds> {
   const created = await lookup();
   if (!created) throw new Error('running as root, the embedded PostgreSQL needs a user "postgres" and none could be created; set DATABASE_URL');
   return created;
+}
+
+/**
+ * DATA_DIR (the cluster's parent) is the service's own directory: when it is all that stops
+ * postgres (a 0700 mkdtemp, say) and every directory above it lets postgres through, it gets
+ * o+x (traverse, not list) and the cluster stays in it. No directory above it is ever changed.
+ */
+async function openDataDir(ids: UserIds, dataDir: string): Promise<boolean> {
+  if (!(await canEnter(ids, path.dirname(dataDir)))) return false;
+  const { mode } = await stat(dataDir);
+  await chmod(dataDir, (mode & 0o7777) | 0o001);
+  if (await canEnter(ids, dataDir)) return true;
+  await chmod(dataDir, mode & 0o7777);
+  return false;
 }
 
 /** True when the user can enter `directory` (every directory on the way searchable). */

@@ -66,6 +66,18 @@ describe('embedded PostgreSQL as root in a closed home', { skip: isRoot ? false 
     assert.equal(await readlink(path.join(dataDir, 'postgres')), target, 'the same cluster after the restart');
   });
 
+  test('a closed DATA_DIR in an open parent only gets o+x, and the cluster stays in it', async () => {
+    const dataDir = path.join(work, 'open-parent', '.data');
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await chmod(path.dirname(dataDir), 0o755);
+    const notices: string[] = [];
+    const database = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port: await freePort(), rootFallbackDir: fallbackDir, notice: (line) => notices.push(line) });
+    await database.stop();
+    assert.ok((await lstat(path.join(dataDir, 'postgres'))).isDirectory());
+    assert.equal(await modeOf(dataDir), 0o701);
+    assert.deepEqual(notices, []);
+  });
+
   test('hwr serve says where the cluster is; a second hwr process finds it; a restart keeps the account', async () => {
     const { home, dataDir } = await closedHome('serve');
     const env = {
