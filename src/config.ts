@@ -2,6 +2,7 @@
 // `loadConfig()` throws a ConfigError listing every invalid variable at once.
 import os from 'node:os';
 import path from 'node:path';
+import { defaultPixelBudget } from './pipeline/pixel-budget.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -53,6 +54,8 @@ export interface Config {
     maxUncompressedBytes: number;
     maxCompressionRatio: number;
     maxImagePixels: number;
+    /** Pixels of pages being processed at once in one process (memory admission). */
+    maxPixelsInFlight: number;
   };
   results: {
     /** How long results stay downloadable after created_at. */
@@ -163,6 +166,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxUncompressedBytes: read.integer('MAX_UNCOMPRESSED_BYTES', 2 * 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
       maxCompressionRatio: read.number('MAX_COMPRESSION_RATIO', 100, 1, 1e6),
       maxImagePixels: read.integer('MAX_IMAGE_PIXELS', 100_000_000, 1, Number.MAX_SAFE_INTEGER),
+      maxPixelsInFlight: read.integer('MAX_PIXELS_IN_FLIGHT', defaultPixelBudget(availableMemory()), 1, Number.MAX_SAFE_INTEGER),
     },
     results: {
       retentionSeconds: read.integer('RESULT_RETENTION_SECONDS', 7 * 24 * 3600, 1, 10 * 365 * 24 * 3600),
@@ -347,4 +351,10 @@ class EnvReader {
       return null;
     }
   }
+}
+
+/** The memory this process may use: its cgroup's limit where one is set, else the machine's. */
+function availableMemory(): number {
+  const constrained = process.constrainedMemory();
+  return constrained > 0 && constrained < os.totalmem() ? constrained : os.totalmem();
 }

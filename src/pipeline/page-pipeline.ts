@@ -1,11 +1,13 @@
 // The engine's page task: image preparation -> layout -> recognition -> correction,
 // as far as the job's pipeline_steps go. Models are loaded once per process, on the
 // first page (shared-engine.ts).
+import sharp from 'sharp';
 import type { Config } from '../config.ts';
 import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
 import type { PageResult } from './page-result.ts';
 import { recognizePage, type StageTimings } from './recognize-page.ts';
 import { sharedEngine } from './shared-engine.ts';
+import { PixelBudget } from './pixel-budget.ts';
 
 export interface PagePipelineOptions {
   config: Pick<Config, 'recognition' | 'limits'>;
@@ -15,20 +17,26 @@ export interface PagePipelineOptions {
 
 export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
   const { config, corrector } = options;
+  const pixels = new PixelBudget(config.limits.maxPixelsInFlight);
   return {
     async processPage(task: PageTask, context: PageContext): Promise<PageResult> {
       const steps = task.options.pipelineSteps;
       const { signal } = context;
       const engine = await sharedEngine(config.recognition);
       const bytes = await context.blobs.get(task.page.blobKey);
-      const { page, timings } = await recognizePage(engine, bytes, {
-        name: task.page.name,
-        pageNumber: task.page.pageNumber,
-        maxPixels: config.limits.maxImagePixels,
-        recognize: steps.includes('recognition'),
+      const { page, timings } = await pixels.run(
+        await headerPixels(bytes),
+        () =>
+          recognizePage(engine, bytes, {
+            name: task.page.name,
+            pageNumber: task.page.pageNumber,
+            maxPixels: config.limits.maxImagePixels,
+            recognize: steps.includes('recognition'),
+            signal,
+            enterStep: (step) => context.enterStep(step),
+          }),
         signal,
-        enterStep: (step) => context.enterStep(step),
-      });
+      );
       context.log.debug(
         { page: task.page.pageNumber, lines: page.regions.reduce((sum, region) => sum + region.lines.length, 0), ...roundTimings(timings) },
         'page recognised',
@@ -52,4 +60,14 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
 
 function roundTimings(timings: StageTimings): Record<string, number> {
   return Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value)]));
+}
+
+/** The page's pixel count from its header (nothing decoded); 1 when unreadable, which decoding then reports. */
+async function headerPixels(bytes: Buffer): Promise<number> {
+  try {
+    const { width = 1, height = 1 } = await sharp(bytes).metadata();
+    return width * height;
+  } catch {
+    return 1;
+  }
 }
