@@ -187,3 +187,21 @@ test('MODEL_DIR: a broken model directory fails with model_invalid, listing ever
     return true;
   });
 });
+
+test('pages whose pixels do not fit the budget together run one after the other, and both finish', async () => {
+  const { width = 0, height = 0 } = await (await import('sharp')).default(PRINTED_PAGE.imagePath).metadata();
+  const oneAtATime = { ...config, limits: { ...config.limits, maxPixelsInFlight: width * height } };
+  const pipeline = createPagePipeline({ config: oneAtATime });
+  const timeline: string[] = [];
+  const traced = (name: string): PageContext => ({
+    blobs,
+    signal: new AbortController().signal,
+    log,
+    enterStep: async (step) => void timeline.push(`${name}:${step}`),
+  });
+  const run = (name: string) => pipeline.processPage(task(['layout', 'recognition', 'export']), traced(name));
+  const pages = await Promise.all([run('a'), run('b')]);
+  assert.ok(pages.every((page) => allLines(page).length > 0));
+  // b enters its first step only after a has passed its last one.
+  assert.deepEqual(timeline, ['a:layout', 'a:recognition', 'b:layout', 'b:recognition']);
+});
