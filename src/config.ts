@@ -56,6 +56,8 @@ export interface Config {
     maxImagePixels: number;
     /** Pixels of pages being processed at once in one process (memory admission). */
     maxPixelsInFlight: number;
+    /** Uploads are refused (503) while DATA_DIR's file system has less free space than this. */
+    minFreeDiskBytes: number;
   };
   results: {
     /** How long results stay downloadable after created_at. */
@@ -167,6 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxCompressionRatio: read.number('MAX_COMPRESSION_RATIO', 100, 1, 1e6),
       maxImagePixels: read.integer('MAX_IMAGE_PIXELS', 100_000_000, 1, Number.MAX_SAFE_INTEGER),
       maxPixelsInFlight: read.integer('MAX_PIXELS_IN_FLIGHT', defaultPixelBudget(availableMemory()), 1, Number.MAX_SAFE_INTEGER),
+      minFreeDiskBytes: read.integer('MIN_FREE_DISK_BYTES', 1024 * 1024 * 1024, 0, Number.MAX_SAFE_INTEGER),
     },
     results: {
       retentionSeconds: read.integer('RESULT_RETENTION_SECONDS', 7 * 24 * 3600, 1, 10 * 365 * 24 * 3600),

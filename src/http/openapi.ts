@@ -74,6 +74,7 @@ export function openApiDocument(baseUrl: string) {
             '409': problem('The Idempotency-Key was used for a different request.'),
             '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
             '415': problem('The body is not multipart/form-data.'),
+            '503': problem('insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); retry after Retry-After seconds.'),
           },
         },
       },

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, startApiServer } from '../support/http-client.ts';
+import { createCredentials, pagesZip, startApiServer } from '../support/http-client.ts';
 
 const server = await startApiServer(await createTestDatabase(), {
   env: { MIN_BODY_BYTES_PER_SECOND: '1024', BODY_RATE_WINDOW_SECONDS: '2', MAX_CONNECTIONS_PER_ADDRESS: '4' },
@@ -111,5 +111,23 @@ describe('hostile clients', () => {
     assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(response.headers.get('strict-transport-security'), null, 'no HSTS on plain http');
     assert.equal(server.runtime.config.http.trustProxy, false);
+  });
+});
+
+describe('disk space', () => {
+  test('an upload while DATA_DIR is below MIN_FREE_DISK_BYTES gets 503 insufficient_storage with Retry-After, and nothing is stored', async () => {
+    // A floor no disk reaches: every upload is refused before its body is read.
+    const full = await startApiServer(await createTestDatabase(), { env: { MIN_FREE_DISK_BYTES: String(Number.MAX_SAFE_INTEGER) } });
+    try {
+      const credentials = await createCredentials(full.runtime, 'disk');
+      const response = await full.client.submit(await pagesZip(['1.jpg']), { key: credentials.key });
+      assert.equal(response.status, 503);
+      assert.equal(response.body.code, 'insufficient_storage');
+      assert.equal(response.headers.get('retry-after'), '300');
+      const jobs = await full.runtime.db.pool.query('select count(*)::int as n from job_status');
+      assert.equal(jobs.rows[0].n, 0);
+    } finally {
+      await full.close();
+    }
   });
 });

@@ -1,7 +1,7 @@
 // POST /v1/process-scan: the upload streams to a temp file (never held in memory),
 // is checked and split into pages by intake, and becomes a queued job.
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
@@ -19,6 +19,7 @@ import { parseSubmissionOptions } from '../submission-options.ts';
 /** Multipart overhead allowed on top of MAX_UPLOAD_BYTES before a request is refused unread. */
 const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
 const MAX_FORM_FIELDS = 20;
+const DISK_LOW_RETRY_AFTER_SECONDS = 300;
 const MAX_FORM_FIELDS_BYTES = 64 * 1024;
 /** The `code` of formidable's errors (formidable 3, src/FormidableError.js; koa-body's parser). */
 const FORMIDABLE_ERRORS = {
@@ -39,7 +40,7 @@ interface UploadedFile {
 export function registerSubmitScan(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { config } = runtime;
   const uploadDir = path.join(config.dataDir, 'tmp', 'uploads');
-  router.post('/v1/process-scan', authenticate, refuseOversizedUpload(config), parseUpload(config, uploadDir), async (ctx) => {
+  router.post('/v1/process-scan', authenticate, refuseOversizedUpload(config), refuseWhenDiskLow(config), parseUpload(config, uploadDir), async (ctx) => {
     const file = uploadedFile(ctx);
     try {
       const auth = ctx.state.auth as AuthContext;
@@ -121,6 +122,39 @@ function refuseOversizedUpload(config: Config) {
     }
     await next();
   };
+}
+
+/**
+ * An upload needs room for itself and its pages: below MIN_FREE_DISK_BYTES free on DATA_DIR's
+ * file system, refuse before reading the body, with 503 and Retry-After (space comes back as
+ * results expire), instead of failing half-way through writing it.
+ */
+function refuseWhenDiskLow(config: Config) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (config.limits.minFreeDiskBytes > 0) {
+      const free = await freeBytes(config.dataDir);
+      if (free !== null && free < config.limits.minFreeDiskBytes) {
+        ctx.set('Connection', 'close');
+        throw new HttpProblem(
+          503,
+          'insufficient_storage',
+          'Service unavailable',
+          'The service is low on disk space for uploads; retry later.',
+          { 'Retry-After': String(DISK_LOW_RETRY_AFTER_SECONDS) },
+        );
+      }
+    }
+    await next();
+  };
+}
+
+async function freeBytes(directory: string): Promise<number | null> {
+  try {
+    const stats = await statfs(directory);
+    return Number(stats.bavail) * Number(stats.bsize);
+  } catch {
+    return null; // not created yet, or a file system that cannot say: no refusal on a guess
+  }
 }
 
 /**
