@@ -1,0 +1,86 @@
+// What `hwr submit PATH…` uploads: one ZIP as it is, or image files and folders of images
+// zipped on the fly into a temp file. Entry names are the files' names (a folder's images
+// keep their path below the folder), added in natural order, the order the service gives
+// the pages (`2.jpg` before `10.jpg`, docs/intake.md).
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import yazl from 'yazl';
+import { isJunkPath } from '../intake/entry-path.ts';
+import { sortPathsNaturally } from '../intake/natural-sort.ts';
+
+export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.tif', '.tiff', '.webp']);
+
+export interface ScanInput {
+  /** The ZIP to upload. */
+  zipPath: string;
+  /** Name the service sees. */
+  filename: string;
+  /** Images zipped here (0 for a ZIP given as it is). */
+  images: number;
+  bytes: number;
+  /** Removes a temp ZIP (nothing for a given one). */
+  cleanUp(): Promise<void>;
+}
+
+export class ScanInputError extends Error {}
+
+export async function prepareScan(paths: string[]): Promise<ScanInput> {
+  if (paths.length === 0) throw new ScanInputError('no PATH: give a ZIP, a folder of images, or image files');
+  const zips = paths.filter((entry) => entry.toLowerCase().endsWith('.zip'));
+  if (zips.length > 0) {
+    if (paths.length > 1) throw new ScanInputError('a ZIP is uploaded as it is: give it alone, or give images and folders');
+    const info = await statOrThrow(zips[0]);
+    if (!info.isFile()) throw new ScanInputError(`${zips[0]} is not a file`);
+    return { zipPath: zips[0], filename: path.basename(zips[0]), images: 0, bytes: info.size, cleanUp: async () => {} };
+  }
+  const entries: { name: string; file: string }[] = [];
+  for (const given of paths) {
+    const info = await statOrThrow(given);
+    if (info.isDirectory()) {
+      for (const file of await imagesUnder(given)) entries.push({ name: path.relative(given, file).split(path.sep).join('/'), file });
+    } else if (IMAGE_EXTENSIONS.has(path.extname(given).toLowerCase())) {
+      entries.push({ name: path.basename(given), file: given });
+    } else {
+      throw new ScanInputError(`${given}: not an image (${[...IMAGE_EXTENSIONS].join(' ')}), a folder or a ZIP`);
+    }
+  }
+  if (entries.length === 0) throw new ScanInputError(`no images in ${paths.join(' ')}`);
+  const seen = new Map<string, string>();
+  for (const entry of entries) {
+    const other = seen.get(entry.name);
+    if (other !== undefined) throw new ScanInputError(`two pages would be named ${entry.name} (${other} and ${entry.file}); give their folder instead`);
+    seen.set(entry.name, entry.file);
+  }
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'hwr-submit-'));
+  const zipPath = path.join(dir, 'scan.zip');
+  const zip = new yazl.ZipFile();
+  // Scans are already compressed images: store them.
+  for (const entry of sortPathsNaturally(entries, (item) => item.name)) zip.addFile(entry.file, entry.name, { compress: false });
+  zip.end();
+  await pipeline(zip.outputStream, createWriteStream(zipPath));
+  const name = paths.length === 1 ? `${path.basename(path.resolve(paths[0])).replace(/\.[^.]*$/, '')}.zip` : 'scan.zip';
+  return { zipPath, filename: name, images: entries.length, bytes: (await stat(zipPath)).size, cleanUp: () => rm(dir, { recursive: true, force: true }) };
+}
+
+async function imagesUnder(folder: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir(folder, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const relative = path.relative(folder, file).split(path.sep).join('/');
+    if (isJunkPath(relative) || relative.split('/').some((segment) => segment.startsWith('.'))) continue;
+    if (IMAGE_EXTENSIONS.has(path.extname(entry.name).toLowerCase())) found.push(file);
+  }
+  return found;
+}
+
+async function statOrThrow(file: string) {
+  try {
+    return await stat(file);
+  } catch {
+    throw new ScanInputError(`${file}: no such file or folder`);
+  }
+}
