@@ -102,7 +102,7 @@ async function startAsPostgresUser(options: {
   if (linked !== null) {
     clusterDir = path.resolve(path.dirname(requested), linked);
   } else if (!(await canEnter(ids, path.dirname(requested))) && !(await openDataDir(ids, path.dirname(requested)))) {
-    const name = path.basename(path.dirname(requested)).replace(/[^A-Za-z0-9._-]/g, '_') || 'hwr';
+    const name = path.basename(path.dirname(requested)).replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '') || 'hwr';
     clusterDir = path.join(fallbackDir, 'postgres', `${name}-${createHash('sha256').update(requested).digest('hex').slice(0, 12)}`);
     if (existsSync(requested)) {
       // An empty directory left by an earlier failed start is replaced by the link; anything else is not ours to move.
