@@ -10,6 +10,12 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export interface Config {
   /** null: use the embedded PostgreSQL under DATA_DIR/postgres. */
   databaseUrl: string | null;
+  database: {
+    /** Connecting (and waiting for a pooled connection) fails after this long, instead of hanging. */
+    connectTimeoutMs: number;
+    /** PostgreSQL's statement_timeout for every session (0: none); long operations set their own. */
+    statementTimeoutMs: number;
+  };
   dataDir: string;
   port: number;
   host: string;
@@ -136,6 +142,10 @@ export function loadConfig(env: Env = process.env): Config {
 
   const config: Config = {
     databaseUrl: read.postgresUrl('DATABASE_URL'),
+    database: {
+      connectTimeoutMs: read.integer('DATABASE_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
+      statementTimeoutMs: read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 60_000, 0, 24 * 3600 * 1000),
+    },
     dataDir: path.resolve(read.string('DATA_DIR') ?? './.data'),
     port,
     host,

@@ -6,7 +6,7 @@ import type { BlobStore } from './blobs/blob-store.ts';
 import { FilesystemBlobStore } from './blobs/filesystem-blob-store.ts';
 import { CommandBus } from './commands/command-bus.ts';
 import type { Config } from './config.ts';
-import { openDatabase, type Database } from './db/database.ts';
+import { checkConnection, openDatabase, type Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import type { Logger } from './logger.ts';
@@ -34,6 +34,8 @@ export interface RuntimeOptions {
   /** Start pg-boss workers for pages, exports, callbacks and expiry. */
   workers: boolean;
   pipelines?: () => Promise<{ page: PagePipeline; export: ExportPipeline; close?(): Promise<void> }>;
+  /** Overrides DATABASE_STATEMENT_TIMEOUT_MS for this process's pool (0: none), e.g. `hwr projections rebuild`. */
+  statementTimeoutMs?: number;
 }
 
 export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | null }> {
@@ -51,10 +53,19 @@ export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{
 
 export async function startRuntime(config: Config, log: Logger, options: RuntimeOptions): Promise<Runtime> {
   const { url, embedded } = await resolveDatabaseUrl(config, log);
-  const db = openDatabase(url, { max: Math.max(10, config.workers.pageConcurrency * 2 + 6) }, log);
+  const db = openDatabase(
+    url,
+    {
+      max: Math.max(10, config.workers.pageConcurrency * 2 + 6),
+      connectTimeoutMs: config.database.connectTimeoutMs,
+      statementTimeoutMs: options.statementTimeoutMs ?? config.database.statementTimeoutMs,
+    },
+    log,
+  );
   let boss: PgBoss | null = null;
   let closePipelines = async () => {};
   try {
+    await checkConnection(db, config.database.connectTimeoutMs);
     await migrate(db.pool);
     boss = await startBoss(url, config, { supervise: options.workers, log });
     const bus = new CommandBus(db, boss);

@@ -4,10 +4,10 @@ import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
 import { startRuntime, type Runtime } from '../runtime.ts';
 
-export async function withRuntime<T>(work: (runtime: Runtime) => Promise<T>): Promise<T> {
+export async function withRuntime<T>(work: (runtime: Runtime) => Promise<T>, options: { statementTimeoutMs?: number } = {}): Promise<T> {
   const config = loadConfig();
   const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, { toStderr: true });
-  const runtime = await startRuntime(config, log, { workers: false });
+  const runtime = await startRuntime(config, log, { workers: false, statementTimeoutMs: options.statementTimeoutMs });
   try {
     return await work(runtime);
   } finally {

@@ -15,5 +15,6 @@ export async function run(args: string[]): Promise<number> {
     for (const difference of report.differences) printJsonLine(difference);
     printJsonLine({ verified: report.tables, events: report.events, differences: report.differences.length });
     return report.differences.length === 0 ? 0 : 1;
-  });
+    // A replay of the whole log runs as long as the log is long: no statement timeout.
+  }, { statementTimeoutMs: 0 });
 }

@@ -12,8 +12,41 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function openDatabase(url: string, options: { max?: number; applicationName?: string } = {}, log?: Logger): Database {
-  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 20, application_name: options.applicationName ?? 'hwr' });
+export interface DatabaseOptions {
+  max?: number;
+  applicationName?: string;
+  /**
+   * Connecting, and waiting for a pooled connection, fails after this long (a database that
+   * accepts TCP and never answers would otherwise hang a start or a request for ever). 0: none.
+   */
+  connectTimeoutMs?: number;
+  /** PostgreSQL's statement_timeout for every session of the pool (0: none). Long operations set their own. */
+  statementTimeoutMs?: number;
+}
+
+/** The pg pool settings shared by our pool and pg-boss's: timeouts and TCP keepalive. */
+export function poolTimeouts(options: Pick<DatabaseOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>): Pick<
+  pg.PoolConfig,
+  'connectionTimeoutMillis' | 'statement_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'
+> {
+  return {
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 0,
+    // Sent in the startup packet, so it is the session's default: `reset statement_timeout` returns to it.
+    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    // A peer that vanished without closing (a partition, a dead host) is found by keepalive probes
+    // after 10 s of silence rather than by the kernel's 2 hours.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+}
+
+export function openDatabase(url: string, options: DatabaseOptions = {}, log?: Logger): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 20,
+    application_name: options.applicationName ?? 'hwr',
+    ...poolTimeouts(options),
+  });
   // An idle client that loses its connection (database restart) must not crash the process;
   // the pool drops it and opens a new one when needed. Logged, so an operator sees it.
   pool.on('error', (error: Error & { code?: string }) => {
@@ -57,3 +90,32 @@ export async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
 }
 
 const guarded = new WeakSet<pg.PoolClient>();
+
+/** Where a URL points, without its credentials (for messages). */
+export function describeDatabaseUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}${parsed.pathname}`;
+  } catch {
+    return 'the configured database';
+  }
+}
+
+/**
+ * One round trip before anything else, so a database that cannot be reached fails the start with
+ * a message that says so (pg's own is "timeout expired" or "Connection terminated due to connection timeout").
+ */
+export async function checkConnection(db: Database, connectTimeoutMs: number): Promise<void> {
+  try {
+    await db.pool.query('select 1');
+  } catch (error) {
+    const message = (error as Error).message;
+    const timedOut = /timeout/i.test(message);
+    throw new Error(
+      timedOut
+        ? `could not connect to PostgreSQL at ${describeDatabaseUrl(db.url)}: no answer within ${connectTimeoutMs} ms (DATABASE_CONNECT_TIMEOUT_MS)`
+        : `could not connect to PostgreSQL at ${describeDatabaseUrl(db.url)}: ${message}`,
+      { cause: error },
+    );
+  }
+}

@@ -17,6 +17,10 @@ export interface MigrationResult {
 export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
   const client = await checkOut(pool);
   try {
+    // Migrations may legitimately run long (a big table rewritten), and waiting for another
+    // process's migrations is waiting, not a hang: no statement timeout for this session until
+    // it goes back to the pool (reset below returns to the pool's DATABASE_STATEMENT_TIMEOUT_MS).
+    await client.query('set statement_timeout = 0');
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
       await client.query(`create table if not exists schema_migrations (
@@ -41,6 +45,7 @@ export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
       return { applied };
     } finally {
       await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      await client.query('reset statement_timeout');
     }
   } finally {
     client.release();

@@ -2,6 +2,7 @@
 import { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import { CALLBACK_TASK_EXPIRE_SECONDS, type Config } from '../config.ts';
+import { poolTimeouts } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { QUEUES } from './queues.ts';
 import type { Reaction } from './reactions.ts';
@@ -17,6 +18,8 @@ export async function startBoss(databaseUrl: string, config: Config, options: Bo
     connectionString: databaseUrl,
     max: 10,
     application_name: 'hwr-boss',
+    // The same connect and statement timeouts as the service's own pool (docs/reliability.md).
+    ...poolTimeouts(config.database),
     useListenNotify: true,
     supervise: options.supervise,
     schedule: options.supervise,

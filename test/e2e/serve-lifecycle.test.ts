@@ -72,6 +72,51 @@ describe('hwr serve start and stop', () => {
     assert.equal(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), false, 'no postmaster left');
   });
 
+  test('a database that accepts connections and never answers: the start fails within DATABASE_CONNECT_TIMEOUT_MS, saying so, and exits 1', async () => {
+    // A TCP server that accepts and then stays silent: PostgreSQL's startup never gets its answer.
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentPort = (silent.address() as net.AddressInfo).port;
+    try {
+      const started = Date.now();
+      const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve'], {
+        cwd: root,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          DATA_DIR: dataDir,
+          DATABASE_URL: `postgres://hwr:secret-password@127.0.0.1:${silentPort}/hwr`,
+          DATABASE_CONNECT_TIMEOUT_MS: '1500',
+          PORT: '0',
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'info',
+          WORKER_CONCURRENCY: '1',
+        },
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+      const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const code = await exit;
+      clearTimeout(timer);
+      const seconds = (Date.now() - started) / 1000;
+      assert.equal(code, 1, output);
+      assert.ok(sockets.size >= 1, 'the service did connect to the silent server');
+      assert.match(output, new RegExp(`could not connect to PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/hwr: no answer within 1500 ms \\(DATABASE_CONNECT_TIMEOUT_MS\\)`), output);
+      assert.doesNotMatch(output, /secret-password/, 'the password stays out of the message');
+      // Node's start (type stripping, models not loaded before the database) plus 1.5 s.
+      assert.ok(seconds < 15, `exited after ${seconds} s`);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
+
   test('SIGTERM while an upload trickles in at 50 B/s: the API exits 0 soon after its grace instead of waiting for the body', async () => {
     const databaseUrl = await createTestDatabase();
     const admin = await startTestRuntime(await testConfig(databaseUrl));
