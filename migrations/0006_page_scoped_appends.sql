@@ -15,21 +15,26 @@ create unique index events_page_completed_once on events (stream_id, page) where
 
 -- Appends to one stream take a per-stream lock until commit, so versions are handed out in
 -- commit order and concurrent appends queue instead of failing on the unique version index.
+-- p_projections: the dispatcher function of the caller's projection code
+--   (hwr_apply_projections_<version>(events[]), installed at start), so that two versions of the
+--   service running side by side in a rolling deploy each project with their own code.
 -- p_scoped: p_expected_version is the last version the caller read of its scope, and the
--- append fails (HWR01) only if an event of that scope (job-level events, plus p_page's events
--- when p_page is set) was appended after it. Unscoped: the whole stream must be at p_expected_version.
+--   append fails (HWR01) only if an event of that scope (job-level events, plus p_page's events
+--   when p_page is set) was appended after it. Unscoped: the whole stream must be at p_expected_version.
 -- p_durable false: the transaction's commit does not wait for the disk (progress facts whose loss
--- in a database crash a retried task re-creates; any later durable commit makes them durable too).
-drop function hwr_append_events(text, integer, jsonb);
-create function hwr_append_events(
-  p_stream_id text, p_expected_version integer, p_events jsonb,
-  p_scoped boolean default false, p_page integer default null, p_durable boolean default true)
+--   in a database crash a retried task re-creates; any later durable commit makes them durable too).
+-- The previous append function, hwr_append_events(text, integer, jsonb), stays for processes of
+-- the previous version until they are gone.
+create function hwr_append_to_stream(
+  p_projections text, p_stream_id text, p_expected_version integer, p_events jsonb,
+  p_scoped boolean, p_page integer, p_durable boolean)
 returns setof events
 language plpgsql as $$
 declare
   current_version integer;
   event jsonb;
   inserted events;
+  appended events[] := '{}';
   offset_in_batch integer := 0;
 begin
   if not p_durable then
@@ -59,9 +64,10 @@ begin
     insert into events (stream_id, stream_version, type, data, metadata)
     values (p_stream_id, current_version + offset_in_batch, event->>'type', event->'data', coalesce(event->'metadata', '{}'))
     returning * into inserted;
-    perform hwr_apply_projections(inserted);
-    return next inserted;
+    appended := appended || inserted;
   end loop;
+  execute format('select %I($1)', p_projections) using appended;
+  return query select * from unnest(appended);
 end
 $$;
 

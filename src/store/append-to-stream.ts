@@ -1,6 +1,6 @@
-// Appends events to one stream, in the caller's transaction. The inline projections run
-// inside the same SQL call (hwr_append_events), which also holds the stream's append lock
-// until the transaction ends.
+// Appends events to one stream, in the caller's transaction. The inline projections (this
+// process's version of them) run inside the same SQL call (hwr_append_to_stream), which also
+// holds the stream's append lock until the transaction ends.
 //
 // Two consistency checks (migrations/0006_page_scoped_appends.sql):
 //  - whole stream: the stream must still be at `expectedVersion`;
@@ -10,6 +10,7 @@
 import { EVENT_SCHEMA_VERSIONS, type DomainEvent, type EventMetadata, type RecordedEvent } from '../../domain/events.ts';
 import type { Queryable } from '../db/database.ts';
 import { ConcurrencyError } from './concurrency-error.ts';
+import { PROJECTION_DISPATCHER } from './install-projections.ts';
 import { EVENT_COLUMNS, toRecordedEvent, type EventRow } from './recorded-event.ts';
 
 /** A stream's job-level events (`page: null`), or those and one page's events. */
@@ -42,7 +43,8 @@ export async function appendToStream(
     metadata: { ...metadata, schemaVersion: EVENT_SCHEMA_VERSIONS[event.type] },
   }));
   try {
-    const result = await db.query<EventRow>(`select ${EVENT_COLUMNS} from hwr_append_events($1, $2, $3, $4, $5, $6)`, [
+    const result = await db.query<EventRow>(`select ${EVENT_COLUMNS} from hwr_append_to_stream($1, $2, $3, $4, $5, $6, $7)`, [
+      PROJECTION_DISPATCHER,
       streamId,
       expectedVersion,
       JSON.stringify(payload),
@@ -59,6 +61,6 @@ export async function appendToStream(
 
 function isVersionConflict(error: unknown): boolean {
   const code = (error as { code?: string; constraint?: string }).code;
-  // HWR01: the check in hwr_append_events; 23505: a unique index refused a second copy of a fact.
+  // HWR01: the check in hwr_append_to_stream; 23505: a unique index refused a second copy of a fact.
   return code === 'HWR01' || (code === '23505' && (error as { constraint?: string }).constraint === 'events_stream_id_stream_version_key');
 }

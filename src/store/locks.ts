@@ -1,7 +1,7 @@
 // Advisory lock ids (one place, so no two uses collide).
 export const MIGRATION_LOCK = 7285000;
-/** Taken shared by every append (hwr_append_events), exclusively by rebuild/verify's catch-up. */
+/** Taken shared by every append (hwr_append_to_stream), exclusively by rebuild/verify's catch-up. */
 export const APPEND_LOCK = 7285001;
 export const IDEMPOTENCY_LOCK_NAMESPACE = 7285002;
-/** With hashtext(stream_id): taken by every append until commit, so one stream's appends queue (hwr_append_events). */
+/** With hashtext(stream_id): taken by every append until commit, so one stream's appends queue (hwr_append_to_stream). */
 export const STREAM_APPEND_LOCK_NAMESPACE = 7285003;

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { Runtime } from '../../src/runtime.ts';
+import { PROJECTION_DISPATCHER } from '../../src/store/install-projections.ts';
 import { exportTaskId, QUEUES } from '../../src/workers/queues.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
@@ -110,7 +111,11 @@ describe('pages of one job at once', () => {
     await completePage(jobId, 1);
     const duplicate = { type: 'PageCompleted', data: { page: 1, resultKey: 'r/1', lineCount: 1, warnings: [], correction: null } };
     await assert.rejects(
-      direct.db.pool.query(`select * from hwr_append_events($1, null, $2)`, [`job-${jobId}`, JSON.stringify([duplicate])]),
+      direct.db.pool.query(`select * from hwr_append_to_stream($1, $2, null, $3, false, null, true)`, [
+        PROJECTION_DISPATCHER,
+        `job-${jobId}`,
+        JSON.stringify([duplicate]),
+      ]),
       /events_page_completed_once/,
     );
   });

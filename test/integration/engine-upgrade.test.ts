@@ -5,9 +5,10 @@ import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import type pg from 'pg';
 import { openDatabase } from '../../src/db/database.ts';
 import { MIGRATIONS_DIR } from '../../src/db/migrate.ts';
-import { installProjections } from '../../src/store/install-projections.ts';
+import { PROJECTIONS } from '../../projections/index.ts';
 import { pageTaskId, QUEUES } from '../../src/workers/queues.ts';
 import { verifyProjections } from '../../src/store/replay-projections.ts';
 import { createTestDatabase } from '../support/database.ts';
@@ -27,7 +28,7 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
     }
     await client.query('create table schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())');
     for (const version of [1, 2, 3, 4, 5]) await client.query('insert into schema_migrations (version, name) values ($1, $2)', [version, `000${version}`]);
-    await installProjections(client);
+    await installPreviousProjections(client);
   } finally {
     client.release();
   }
@@ -94,4 +95,15 @@ function pageOneResult(jobId: string) {
     producer: { software: `hwr-before-upgrade ${jobId}`, version: '0', models: [] },
     warnings: [],
   };
+}
+
+/** The projection code as the previous version installed it: unversioned names, one event per call. */
+async function installPreviousProjections(client: pg.PoolClient): Promise<void> {
+  for (const projection of PROJECTIONS) {
+    await client.query(`create function hwr_project_${projection.name}(e events) returns void language plpgsql as $body$${projection.apply}$body$`);
+  }
+  const dispatch = PROJECTIONS.map(
+    (projection) => `if e.type in (${projection.handles.map((type) => `'${type}'`).join(', ')}) then perform hwr_project_${projection.name}(e); end if;`,
+  ).join('\n');
+  await client.query(`create function hwr_apply_projections(e events) returns void language plpgsql as $body$ begin ${dispatch} end $body$`);
 }

@@ -3,6 +3,7 @@ import { readdir } from 'node:fs/promises';
 import { after, test } from 'node:test';
 import { openDatabase } from '../../src/db/database.ts';
 import { migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { PROJECTION_DISPATCHER } from '../../src/store/install-projections.ts';
 import { createTestDatabase } from '../support/database.ts';
 
 const url = await createTestDatabase();
@@ -19,5 +20,5 @@ test('several processes migrating at once apply each migration exactly once', as
   // And a later start applies nothing.
   assert.deepEqual((await migrate(databases[1].pool)).applied, []);
   const functions = await databases[0].pool.query(`select proname from pg_proc where proname like 'hwr_%' order by proname`);
-  assert.ok(functions.rows.some((row) => row.proname === 'hwr_apply_projections'));
+  assert.ok(functions.rows.some((row) => row.proname === PROJECTION_DISPATCHER));
 });
