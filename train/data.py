@@ -46,8 +46,26 @@ def dataset_digest(dataset_dir: Path) -> str:
     return "sha256:" + outer.hexdigest()
 
 
+COMPACT_MARKER = "compact.json"
+
+
+def is_compact(dataset_dir: Path) -> bool:
+    """A compact copy made by train/compact_data.py (smaller lines packed in a few files, for a GPU machine)."""
+    return (dataset_dir / COMPACT_MARKER).exists()
+
+
+def compact_meta(dataset_dir: Path) -> dict:
+    return json.loads((dataset_dir / COMPACT_MARKER).read_text(encoding="utf-8"))
+
+
 def ensure_extracted(dataset_dir: Path, cache_root: Path) -> tuple[Path, str]:
-    """Unpack the tar shards into cache_root/<digest prefix>/ once; return (dir, digest)."""
+    """Unpack the tar shards into cache_root/<digest prefix>/ once; return (dir, digest).
+
+    A compact copy needs no unpacking: it returns its own folder and the digest of the dataset it was
+    made from, so that checkpoints trained on either can be resumed or initialised from on the other.
+    """
+    if is_compact(dataset_dir):
+        return dataset_dir, compact_meta(dataset_dir)["dataset_digest"]
     digest = dataset_digest(dataset_dir)
     target = cache_root / digest.split(":")[1][:16]
     marker = target / ".complete"
@@ -74,6 +92,9 @@ def read_split(dataset_dir: Path, split: str, images_dir: Path) -> list[Line]:
         for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
             text = target_text(row)
             if not text:
+                continue
+            if "pack_width" in row:  # compact copy: the width at SOURCE_HEIGHT is recorded, the pixels are packed
+                lines.append(Line(row["file"], text, row["hand_or_document"].split(":")[0], row["lang"], row["line_type"], int(row["pack_width"])))
                 continue
             with Image.open(images_dir / row["file"]) as im:
                 width, height = im.size
@@ -109,14 +130,37 @@ def read_charset(path: Path) -> list[str]:
 
 
 class ImageStore:
-    """Keeps the JPEG bytes in memory (about 170 MB) and decodes per batch: cheaper than a pixel cache."""
+    """Keeps the JPEG bytes in memory (about 170 MB) and decodes per batch: cheaper than a pixel cache.
+
+    From a compact copy (images stored at a lower height) each line is decoded and scaled back to
+    SOURCE_HEIGHT x its original width, so the rest of the pipeline (augmentation at 64 px) is the same.
+    """
 
     def __init__(self, images_dir: Path, lines: list[Line]):
-        self.blobs = {line.file: (images_dir / line.file).read_bytes() for line in lines}
+        self.sizes: dict[str, tuple[int, int]] = {}
+        if is_compact(images_dir):
+            self.blobs = {}
+            wanted = {line.file: line.width for line in lines}
+            for split in ("train", "val"):
+                with open(images_dir / f"{split}.tsv", encoding="utf-8", newline="") as f:
+                    rows = [r for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if r["file"] in wanted]
+                if not rows:
+                    continue
+                with open(images_dir / f"{split}.pack", "rb") as f:
+                    for r in rows:
+                        f.seek(int(r["pack_offset"]))
+                        self.blobs[r["file"]] = f.read(int(r["pack_length"]))
+                        self.sizes[r["file"]] = (int(r["pack_width"]), SOURCE_HEIGHT)
+        else:
+            self.blobs = {line.file: (images_dir / line.file).read_bytes() for line in lines}
 
     def load(self, file: str) -> np.ndarray:
         with Image.open(io.BytesIO(self.blobs[file])) as im:
-            return np.asarray(im.convert("L"), dtype=np.uint8)
+            im = im.convert("L")
+            size = self.sizes.get(file)
+            if size is not None and im.size != size:
+                im = im.resize(size, Image.BILINEAR)
+            return np.asarray(im, dtype=np.uint8)
 
 
 def width_batches(lines: list[Line], max_pixels_width: int, max_batch: int, seed: int) -> list[list[int]]:

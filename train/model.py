@@ -35,6 +35,9 @@ class ModelConfig:
     # optional bidirectional LSTM layers after the convolutional stack (0: none, as v1 and v2). Too slow to
     # train on this project's CPUs (docs/training.md), the standard stronger head where a GPU is available.
     recurrent_layers: int = 0
+    # LSTM units per direction (0: hidden // 2, the LSTM's output then added to its input). Another size
+    # feeds the 2 x recurrent_hidden outputs straight to the classifier.
+    recurrent_hidden: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,13 +88,15 @@ class CRNN(nn.Module):
         self.temporal = nn.ModuleList(
             TemporalBlock(cfg.hidden, cfg.kernel, spread * 2 ** (i % 3), cfg.dropout) for i in range(cfg.temporal_layers)
         )
+        units = cfg.recurrent_hidden or cfg.hidden // 2
         self.recurrent = (
-            nn.LSTM(cfg.hidden, cfg.hidden // 2, num_layers=cfg.recurrent_layers, bidirectional=True, dropout=cfg.dropout if cfg.recurrent_layers > 1 else 0.0)
+            nn.LSTM(cfg.hidden, units, num_layers=cfg.recurrent_layers, bidirectional=True, dropout=cfg.dropout if cfg.recurrent_layers > 1 else 0.0)
             if cfg.recurrent_layers
             else None
         )
+        self.recurrent_residual = self.recurrent is not None and 2 * units == cfg.hidden
         self.dropout = nn.Dropout(cfg.dropout)
-        self.classifier = nn.Conv1d(cfg.hidden, cfg.num_classes, 1)
+        self.classifier = nn.Conv1d(2 * units if self.recurrent is not None else cfg.hidden, cfg.num_classes, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.encoder(x)  # N, C, h, T
@@ -100,8 +105,8 @@ class CRNN(nn.Module):
         for block in self.temporal:
             f = block(f)
         if self.recurrent is not None:
-            r, _ = self.recurrent(f.permute(2, 0, 1))  # T, N, hidden
-            f = f + r.permute(1, 2, 0)
+            r, _ = self.recurrent(f.permute(2, 0, 1))  # T, N, 2 x units
+            f = f + r.permute(1, 2, 0) if self.recurrent_residual else r.permute(1, 2, 0)
         logits = self.classifier(self.dropout(f))  # N, C, T
         return F.log_softmax(logits, dim=1).transpose(1, 2)  # N, T, C
 

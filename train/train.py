@@ -48,6 +48,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--width-stride", type=int, default=2, choices=(2, 4), help="line pixels (at model height) per CTC frame")
     p.add_argument("--recurrent-layers", type=int, default=0, help="bidirectional LSTM layers after the convolutions (0: none)")
+    p.add_argument("--recurrent-hidden", type=int, default=0, help="LSTM units per direction (0: hidden/2, added to the convolutional features)")
     p.add_argument(
         "--init-from",
         type=Path,
@@ -61,6 +62,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-batch", type=int, default=32)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--workers", type=int, default=0, help="DataLoader processes that make and augment the training batches (0: in the training process)")
+    p.add_argument("--amp", choices=("none", "bf16"), default="none", help="bf16 autocast for the forward pass on CUDA (the CTC loss stays float32)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (cuda when available); batches are made and augmented on the CPU either way")
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training lines (timing runs)")
     p.add_argument("--limit-val", type=int, default=0)
@@ -101,13 +104,18 @@ def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
 
 
 @torch.no_grad()
-def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width_stride, device: torch.device) -> tuple[float, float, float]:
+def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width_stride, device: torch.device, workers: int = 0) -> tuple[float, float, float]:
     model.eval()
     rate = ErrorRate()
     loss_sum = 0.0
     batches = width_batches(lines, 40000, 32, seed=0)
-    for ids in batches:
-        b = make_batch([lines[i] for i in ids], store, index, height, mean, std, None, width_stride)
+    if workers:
+        made = torch.utils.data.DataLoader(
+            EvalBatches(batches, lines, store, index, height, mean, std, width_stride), batch_size=None, num_workers=workers, worker_init_fn=_one_thread
+        )
+    else:
+        made = (make_batch([lines[i] for i in ids], store, index, height, mean, std, None, width_stride) for ids in batches)
+    for b in made:
         out = model(b.images.to(device)).float().cpu()
         loss = F.ctc_loss(out.transpose(0, 1), b.targets, b.frames, b.target_lengths, blank=0, zero_infinity=True, reduction="sum")
         loss_sum += float(loss)
@@ -115,6 +123,38 @@ def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width
             rate.add(hyp, ref)
     model.train()
     return loss_sum / max(1, len(lines)), rate.cer, rate.wer
+
+
+class EpochBatches(torch.utils.data.Dataset):
+    """Batch i of one epoch, made (decoded, augmented) with the generator of (seed, epoch, i): the same
+    batches as without workers, so a resumed run still replays them exactly."""
+
+    def __init__(self, batches, lines, store, index, cfg, mean, std, seed, epoch):
+        self.batches, self.lines, self.store, self.index = batches, lines, store, index
+        self.cfg, self.mean, self.std, self.seed, self.epoch = cfg, mean, std, seed, epoch
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, i: int):
+        lines = [self.lines[k] for k in self.batches[i]]
+        return make_batch(lines, self.store, self.index, self.cfg.height, self.mean, self.std, batch_generator(self.seed, self.epoch, i), self.cfg.width_stride)
+
+
+class EvalBatches(torch.utils.data.Dataset):
+    def __init__(self, batches, lines, store, index, height, mean, std, width_stride):
+        self.batches, self.lines, self.store, self.index = batches, lines, store, index
+        self.height, self.mean, self.std, self.width_stride = height, mean, std, width_stride
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, i: int):
+        return make_batch([self.lines[k] for k in self.batches[i]], self.store, self.index, self.height, self.mean, self.std, None, self.width_stride)
+
+
+def _one_thread(_worker: int) -> None:
+    torch.set_num_threads(1)
 
 
 def save_checkpoint(path: Path, state: dict) -> None:
@@ -129,10 +169,10 @@ def main(argv: list[str]) -> None:
     last_path = args.run / "last.pt"
     state: dict | None = None
     if args.resume:
-        state = torch.load(last_path, map_location="cpu")
+        state = torch.load(last_path, map_location="cpu", weights_only=False)
         saved = state["args"]
         # everything that shapes the run comes from the checkpoint; only stopping rules are taken from the command line
-        for key in ("max_minutes", "max_epochs_this_run", "checkpoint_minutes", "threads", "resume", "anneal_by_deadline"):
+        for key in ("max_minutes", "max_epochs_this_run", "checkpoint_minutes", "threads", "resume", "anneal_by_deadline", "workers", "amp", "device"):
             saved[key] = getattr(args, key)
         epochs_before = saved["epochs"]
         if args.epochs is not None and args.epochs != saved["epochs"]:
@@ -161,7 +201,7 @@ def main(argv: list[str]) -> None:
         val_lines = val_lines[: args.limit_val]
     store = ImageStore(images_dir, train_lines + val_lines)
 
-    init_state = torch.load(args.init_from, map_location="cpu") if state is None and getattr(args, "init_from", None) else None
+    init_state = torch.load(args.init_from, map_location="cpu", weights_only=False) if state is None and getattr(args, "init_from", None) else None
     if init_state is not None:
         # the new model reads the same characters with the same pixel normalisation as the one it starts from
         charset, mean, std = init_state["meta"]["charset"], init_state["meta"]["mean"], init_state["meta"]["std"]
@@ -170,7 +210,13 @@ def main(argv: list[str]) -> None:
         if not args.limit_train and charset != build_charset(train_lines):
             raise SystemExit("--init-from has another charset than this training set")
         cfg = ModelConfig.from_dict(
-            {**init_state["model_config"], "width_stride": args.width_stride, "dropout": args.dropout, "recurrent_layers": args.recurrent_layers}
+            {
+                **init_state["model_config"],
+                "width_stride": args.width_stride,
+                "dropout": args.dropout,
+                "recurrent_layers": args.recurrent_layers,
+                "recurrent_hidden": getattr(args, "recurrent_hidden", 0),
+            }
         )
         meta = {
             "dataset_digest": digest,
@@ -199,6 +245,7 @@ def main(argv: list[str]) -> None:
             dropout=args.dropout,
             width_stride=args.width_stride,
             recurrent_layers=args.recurrent_layers,
+            recurrent_hidden=args.recurrent_hidden,
         )
         meta = {"dataset_digest": digest, "training_commit": git_commit(), "mean": mean, "std": std, "charset": charset}
     else:
@@ -275,6 +322,26 @@ def main(argv: list[str]) -> None:
             "schedule_progress": progress_now[0],
         }
 
+    workers = getattr(args, "workers", 0)
+    autocast = device.type == "cuda" and getattr(args, "amp", "none") == "bf16"
+
+    def epoch_batches(batches: list[list[int]], epoch_: int, start: int):
+        """(index, batch) from start on; with --workers made in DataLoader processes, same seeds, same order."""
+        if not workers:
+            for i in range(start, len(batches)):
+                yield i, make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch_, i), cfg.width_stride)
+            return
+        dataset = EpochBatches(batches, train_lines, store, index, cfg, mean, std, args.seed, epoch_)
+        loader = torch.utils.data.DataLoader(
+            dataset,
+            batch_size=None,
+            sampler=range(start, len(batches)),
+            num_workers=workers,
+            prefetch_factor=4,
+            worker_init_fn=_one_thread,
+        )
+        yield from zip(range(start, len(batches)), loader)
+
     model.train()
     while epoch < args.epochs:
         batches = width_batches(train_lines, args.batch_width, args.max_batch, seed=args.seed * 1000 + epoch)
@@ -282,13 +349,16 @@ def main(argv: list[str]) -> None:
         epoch_seconds = state["epoch_seconds"] if state is not None and position > 0 else 0.0
         segment_start = time.time()
         state = None
-        for i in range(position, len(batches)):
+        for i, b in epoch_batches(batches, epoch, position):
             progress_now[0] = schedule_progress((epoch + i / len(batches)) / args.epochs)
             lr = learning_rate(args.lr, progress_now[0])
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            b = make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch, i), cfg.width_stride)
-            out = model(b.images.to(device))
+            if autocast:
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    out = model(b.images.to(device, non_blocking=True)).float()
+            else:
+                out = model(b.images.to(device))
             loss = F.ctc_loss(out.transpose(0, 1), b.targets.to(device), b.frames.to(device), b.target_lengths.to(device), blank=0, zero_infinity=True, reduction="mean")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -307,7 +377,7 @@ def main(argv: list[str]) -> None:
                     print(f"stopping: --max-minutes reached at epoch {epoch} batch {i + 1}", flush=True)
                     if args.anneal_by_deadline:
                         # the schedule ended here: validate the partial epoch like a full one
-                        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride, device)
+                        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride, device, workers)
                         done = epoch + (i + 1) / len(batches)
                         elapsed = elapsed_before + time.time() - run_started
                         with open(log_path, "a", newline="") as f:
@@ -320,7 +390,7 @@ def main(argv: list[str]) -> None:
                             save_checkpoint(args.run / "best.pt", best)
                     return
         epoch_seconds += time.time() - segment_start
-        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride, device)
+        val_loss, cer, wer = evaluate(model, val_lines, store, index, charset, cfg.height, mean, std, cfg.width_stride, device, workers)
         epoch += 1
         elapsed = elapsed_before + time.time() - run_started
         with open(log_path, "a", newline="") as f:
