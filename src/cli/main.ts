@@ -11,7 +11,19 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(args
   projections: { summary: 'projections rebuild|verify', load: () => import('./projections.ts') },
   billing: { summary: 'billing [--account NAME] [--from DATE] [--to DATE]', load: () => import('./billing.ts') },
   recognize: { summary: 'recognize IMAGE... [--json]     run layout and recognition on images', load: () => import('./recognize.ts') },
+  // Clients of a running service over HTTP (--url/HWR_URL, --key/HWR_API_KEY; docs/client.md).
+  submit: { summary: 'submit PATH... [--wait] [--out result.zip]   submit a ZIP, folder or images; follow the job', load: () => client('submit') },
+  status: { summary: 'status JOB_ID [--wait] [--out FILE]', load: () => client('status') },
+  result: { summary: 'result JOB_ID [--out FILE]        download the result archive', load: () => client('result') },
+  cancel: { summary: 'cancel JOB_ID', load: () => client('cancel') },
+  events: { summary: 'events JOB_ID                    the job history over HTTP', load: () => client('events') },
+  usage: { summary: 'usage [--from DATE] [--to DATE]  billed pages of your account', load: () => client('usage') },
 };
+
+async function client(name: 'submit' | 'status' | 'result' | 'cancel' | 'events' | 'usage') {
+  const module = await import('./client.ts');
+  return { run: module.commandFor(name) };
+}
 
 function usage(): string {
   return ['usage: hwr <command> [options]', '', ...Object.values(COMMANDS).map((command) => `  hwr ${command.summary}`)].join('\n');

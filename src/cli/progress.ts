@@ -1,0 +1,114 @@
+// How `hwr submit --wait` and `hwr status --wait` show a job: on a terminal, one progress
+// line redrawn in place (pages done of page count, current step, elapsed and ETA); otherwise
+// one JSON line per change (state, pages_done or current_step).
+import type { JobStatus } from '../client/types.ts';
+
+export interface ProgressView {
+  /** A new status from a poll. */
+  update(status: JobStatus): void;
+  /** A line of its own (the bar is redrawn below it on a terminal). */
+  note(text: string, json: Record<string, unknown>): void;
+  /** The last status: the bar is finished and left on screen. */
+  finish(status: JobStatus): void;
+  close(): void;
+}
+
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${String(s).padStart(2, '0')}` : `${m}:${String(s).padStart(2, '0')}`;
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * The ETA from the pace of the pages done so far (measured from the first status that showed
+ * processing); null until a page is done.
+ */
+export function etaMs(status: JobStatus, processingSinceMs: number | null, nowMs: number): number | null {
+  if (processingSinceMs === null || status.pages_done === 0 || status.pages_done >= status.page_count) return null;
+  const perPage = (nowMs - processingSinceMs) / status.pages_done;
+  return perPage * (status.page_count - status.pages_done);
+}
+
+/** One progress line, at most `columns` wide. */
+export function progressLine(status: JobStatus, elapsedMs: number, eta: number | null, columns: number): string {
+  const what = status.state === 'processing' ? (status.current_step ?? 'processing') : status.state;
+  const time = status.state === 'processing' || status.state === 'queued' ? `${formatDuration(elapsedMs)}  ETA ${eta === null ? '--:--' : formatDuration(eta)}` : formatDuration(elapsedMs);
+  const tail = ` ${status.pages_done}/${status.page_count} pages  ${what}  ${time}`;
+  const barWidth = Math.max(10, Math.min(40, columns - tail.length - 3));
+  const filled = Math.round((barWidth * status.pages_done) / Math.max(1, status.page_count));
+  return `[${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}]${tail}`.slice(0, Math.max(20, columns - 1));
+}
+
+export function terminalView(stream: NodeJS.WriteStream, jobId: string): ProgressView {
+  const started = Date.now();
+  let processingSince: number | null = null;
+  let last: JobStatus | null = null;
+  let drawn = false;
+  const draw = () => {
+    if (!last) return;
+    const now = Date.now();
+    stream.write(`\r\x1b[2K${progressLine(last, now - started, etaMs(last, processingSince, now), stream.columns || 80)}`);
+    drawn = true;
+  };
+  const timer = setInterval(draw, 1000);
+  timer.unref();
+  const clearLine = () => {
+    if (drawn) stream.write('\r\x1b[2K');
+    drawn = false;
+  };
+  void jobId;
+  return {
+    update(status) {
+      if (status.state === 'processing' && processingSince === null) processingSince = Date.now();
+      last = status;
+      draw();
+    },
+    note(text) {
+      clearLine();
+      stream.write(`${text}\n`);
+      draw();
+    },
+    finish(status) {
+      clearInterval(timer);
+      last = status;
+      draw();
+      stream.write('\n');
+      drawn = false;
+    },
+    close() {
+      clearInterval(timer);
+      if (drawn) stream.write('\n');
+      drawn = false;
+    },
+  };
+}
+
+export function jsonLinesView(stream: NodeJS.WriteStream): ProgressView {
+  const started = Date.now();
+  const line = (value: Record<string, unknown>) => stream.write(`${JSON.stringify(value)}\n`);
+  const progress = (status: JobStatus) => ({
+    event: 'progress',
+    job_id: status.job_id,
+    state: status.state,
+    pages_done: status.pages_done,
+    page_count: status.page_count,
+    current_step: status.current_step,
+    elapsed_seconds: Math.round((Date.now() - started) / 100) / 10,
+    ...(status.error_message ? { error_message: status.error_message } : {}),
+    ...(status.warning_message ? { warning_message: status.warning_message } : {}),
+  });
+  return {
+    update: (status) => line(progress(status)),
+    note: (_text, json) => line(json),
+    finish: () => {},
+    close: () => {},
+  };
+}

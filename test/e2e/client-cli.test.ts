@@ -1,0 +1,298 @@
+// The client commands of `hwr` as real processes against real servers: `submit --wait --out`
+// on two real scans through the real pipelines (the archive checked), JSON lines when not on
+// a terminal, the progress bar under a pseudo-terminal (`script`), a failed and a cancelled
+// job's exit codes, Ctrl-C during --wait (the job keeps running), status/result/cancel/
+// events/usage, and the Python example of docs/client.md.
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
+import { defaultPipelines } from '../../src/default-pipelines.ts';
+import { startHttpServer } from '../../src/http/server.ts';
+import { createLogger } from '../../src/logger.ts';
+import { freePort } from '../../src/db/embedded-postgres.ts';
+import { checkResultArchive } from '../support/check-result-archive.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { startTestRuntime, testConfig } from '../support/engine.ts';
+import { pagesZip, startApiServer, waitForState, ZIP_FIXTURES } from '../support/http-client.ts';
+import { scriptedPipelines } from '../support/scripted-pipelines.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const work = await mkdtemp(path.join(os.tmpdir(), 'hwr-client-cli-'));
+const children = new Set<ChildProcess>();
+
+// A service with the scripted pipelines (fast; `fail-*` pages fail, `hold-*` pages wait).
+const scripted = scriptedPipelines();
+const service = await startApiServer(await createTestDatabase(), { pipelines: scripted, env: { DATA_DIR: path.join(work, 'scripted-data') } });
+await createAccount(service.runtime.bus, 'cli');
+const key = (await createApiKey(service.runtime.bus, 'cli', 'client cli')).key;
+
+// A service with the real pipelines, for the two real scans.
+const realPort = await freePort();
+const realConfig = await testConfig(await createTestDatabase(), { BASE_URL: `http://127.0.0.1:${realPort}`, WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '0' }, path.join(work, 'real-data'));
+const realRuntime = await startTestRuntime(realConfig, await defaultPipelines(realConfig, createLogger('silent')));
+const realServer = await startHttpServer(realRuntime, realPort, '127.0.0.1');
+await createAccount(realRuntime.bus, 'real');
+const realKey = (await createApiKey(realRuntime.bus, 'real', 'client cli')).key;
+
+after(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await realServer.close();
+  await realRuntime.stop();
+  await rm(work, { recursive: true, force: true });
+});
+
+/** Page images on disk, named as the scripted pipelines read them. */
+async function pagesDir(name: string, pages: string[]): Promise<string> {
+  const dir = path.join(work, name);
+  await mkdir(dir, { recursive: true });
+  for (const [index, page] of pages.entries()) await copyFile(path.join(ZIP_FIXTURES, 'images', `line-${(index % 5) + 1}.jpg`), path.join(dir, page));
+  return dir;
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, HWR_URL: service.baseUrl, HWR_API_KEY: key, ...extra };
+}
+
+function start(args: string[], extra: Record<string, string> = {}, node = process.execPath): { child: ChildProcess; done: Promise<Run>; stdout: () => string } {
+  const child = spawn(node, [path.join(root, 'bin/hwr.js'), ...args], { cwd: work, env: env(extra) });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+  const done = new Promise<Run>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      children.delete(child);
+      resolve({ code, stdout, stderr });
+    });
+  });
+  return { child, done, stdout: () => stdout };
+}
+
+const hwr = (args: string[], extra: Record<string, string> = {}): Promise<Run> => start(args, extra).done;
+const jsonLines = (text: string): any[] => text.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+
+async function until(what: string, check: () => boolean, timeoutMs = 60_000, output = () => ''): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('hwr submit on real scans', () => {
+  test('submit FOLDER --wait --out: two real pages through the real pipelines, a valid archive, exit 0, JSON lines', async () => {
+    const dir = path.join(work, 'real-pages');
+    await mkdir(dir);
+    await copyFile(path.join(root, 'test/fixtures/export/fondue_en_print_dracula_page_51.png'), path.join(dir, '10_dracula.png'));
+    await copyFile(path.join(root, 'test/fixtures/export/cremma19_zola_f207.jpg'), path.join(dir, '2_zola.jpg'));
+    const out = path.join(work, 'r.zip');
+    const run = await hwr(['submit', dir, '--wait', '--out', out, '--pdf-format', 'pdfa-2b'], { HWR_URL: realConfig.baseUrl, HWR_API_KEY: realKey });
+    assert.equal(run.code, 0, run.stderr);
+    const lines = jsonLines(run.stdout);
+    assert.deepEqual(lines[0], { event: 'zipped', images: 2, bytes: lines[0].bytes });
+    assert.equal(lines[1].event, 'submitted');
+    assert.equal(lines[1].page_count, 2);
+    const progress = lines.filter((line) => line.event === 'progress');
+    assert.ok(progress.length >= 2, run.stdout);
+    assert.equal(progress.at(-1).state, 'done');
+    assert.equal(progress.at(-1).pages_done, 2);
+    for (const [index, line] of progress.entries()) {
+      if (index > 0) assert.ok(line.pages_done >= progress[index - 1].pages_done, 'pages done never goes back');
+      assert.deepEqual(Object.keys(line).filter((name) => !['error_message', 'warning_message'].includes(name)), ['event', 'job_id', 'state', 'pages_done', 'page_count', 'current_step', 'elapsed_seconds']);
+    }
+    const downloaded = lines.at(-1);
+    assert.equal(downloaded.event, 'downloaded');
+    assert.equal(downloaded.bytes, (await stat(out)).size);
+    const checked = await checkResultArchive(await readFile(out));
+    assert.equal(checked.manifest.job_id, lines[1].job_id);
+    // Natural order: 2_zola before 10_dracula.
+    assert.deepEqual(checked.pages.map((page) => page.pageNumber), [1, 2]);
+    assert.match(JSON.stringify(checked.manifest), /2_zola\.jpg[\s\S]*10_dracula\.png/);
+  });
+});
+
+describe('hwr submit and the other client commands against the scripted service', () => {
+  test('a failed job: exit 1, its error on stderr-free JSON lines; a usage error: exit 2; a refused key: exit 4', async () => {
+    const dir = await pagesDir('failing', ['1.jpg', 'fail-2.jpg']);
+    const failed = await hwr(['submit', dir, '--wait']);
+    assert.equal(failed.code, 1, failed.stderr);
+    const lines = jsonLines(failed.stdout);
+    assert.equal(lines.at(-1).event, 'failed');
+    assert.match(lines.at(-1).error_message, /fail-2\.jpg/);
+
+    const usage = await hwr(['submit', '--tier', 'gold', dir]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--tier must be one of cheap, balanced, best/);
+    const nothing = await hwr(['submit', path.join(work, 'missing')]);
+    assert.equal(nothing.code, 2);
+    assert.match(nothing.stderr, /no such file or folder/);
+
+    const refused = await hwr(['status', '00000000-0000-4000-8000-000000000000'], { HWR_API_KEY: 'hwr_wrong' });
+    assert.equal(refused.code, 4);
+    assert.match(refused.stderr, /401 invalid_api_key/);
+    const noKey = await hwr(['usage'], { HWR_API_KEY: '' });
+    assert.equal(noKey.code, 2);
+    assert.match(noKey.stderr, /set HWR_API_KEY or --key/);
+    const down = await hwr(['usage'], { HWR_URL: `http://127.0.0.1:${await freePort()}` });
+    assert.equal(down.code, 4);
+    assert.match(down.stderr, /ECONNREFUSED|fetch failed/);
+  });
+
+  test('submit without --wait prints the submission; status, events, result, usage; a ZIP is uploaded as it is', async () => {
+    const zip = path.join(work, 'given.zip');
+    await writeFile(zip, await pagesZip(['1.jpg', '2.jpg']));
+    const submitted = await hwr(['submit', zip, '--idempotency-key', 'cli-test-1']);
+    assert.equal(submitted.code, 0, submitted.stderr);
+    const submission = JSON.parse(submitted.stdout);
+    assert.equal(submission.state, 'queued');
+    const again = JSON.parse((await hwr(['submit', zip, '--idempotency-key', 'cli-test-1'])).stdout);
+    assert.equal(again.job_id, submission.job_id, 'the same Idempotency-Key gives the same job');
+
+    const followed = await hwr(['status', submission.job_id, '--wait', '--out', 'followed.zip']);
+    assert.equal(followed.code, 0, followed.stderr);
+    const status = JSON.parse((await hwr(['status', submission.job_id])).stdout);
+    assert.equal(status.state, 'done');
+    assert.equal(status.pages_done, submission.page_count);
+
+    const events = jsonLines((await hwr(['events', submission.job_id])).stdout);
+    assert.equal(events[0].type, 'JobQueued');
+    assert.equal(events.at(-1).type, 'JobSucceeded');
+
+    const result = await hwr(['result', submission.job_id, '--out', 'fetched.zip']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(await readFile(path.join(work, 'fetched.zip')), await readFile(path.join(work, 'followed.zip')));
+    assert.equal(JSON.parse(result.stdout).bytes, (await stat(path.join(work, 'fetched.zip'))).size);
+
+    const usage = JSON.parse((await hwr(['usage'])).stdout);
+    assert.ok(usage.jobs >= 1);
+    const notDone = await hwr(['result', '00000000-0000-4000-8000-000000000000']);
+    assert.equal(notDone.code, 4);
+    assert.match(notDone.stderr, /404 job_not_found/);
+  });
+
+  test('Ctrl-C during --wait leaves the job running and says how to follow or cancel it; cancel; a cancelled job exits 3', async () => {
+    const dir = await pagesDir('held', ['hold-1.jpg']);
+    const waiting = start(['submit', dir, '--wait']);
+    await until('the job to be processing', () => waiting.stdout().includes('"state":"processing"'));
+    const jobId = jsonLines(waiting.stdout()).find((line) => line.event === 'submitted').job_id;
+    waiting.child.kill('SIGINT');
+    const interrupted = await waiting.done;
+    assert.equal(interrupted.code, 130);
+    assert.match(interrupted.stderr, new RegExp(`job ${jobId} keeps running.*hwr status ${jobId} --wait.*hwr cancel ${jobId}`));
+    assert.equal(jsonLines(interrupted.stdout).at(-1).event, 'interrupted');
+    const status = JSON.parse((await hwr(['status', jobId])).stdout);
+    assert.equal(status.state, 'processing', 'the job still runs');
+
+    const following = start(['status', jobId, '--wait']);
+    await until('the follower to print the status', () => following.stdout().includes('"progress"'));
+    const cancelled = await hwr(['cancel', jobId]);
+    assert.equal(cancelled.code, 0, cancelled.stderr);
+    assert.equal(JSON.parse(cancelled.stdout).state, 'cancelled');
+    const followed = await following.done;
+    assert.equal(followed.code, 3, followed.stderr);
+    assert.equal(jsonLines(followed.stdout).at(-1).event, 'cancelled');
+  });
+
+  test('on a terminal (script): a progress bar with pages, step, elapsed and ETA; then the saved archive', async () => {
+    const dir = await pagesDir('tty', ['1.jpg', '2.jpg', 'hold-3.jpg']);
+    const command = [process.execPath, path.join(root, 'bin/hwr.js'), 'submit', dir, '--wait', '--out', 'tty.zip'].map((part) => `'${part}'`).join(' ');
+    const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { cwd: work, env: env({ TERM: 'xterm' }) });
+    children.add(child);
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    const code = new Promise<number | null>((resolve) => child.on('close', (exit) => resolve(exit)));
+    // Two pages done, the third held: the bar shows 2/3 and an ETA; then the job is let go.
+    await until('the bar at 2/3', () => /\] 2\/3 pages/.test(output), 30_000, () => JSON.stringify(output));
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    scripted.release(/job ([0-9a-f-]{36}): 3 pages submitted/.exec(output)![1]);
+    assert.equal(await code, 0, output);
+    const screen = output.replace(/\r\n/g, '\n');
+    assert.match(screen, /zipped 3 images/);
+    assert.match(screen, /job [0-9a-f-]{36}: 3 pages submitted to http/);
+    assert.match(screen, /\[█+░+\] 2\/3 pages +(layout|recognition|correction|export) +\d+:\d\d +ETA \d+:\d\d/);
+    assert.match(screen, /\[█+\] 3\/3 pages +done +\d+:\d\d/);
+    assert.match(screen, /done: 3 pages in \d+:\d\d; saved tty\.zip \(\d/);
+    assert.ok(screen.includes('\r\x1b[2K'), 'the bar is redrawn in place');
+    assert.ok(!screen.includes('{"event"'), 'no JSON lines on a terminal');
+    // The scripted service's export writes a small JSON file for an archive.
+    assert.equal(JSON.parse(await readFile(path.join(work, 'tty.zip'), 'utf8')).pages.length, 3);
+  });
+
+  test('the bin under an older Node re-executes under the project Node; Ctrl-C reaches the command once', { skip: oldNode() === null ? 'no Node older than 22.18 on this machine' : false }, async () => {
+    const node = oldNode()!;
+    const help = start(['--help'], {}, node);
+    const helped = await help.done;
+    assert.equal(helped.code, 0);
+    assert.match(helped.stderr, /hwr submit PATH/);
+    const dir = await pagesDir('held-old-node', ['hold-1.jpg']);
+    const waiting = start(['submit', dir, '--wait'], {}, node);
+    await until('the job to be processing', () => waiting.stdout().includes('"state":"processing"'));
+    const jobId = jsonLines(waiting.stdout()).find((line) => line.event === 'submitted').job_id;
+    waiting.child.kill('SIGINT');
+    const interrupted = await waiting.done;
+    assert.equal(interrupted.code, 130, interrupted.stderr);
+    assert.equal(interrupted.stderr.match(/keeps running/g)?.length, 1);
+    scripted.release(jobId);
+    assert.equal((await waitForState(service.client, { key }, jobId, ['done'])).state, 'done');
+  });
+});
+
+/** The machine's own Node, when it is too old to strip types (Node 20 here). */
+function oldNode(): string | null {
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) {
+    if (!existsSync(candidate)) continue;
+    const version = execFileSync(candidate, ['-p', 'process.versions.node']).toString().trim();
+    const [major, minor] = version.split('.').map(Number);
+    if (major < 22 || (major === 22 && minor < 18)) return candidate;
+  }
+  return null;
+}
+
+describe('docs/client.md', () => {
+  test('the Python example (standard library only) submits, waits and downloads against a real server', { skip: pythonPath() === null ? 'no python3' : false }, async () => {
+    const doc = await readFile(path.join(root, 'docs/client.md'), 'utf8');
+    const example = /```python\n([\s\S]*?)```/.exec(doc)?.[1];
+    assert.ok(example, 'docs/client.md has a python block');
+    const script = path.join(work, 'example.py');
+    await writeFile(script, example);
+    const zip = path.join(work, 'python.zip');
+    await writeFile(zip, await pagesZip(['1.jpg', '2.jpg']));
+    const run = await new Promise<Run>((resolve) => {
+      const child = spawn(pythonPath()!, [script, zip, path.join(work, 'python-result.zip')], { cwd: work, env: env() });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /done: 2 pages/);
+    // The scripted service's export writes a small JSON file for an archive.
+    assert.equal(JSON.parse(await readFile(path.join(work, 'python-result.zip'), 'utf8')).pages.length, 2);
+  });
+});
+
+function pythonPath(): string | null {
+  for (const candidate of ['python3']) {
+    try {
+      execFileSync(candidate, ['-c', 'import sys; assert sys.version_info >= (3, 8)'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // not there
+    }
+  }
+  return null;
+}
