@@ -45,6 +45,8 @@ interface Context {
 
 export function commandFor(name: keyof typeof USAGES): (args: string[]) => Promise<number> {
   return async (args) => {
+    // `npm run hwr -- submit pages/` runs in the package root; PATHs and --out are the user's.
+    if (process.env.npm_lifecycle_event === 'hwr' && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
     let parsed: ParsedArgs;
     try {
       parsed = parseArgs(args, FLAGS);
