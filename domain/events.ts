@@ -28,6 +28,12 @@ export interface CorrectionUsage {
   inputTokens: number;
   outputTokens: number;
   refusedLines: number;
+  /**
+   * 'applied': the answer passed the guards (billing bills the tier for this page); 'rejected',
+   * 'unavailable': the recognised text was kept. Absent in events recorded before it was copied
+   * here (billing then counts the page as corrected, as it did when they were recorded).
+   */
+  outcome?: 'applied' | 'rejected' | 'unavailable';
 }
 
 export interface JobEventData {

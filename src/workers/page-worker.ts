@@ -35,6 +35,10 @@ export function createPageHandler(deps: PageWorkerDeps) {
 
     const watch = watchForJobEnd(deps.bus.db.pool, jobId);
     const signal = AbortSignal.any([task.signal, watch.signal]);
+    // Tokens this attempt spent on correction, once the pipeline returned: if the attempt fails
+    // after that (storing the result, recording the completion), they are logged, not recorded
+    // as usage (docs/billing.md, "Tokens of failed attempts").
+    let spent: { input_tokens: number; output_tokens: number; provider: string; model: string } | null = null;
     try {
       const result = await deps.pipeline.processPage(
         { jobId, accountId: state.accountId, pageCount: state.pageCount, page: source, options: state.options },
@@ -48,6 +52,10 @@ export function createPageHandler(deps: PageWorkerDeps) {
           },
         },
       );
+      if (result.correction) {
+        const { inputTokens, outputTokens, provider, model } = result.correction;
+        spent = { input_tokens: inputTokens, output_tokens: outputTokens, provider, model };
+      }
       signal.throwIfAborted();
       const resultKey = pageResultKey(jobId, page);
       await deps.blobs.put(resultKey, JSON.stringify(result));
@@ -67,6 +75,7 @@ export function createPageHandler(deps: PageWorkerDeps) {
                 inputTokens: correction.inputTokens,
                 outputTokens: correction.outputTokens,
                 refusedLines: correction.refusedLines.length,
+                ...(correction.outcome ? { outcome: correction.outcome } : {}),
               }
             : null,
           now: new Date(),
@@ -75,6 +84,7 @@ export function createPageHandler(deps: PageWorkerDeps) {
       );
       log.info('page completed');
     } catch (error) {
+      if (spent && spent.input_tokens + spent.output_tokens > 0) log.warn({ correction: spent }, 'correction tokens spent by an attempt that did not complete (not in usage)');
       if (wasHandedBack(task.signal)) {
         log.info('page task handed back: the worker is stopping');
         return;
