@@ -16,7 +16,7 @@ create unique index events_page_completed_once on events (stream_id, page) where
 -- Appends to one stream take a per-stream lock until commit, so versions are handed out in
 -- commit order and concurrent appends queue instead of failing on the unique version index.
 -- p_projections: the dispatcher function of the caller's projection code
---   (hwr_apply_projections_<version>(events[]), installed at start), so that two versions of the
+--   (hwr_apply_projections_<version>(events), installed at start), so that two versions of the
 --   service running side by side in a rolling deploy each project with their own code.
 -- p_scoped: p_expected_version is the last version the caller read of its scope, and the
 --   append fails (HWR01) only if an event of that scope (job-level events, plus p_page's events
@@ -34,7 +34,6 @@ declare
   current_version integer;
   event jsonb;
   inserted events;
-  appended events[] := '{}';
   offset_in_batch integer := 0;
 begin
   if not p_durable then
@@ -64,10 +63,9 @@ begin
     insert into events (stream_id, stream_version, type, data, metadata)
     values (p_stream_id, current_version + offset_in_batch, event->>'type', event->'data', coalesce(event->'metadata', '{}'))
     returning * into inserted;
-    appended := appended || inserted;
+    execute format('select %I($1)', p_projections) using inserted;
+    return next inserted;
   end loop;
-  execute format('select %I($1)', p_projections) using appended;
-  return query select * from unnest(appended);
 end
 $$;
 

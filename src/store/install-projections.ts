@@ -1,8 +1,10 @@
-// Installs the projection code: each projection's apply function and the dispatcher that the
-// append function calls with the events it inserted. Projections are code, not schema: they are
-// installed at every start, after migrations, under the migration lock, under names that carry
-// a hash of the code (`hwr_project_<name>_<version>`, `hwr_apply_projections_<version>`), so
-// two versions of the service running side by side each keep projecting with their own code.
+// Installs the projection code: each projection's apply function, the dispatcher that the
+// append function calls for every event it inserts, and the replay of a batch of the log
+// (rebuild, verify). Projections are code, not schema: they are installed at every start, after
+// migrations, under the migration lock, under names that carry a hash of the code
+// (`hwr_project_<name>_<version>`, `hwr_apply_projections_<version>`, `hwr_replay_batch_<version>`),
+// so two versions of the service running side by side each keep projecting with their own code.
+// The replay is generated per version too, so that its loop calls the dispatcher statically.
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { PROJECTIONS, type Projection } from '../../projections/index.ts';
@@ -25,8 +27,14 @@ export function dispatcherName(version: string): string {
   return `hwr_apply_projections_${version}`;
 }
 
-/** The dispatcher of this process's projection code, passed to every append and replay. */
+export function replayFunctionName(version: string): string {
+  return `hwr_replay_batch_${version}`;
+}
+
+/** The dispatcher of this process's projection code, passed to every append. */
 export const PROJECTION_DISPATCHER = dispatcherName(projectionsVersion());
+/** The replay of this process's projection code (rebuild, verify). */
+export const PROJECTION_REPLAY = replayFunctionName(projectionsVersion());
 
 export async function installProjections(client: pg.PoolClient, projections: readonly Projection[] = PROJECTIONS): Promise<string> {
   const version = projectionsVersion(projections);
@@ -40,13 +48,33 @@ export async function installProjections(client: pg.PoolClient, projections: rea
       return `    if e.type in (${types}) then perform ${projectionFunctionName(projection.name, version)}(e); end if;`;
     })
     .join('\n');
-  statements.push(`create or replace function ${dispatcherName(version)}(es events[]) returns void language plpgsql as $body$
+  statements.push(`create or replace function ${dispatcherName(version)}(e events) returns void language plpgsql as $body$
+begin
+${dispatch}
+end$body$;`);
+  // Replays a batch of the log in commit-safe order (p_safe: only transactions older than every
+  // one in flight; the final catch-up runs under the exclusive append lock).
+  statements.push(`create or replace function ${replayFunctionName(version)}(p_after_tx xid8, p_after_pos bigint, p_limit integer, p_safe boolean)
+returns table (replayed integer, last_tx xid8, last_pos bigint) language plpgsql as $body$
 declare
   e events;
 begin
-  foreach e in array es loop
-${dispatch}
+  replayed := 0;
+  last_tx := p_after_tx;
+  last_pos := p_after_pos;
+  for e in
+    select * from events
+    where (transaction_id, global_position) > (p_after_tx, p_after_pos)
+      and (not p_safe or transaction_id < pg_snapshot_xmin(pg_current_snapshot()))
+    order by transaction_id, global_position
+    limit p_limit
+  loop
+    perform ${dispatcherName(version)}(e);
+    replayed := replayed + 1;
+    last_tx := e.transaction_id;
+    last_pos := e.global_position;
   end loop;
+  return next;
 end$body$;`);
   await client.query('begin');
   try {
@@ -66,8 +94,8 @@ async function dropOldVersions(client: pg.PoolClient): Promise<void> {
   for (const { version } of old.rows) {
     const functions = await client.query<{ signature: string }>(
       `select p.oid::regprocedure::text as signature from pg_proc p
-        where p.pronamespace = current_schema()::regnamespace and (p.proname like $1 or p.proname = $2)`,
-      [`hwr\\_project\\_%\\_${version}`, dispatcherName(version)],
+        where p.pronamespace = current_schema()::regnamespace and (p.proname like $1 or p.proname in ($2, $3))`,
+      [`hwr\\_project\\_%\\_${version}`, dispatcherName(version), replayFunctionName(version)],
     );
     for (const { signature } of functions.rows) await client.query(`drop function if exists ${signature}`);
     await client.query('delete from projection_versions where version = $1', [version]);

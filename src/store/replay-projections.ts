@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { APPEND_LOCK } from './locks.ts';
-import { PROJECTION_DISPATCHER } from './install-projections.ts';
+import { PROJECTION_REPLAY } from './install-projections.ts';
 import { checkOut } from '../db/database.ts';
 
 const BATCH = 5000;
@@ -126,8 +126,8 @@ async function replayFrom(client: pg.PoolClient, from: { tx: string; pos: string
 
 async function replayBatch(client: pg.PoolClient, after: { tx: string; pos: string }, safe: boolean) {
   const result = await client.query<{ replayed: number; last_tx: string; last_pos: string }>(
-    'select replayed, last_tx::text as last_tx, last_pos from hwr_replay_batch($1, $2::xid8, $3::bigint, $4, $5)',
-    [PROJECTION_DISPATCHER, after.tx, after.pos, BATCH, safe],
+    `select replayed, last_tx::text as last_tx, last_pos from ${PROJECTION_REPLAY}($1::xid8, $2::bigint, $3, $4)`,
+    [after.tx, after.pos, BATCH, safe],
   );
   const row = result.rows[0];
   return { replayed: row.replayed, checkpoint: { tx: row.last_tx, pos: String(row.last_pos) } };
