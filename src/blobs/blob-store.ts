@@ -17,6 +17,10 @@ export interface BlobStore {
   stat(key: string): Promise<BlobInfo | null>;
   /** Deletes every blob whose key starts with `prefix/` (or equals it). */
   deletePrefix(prefix: string): Promise<void>;
+  /** Names directly under `prefix/` (blobs and sub-prefixes), in no order; empty when there are none. */
+  list(prefix: string): Promise<string[]>;
+  /** The newest modification time of anything under `prefix/` (or of the blob `prefix`); null when absent. */
+  lastModified(prefix: string): Promise<Date | null>;
   /** A local file path for the blob, for tools that need one (e.g. sharp, tesseract). */
   localPath(key: string): string;
 }

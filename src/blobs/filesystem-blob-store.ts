@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -80,6 +80,20 @@ export class FilesystemBlobStore implements BlobStore {
     }
   }
 
+  async list(prefix: string): Promise<string[]> {
+    try {
+      return await readdir(this.localPath(prefix));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+      throw error;
+    }
+  }
+
+  async lastModified(prefix: string): Promise<Date | null> {
+    return newestModification(this.localPath(prefix));
+  }
+
   async deletePrefix(prefix: string): Promise<void> {
     await rm(this.localPath(prefix), { recursive: true, force: true });
   }
@@ -87,4 +101,29 @@ export class FilesystemBlobStore implements BlobStore {
 
 function notFound(error: unknown, key: string): unknown {
   return (error as NodeJS.ErrnoException).code === 'ENOENT' ? new BlobNotFoundError(key) : error;
+}
+
+/** The newest mtime of a file or directory and everything below it; null when it is gone. */
+export async function newestModification(file: string): Promise<Date | null> {
+  let info;
+  try {
+    info = await stat(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  let newest = info.mtime;
+  if (info.isDirectory()) {
+    let entries: string[] = [];
+    try {
+      entries = await readdir(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    for (const entry of entries) {
+      const below = await newestModification(path.join(file, entry));
+      if (below && below > newest) newest = below;
+    }
+  }
+  return newest;
 }

@@ -5,6 +5,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Runtime } from '../runtime.ts';
+import { removeStaleTempUploads } from '../intake/temp-uploads.ts';
 import { createApp } from './app.ts';
 import { guardConnections } from './connection-guards.ts';
 
@@ -18,6 +19,8 @@ export interface RunningServer {
 }
 
 export async function startHttpServer(runtime: Runtime, port = runtime.config.port, host = runtime.config.host): Promise<RunningServer> {
+  // Uploads a crashed process left half-received (docs/reliability.md).
+  await removeStaleTempUploads(runtime.config.dataDir, runtime.log);
   const app = createApp(runtime);
   const { tls } = runtime.config;
   const server = tls

@@ -70,6 +70,7 @@ export async function startBoss(databaseUrl: string, config: Config, options: Bo
   });
   await ensureQueue(boss, QUEUES.sweepStranded, { ...common, retryLimit: 1, expireInSeconds: 300 });
   await ensureQueue(boss, QUEUES.expireResults, { ...common, retryLimit: 1, expireInSeconds: 600 });
+  await ensureQueue(boss, QUEUES.sweepOrphanBlobs, { ...common, retryLimit: 1, expireInSeconds: 600 });
   return boss;
 }
 

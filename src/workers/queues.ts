@@ -14,6 +14,8 @@ export const QUEUES = {
   callbackLost: 'hwr-callback-lost',
   /** Cron: jobs still running with no live task are failed (docs/reliability.md). */
   sweepStranded: 'hwr-sweep-stranded',
+  /** Cron: blob folders `jobs/<id>` of jobs never recorded are deleted after an hour (orphan-blobs.ts). */
+  sweepOrphanBlobs: 'hwr-sweep-orphan-blobs',
 } as const;
 
 export interface PageTaskData {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, readZipFixture, startApiServer, type ApiResponse, type ApiServer, type Auth } from '../support/http-client.ts';
+import { tempUploadDir } from '../../src/intake/temp-uploads.ts';
 
 const databaseUrl = await createTestDatabase();
 const server = await startApiServer(databaseUrl);
@@ -116,7 +117,7 @@ describe('intake checks through HTTP', () => {
       await submitFixture(fixture, clean);
     }
     await submitFixture('valid-mixed.zip', clean); // 413 while streaming
-    assert.deepEqual(await listDir(path.join(clean.config.dataDir, 'tmp', 'uploads')), []);
+    assert.deepEqual(await listDir(tempUploadDir(clean.config.dataDir)), []);
     assert.deepEqual(await listDir(path.join(clean.config.dataDir, 'blobs', 'jobs')), []);
   });
 });

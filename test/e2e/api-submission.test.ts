@@ -10,6 +10,7 @@ import { PRESETS } from '../../src/pipeline/correction/presets.ts';
 import { LLM_TIERS, PDF_FORMATS } from '../../src/pipeline/pipeline.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, readZipFixture, scanForm, startApiServer, type Auth } from '../support/http-client.ts';
+import { tempUploadDir } from '../../src/intake/temp-uploads.ts';
 
 const databaseUrl = await createTestDatabase();
 const server = await startApiServer(databaseUrl);
@@ -133,7 +134,7 @@ describe('concurrency and shutdown', () => {
     pending.catch(() => {});
     push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="scan_zip"; filename="partial.zip"\r\nContent-Type: application/zip\r\n\r\n`));
     push((await pagesZip(['1.jpg', '2.jpg'])).subarray(0, 1500));
-    const uploads = path.join(server.config.dataDir, 'tmp', 'uploads');
+    const uploads = tempUploadDir(server.config.dataDir);
     await until(async () => (await readdir(uploads).catch(() => [])).length > 0, 'the upload started');
     controller.abort();
     await assert.rejects(pending);
@@ -152,7 +153,7 @@ describe('concurrency and shutdown', () => {
     assert.equal(response.status, 400);
     assert.equal(response.body.code, 'invalid_multipart');
     assert.match(response.body.detail, /exactly one file/);
-    assert.deepEqual(await readdir(path.join(server.config.dataDir, 'tmp', 'uploads')), []);
+    assert.deepEqual(await readdir(tempUploadDir(server.config.dataDir)), []);
   });
 
   test('too many form fields: 400 invalid_multipart', async () => {
@@ -185,7 +186,7 @@ describe('concurrency and shutdown', () => {
     push(head);
     push(zip.subarray(0, 1000));
     // The upload has reached the parser when its per-request directory exists.
-    const uploads = path.join(closing.config.dataDir, 'tmp', 'uploads');
+    const uploads = tempUploadDir(closing.config.dataDir);
     for (const deadline = Date.now() + 20_000; (await readdir(uploads).catch(() => [])).length === 0; ) {
       assert.ok(Date.now() < deadline, 'the upload started');
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -9,6 +9,7 @@ import { koaBody } from 'koa-body';
 import type { Config } from '../../config.ts';
 import type { Runtime } from '../../runtime.ts';
 import { intakeScanZip } from '../../intake/scan-zip.ts';
+import { tempUploadDir } from '../../intake/temp-uploads.ts';
 import { uploadTooLargeError } from '../../intake/intake-error.ts';
 import { findIdempotentJob, IdempotencyConflict, submitJob } from '../../commands/submit-job.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
@@ -39,7 +40,7 @@ interface UploadedFile {
 
 export function registerSubmitScan(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { config } = runtime;
-  const uploadDir = path.join(config.dataDir, 'tmp', 'uploads');
+  const uploadDir = tempUploadDir(config.dataDir);
   router.post('/v1/process-scan', authenticate, refuseOversizedUpload(config), refuseWhenDiskLow(config), parseUpload(config, uploadDir), async (ctx) => {
     const file = uploadedFile(ctx);
     try {
