@@ -91,6 +91,7 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
           regions: page.regions.length,
           lines: lines.length,
           words: lines.reduce((sum, line) => sum + line.words.length, 0),
+          layout_source: result.layoutSource ?? 'detected',
           warnings: result.warnings,
         },
         result,

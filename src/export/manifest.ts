@@ -20,6 +20,8 @@ export interface ManifestPage {
   regions: number;
   lines: number;
   words: number;
+  /** 'uploaded': the page's regions and lines came from its PageXML/ALTO in the ZIP; 'detected': from our layout. */
+  layout_source: 'detected' | 'uploaded';
   warnings: string[];
 }
 

@@ -18,6 +18,12 @@ export const INTAKE_ERRORS = {
   multi_page_image: { status: 400, title: 'Multi-page image' },
   image_too_large: { status: 400, title: 'Image has too many pixels' },
   too_many_pages: { status: 400, title: 'Too many pages' },
+  layout_unmatched: { status: 400, title: 'Layout file without its page image' },
+  layout_too_large: { status: 400, title: 'Layout file too large' },
+  layout_unsafe_xml: { status: 400, title: 'Layout file declares a DTD or entities' },
+  layout_invalid: { status: 400, title: 'Layout file is not usable PageXML or ALTO' },
+  layout_size_mismatch: { status: 400, title: 'Layout file describes a page of another shape' },
+  layout_outside_image: { status: 400, title: 'Layout line outside the image' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type IntakeErrorCode = keyof typeof INTAKE_ERRORS;

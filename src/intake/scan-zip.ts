@@ -15,6 +15,7 @@ import { checkEntryPath, isDirectoryPath, isJunkPath } from './entry-path.ts';
 import { detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';
 import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';
 import { sortPathsNaturally } from './natural-sort.ts';
+import { isLayoutError, MAX_LAYOUT_BYTES, parseUploadedLayout } from '../pipeline/layout/uploaded-layout.ts';
 
 export interface IntakeOptions {
   limits: Config['limits'];
@@ -59,7 +60,8 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
         `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted (4 × MAX_PAGES + 1000)`,
       );
     }
-    const candidates = await readCandidates(zip, limits, uploadName, size);
+    const entries = await readCandidates(zip, limits, uploadName, size);
+    const { candidates, layouts } = pairLayouts(entries);
     if (candidates.length === 0) {
       throw new IntakeError('no_images', `${quoteName(uploadName)} contains no images (OS junk such as __MACOSX/ and .DS_Store is ignored)`);
     }
@@ -78,7 +80,13 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
         signal?.throwIfAborted();
         const pageNumber = index + 1;
         const keyStem = `${options.keyPrefix}/${String(pageNumber).padStart(digits, '0')}`;
-        pages.push(await storePage(zip, candidate, pageNumber, keyStem, options, progress));
+        const page = await storePage(zip, candidate, pageNumber, keyStem, options, progress);
+        const layout = layouts.get(candidate);
+        if (layout) {
+          signal?.throwIfAborted();
+          page.source.layoutBlobKey = await storeLayout(zip, layout, page.size, `${keyStem}.layout.xml`, options, progress);
+        }
+        pages.push(page.source);
       }
     } catch (error) {
       await options.blobs.deletePrefix(options.keyPrefix).catch(() => undefined);
@@ -88,6 +96,35 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
   } finally {
     zip.close();
   }
+}
+
+/**
+ * Bring your own layout: an `.xml` entry (any case) with the same path but for the extension as
+ * an image entry is that page's layout (PageXML or ALTO), not a page; one matching no image,
+ * or several, is refused. Which entry is an image is only known from its content later: an
+ * `.xml` that pairs with a non-image is refused there as the non-image it pairs with would be.
+ */
+function pairLayouts(entries: Candidate[]): { candidates: Candidate[]; layouts: Map<Candidate, Candidate> } {
+  const isXml = (candidate: Candidate): boolean => /\.xml$/i.test(candidate.path);
+  const stem = (path: string): string => path.replace(/\.[^./]*$/, '');
+  const candidates = entries.filter((candidate) => !isXml(candidate));
+  const byStem = new Map<string, Candidate[]>();
+  for (const candidate of candidates) byStem.set(stem(candidate.path), [...(byStem.get(stem(candidate.path)) ?? []), candidate]);
+  const layouts = new Map<Candidate, Candidate>();
+  for (const layout of entries.filter(isXml)) {
+    const images = byStem.get(stem(layout.path)) ?? [];
+    if (images.length !== 1) {
+      throw new IntakeError(
+        'layout_unmatched',
+        images.length === 0
+          ? `entry ${quoteName(layout.path)} is an XML file but no image has the name ${quoteName(stem(layout.path))} with an image extension; a page's layout (PageXML or ALTO) must sit next to its image with the same name`
+          : `entry ${quoteName(layout.path)} could be the layout of ${images.map((image) => quoteName(image.path)).join(' or ')}; give each image its own name`,
+        { entry: layout.path },
+      );
+    }
+    layouts.set(images[0], layout);
+  }
+  return { candidates, layouts };
 }
 
 function openZip(zipPath: string, uploadName: string): Promise<ZipFile> {
@@ -210,6 +247,7 @@ function checkInflatedSize(path: string, inflated: number, compressed: number, l
   }
 }
 
+
 /**
  * The ratio rule for the archive as a whole: many small entries, each under the per-entry grace,
  * must not add up to a bomb (100 entries of 1 MiB from 312 KiB was one).
@@ -253,7 +291,7 @@ async function storePage(
   keyStem: string,
   options: IntakeOptions,
   progress: { inflatedBytes: number; archiveBytes: number },
-): Promise<PageSource> {
+): Promise<{ source: PageSource; size: { width: number; height: number } }> {
   const { path, entry } = candidate;
   const { limits, signal } = options;
   const stream = await openEntryStream(zip, candidate);
@@ -319,14 +357,15 @@ async function storePage(
     if (crc >>> 0 !== entry.crc32 >>> 0) {
       throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
     }
-    await checkImageHeader(options.blobs.localPath(blobKey), path, type.format, limits);
-    return { pageNumber, name: path, blobKey, sha256: hash.digest('hex'), bytes };
+    const size = await checkImageHeader(options.blobs.localPath(blobKey), path, type.format, limits);
+    return { source: { pageNumber, name: path, blobKey, sha256: hash.digest('hex'), bytes }, size };
   } finally {
     stream.destroy();
   }
 }
 
-async function checkImageHeader(file: string, path: string, format: string, limits: Config['limits']): Promise<void> {
+/** Checks the header; returns the size of the page as the pipeline sees it (EXIF orientation applied). */
+async function checkImageHeader(file: string, path: string, format: string, limits: Config['limits']): Promise<{ width: number; height: number }> {
   let metadata: Metadata;
   try {
     // No pixel limit here: the image is measured below to give our own error.
@@ -354,4 +393,57 @@ async function checkImageHeader(file: string, path: string, format: string, limi
       { entry: path },
     );
   }
+  const swap = (metadata.orientation ?? 1) >= 5;
+  return { width: swap ? height : width, height: swap ? width : height };
+}
+
+/**
+ * Inflates a page's layout file (at most MAX_LAYOUT_BYTES, under the same bomb and CRC checks
+ * as images), checks it against the page image's size (uploaded-layout.ts), stores it.
+ */
+async function storeLayout(
+  zip: ZipFile,
+  candidate: Candidate,
+  imageSize: { width: number; height: number },
+  blobKey: string,
+  options: IntakeOptions,
+  progress: { inflatedBytes: number; archiveBytes: number },
+): Promise<string> {
+  const { path, entry } = candidate;
+  const { limits, signal } = options;
+  if (entry.uncompressedSize > MAX_LAYOUT_BYTES) {
+    throw new IntakeError('layout_too_large', `entry ${quoteName(path)} declares ${entry.uncompressedSize} bytes; a layout file may have at most ${MAX_LAYOUT_BYTES}`, { entry: path });
+  }
+  const stream = await openEntryStream(zip, candidate);
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  let crc = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      signal?.throwIfAborted();
+      bytes += chunk.length;
+      progress.inflatedBytes += chunk.length;
+      if (bytes > MAX_LAYOUT_BYTES) {
+        throw new IntakeError('layout_too_large', `entry ${quoteName(path)} is larger than ${MAX_LAYOUT_BYTES} bytes, the most a layout file may have`, { entry: path });
+      }
+      checkInflatedSize(path, bytes, entry.compressedSize, limits, 'inflates to');
+      checkArchiveRatio(options.uploadName ?? 'scan_zip', progress.inflatedBytes, progress.archiveBytes, limits, 'inflates to', path);
+      crc = crc32(chunk, crc);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    throw entryReadError(error, path);
+  } finally {
+    stream.destroy();
+  }
+  if (crc >>> 0 !== entry.crc32 >>> 0) throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
+  const xml = Buffer.concat(chunks);
+  try {
+    parseUploadedLayout(xml, imageSize);
+  } catch (error) {
+    if (isLayoutError(error)) throw new IntakeError(error.code, `entry ${quoteName(path)}: ${error.message}`, { entry: path, cause: error });
+    throw error;
+  }
+  await options.blobs.put(blobKey, Readable.from([xml]));
+  return blobKey;
 }

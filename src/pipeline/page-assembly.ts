@@ -10,6 +10,7 @@ import type { LayoutRegion } from './layout/reading-order.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
 import type { PieceReading } from './ocr-engine.ts';
 import { wordsOf } from './recognition/words.ts';
+import type { UploadedLayout } from './layout/uploaded-layout.ts';
 
 /**
  * With `readings` (recognition ran), lines in which nothing was read are dropped:
@@ -83,4 +84,27 @@ function insideBox(box: Box, outer: Box): Box {
 
 function round(value: number): number {
   return Math.round(value * 10000) / 10000;
+}
+
+/**
+ * Regions of an uploaded layout (layoutRegionsOf gave the engine one piece per line, in the
+ * same order): ids, region types, outlines, baselines and reading order stay the file's;
+ * every line is kept, read or not; baselines the file lacks are found as for detected lines.
+ */
+export function assembleUploadedRegions(
+  image: RgbImage,
+  uploaded: UploadedLayout,
+  layout: readonly LayoutRegion[],
+  readings: Map<DetectedBox, PieceReading> | null,
+): TextRegion[] {
+  const regions: TextRegion[] = [];
+  uploaded.regions.forEach((region, regionIndex) => {
+    const lines = region.lines.map((line, lineIndex) => {
+      const assembled = assembleLine(image, layout[regionIndex].lines[lineIndex], line.id, readings);
+      return { ...assembled, polygon: line.polygon, baseline: line.baseline.length >= 2 ? line.baseline : assembled.baseline };
+    });
+    const outline = region.polygon.length >= 3 ? region.polygon : clampPolygon(convexHull(lines.flatMap((line) => line.polygon)), image.width, image.height);
+    if (lines.length > 0 || outline.length >= 3) regions.push({ id: region.id, ...(region.type ? { type: region.type } : {}), polygon: outline, lines });
+  });
+  return regions;
 }

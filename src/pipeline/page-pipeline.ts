@@ -24,6 +24,8 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
       const { signal } = context;
       const engine = await sharedEngine(config.recognition);
       const bytes = await context.blobs.get(task.page.blobKey);
+      // The page's own layout from the ZIP (checked at intake); events before it have none.
+      const layoutXml = task.page.layoutBlobKey ? await context.blobs.get(task.page.layoutBlobKey) : undefined;
       const { page, timings } = await pixels.run(
         await headerPixels(bytes),
         () =>
@@ -32,6 +34,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
             pageNumber: task.page.pageNumber,
             maxPixels: config.limits.maxImagePixels,
             recognize: steps.includes('recognition'),
+            ...(layoutXml ? { layoutXml } : {}),
             signal,
             enterStep: (step) => context.enterStep(step),
           }),

@@ -91,6 +91,8 @@ export interface PageResult {
     models: ModelInfo[];
   };
   correction?: CorrectionInfo;
+  /** Where the regions and lines came from: absent or 'detected' = our layout; 'uploaded' = the page's own PageXML/ALTO from the ZIP. */
+  layoutSource?: 'detected' | 'uploaded';
   /** Human-readable notes (e.g. "correction skipped: no provider configured"). */
   warnings: string[];
 }

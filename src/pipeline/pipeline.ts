@@ -35,6 +35,11 @@ export interface PageSource {
   blobKey: string;
   sha256: string;
   bytes: number;
+  /**
+   * Where intake stored the page's own layout (a PageXML or ALTO file of the same stem in the
+   * ZIP), checked against the image; absent (all events before it): the layout is detected.
+   */
+  layoutBlobKey?: string;
 }
 
 export interface PageTask {

@@ -5,7 +5,8 @@ import type { PageResult } from './page-result.ts';
 import { prepareImage } from './image/prepare-image.ts';
 import type { OcrEngine, PieceReading } from './ocr-engine.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
-import { assembleRegions } from './page-assembly.ts';
+import { assembleRegions, assembleUploadedRegions } from './page-assembly.ts';
+import { layoutRegionsOf, parseUploadedLayout, type UploadedLayout } from './layout/uploaded-layout.ts';
 
 export interface StageTimings {
   /** Reading and decoding the image (sharp). */
@@ -31,6 +32,13 @@ export interface RecognizePageOptions {
   /** false: layout only (lines with geometry and empty text). */
   recognize: boolean;
   signal?: AbortSignal;
+  /**
+   * The page's own layout (PageXML or ALTO bytes, uploaded-layout.ts): its regions, lines and
+   * reading order replace detection. A LayoutError when the file is unusable for this image.
+   */
+  layoutXml?: Uint8Array;
+  /** The same, already read (evaluation on ground-truth lines). */
+  layout?: UploadedLayout;
   /** Called (and awaited) as the page enters each step. */
   enterStep?: (step: 'layout' | 'recognition') => Promise<void>;
 }
@@ -47,7 +55,8 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   signal?.throwIfAborted();
 
   start = performance.now();
-  const layout = await engine.layout(prepared.raster);
+  const uploaded: UploadedLayout | null = options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
+  const layout = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(prepared.raster);
   let detectionMs = performance.now() - start;
   signal?.throwIfAborted();
 
@@ -61,7 +70,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     signal?.throwIfAborted();
   }
   start = performance.now();
-  const regions = assembleRegions(prepared.raster, layout, readings);
+  const regions = uploaded ? assembleUploadedRegions(prepared.raster, uploaded, layout, readings) : assembleRegions(prepared.raster, layout, readings);
   // Baselines count as layout, word boxes as recognition: one pass does both, so the
   // pass is booked to the last stage that ran.
   if (readings) recognitionMs += performance.now() - start;
@@ -75,9 +84,10 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     producer: {
       software: 'hwr',
       version: SOFTWARE_VERSION,
-      models: options.recognize ? engine.models : engine.models.filter((model) => model.role === 'detection'),
+      models: engine.models.filter((model) => (model.role === 'detection' ? !uploaded : options.recognize)),
     },
-    warnings: prepared.warnings,
+    warnings: [...prepared.warnings, ...(uploaded?.warnings ?? [])],
+    ...(uploaded ? { layoutSource: 'uploaded' as const } : {}),
   };
   const linesReadBy = { main: 0, screening: 0 };
   for (const line of layout.flatMap((region) => region.lines)) {
