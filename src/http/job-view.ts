@@ -1,4 +1,4 @@
-// The status body of a job, from the job_status projection (DESIGN.md §4): every
+// The status body of a job, from the job_status projection (docs/contract.md): every
 // documented field always present (null where not known), result_url only when done.
 
 export interface JobStatusRow {

@@ -1,6 +1,6 @@
 // RFC 9457 problem+json errors. Every error a client can cause has a stable `code`.
 import type { Context, Next } from 'koa';
-import { Rejection } from '../../domain/rejections.ts';
+import { Rejection, type RejectionCode } from '../../domain/rejections.ts';
 import { isIntakeError } from '../intake/intake-error.ts';
 import { isWebhookUrlError } from '../callbacks/webhook-url.ts';
 
@@ -24,17 +24,32 @@ export class HttpProblem extends Error {
 
 export const problemType = (code: string): string => `urn:hwr:problem:${code}`;
 
-const REJECTION_STATUS: Record<string, number> = {
+/** Every rejection code's HTTP status, chosen on purpose (docs/contract.md, "Rejection codes"). */
+export const REJECTION_STATUS: Record<RejectionCode, 404 | 409> = {
   job_not_found: 404,
+  job_already_exists: 409,
   job_already_finished: 409,
+  job_cancelled: 409,
+  job_not_started: 409,
   job_not_done: 409,
+  pages_incomplete: 409,
+  unknown_page: 404,
+  result_not_expired: 409,
+  no_callback: 409,
+  account_not_found: 404,
+  account_already_exists: 409,
+  key_not_found: 404,
+  key_already_exists: 409,
 };
 
 export function toProblem(error: unknown): HttpProblem | null {
   if (error instanceof HttpProblem) return error;
   if (isIntakeError(error)) return new HttpProblem(error.status, error.code, error.title, error.detail);
   if (isWebhookUrlError(error)) return new HttpProblem(400, error.code, 'Invalid webhook_url', error.message);
-  if (error instanceof Rejection) return new HttpProblem(REJECTION_STATUS[error.code] ?? 409, error.code, 'Request conflicts with the job state', error.message);
+  if (error instanceof Rejection) {
+    const status = REJECTION_STATUS[error.code];
+    return new HttpProblem(status, error.code, status === 404 ? 'Not found' : 'Request conflicts with the job state', error.message);
+  }
   const status = (error as { status?: number; httpCode?: number }).status ?? (error as { httpCode?: number }).httpCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new HttpProblem(status, status === 413 ? 'upload_too_large' : 'bad_request', status === 413 ? 'Upload too large' : 'Bad request', (error as Error).message);

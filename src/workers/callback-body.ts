@@ -1,4 +1,4 @@
-// The callback payload: the spec's fields plus the additive ones of DESIGN.md §4.
+// The callback payload: the spec's fields plus the additive ones of docs/contract.md.
 import type { CallbackDelivery, JobState } from '../../domain/job.ts';
 
 export interface CallbackPayload {

@@ -1,6 +1,6 @@
 // Authentication over real HTTP (spec part 5): both key headers, 401 with
 // WWW-Authenticate for a missing, unknown or revoked key, and job visibility: another
-// account's job does not exist for a key (DESIGN.md §4).
+// account's job does not exist for a key (docs/contract.md).
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../src/commands/accounts.ts';

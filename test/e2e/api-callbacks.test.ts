@@ -1,4 +1,4 @@
-// Signed callbacks (spec part 6, DESIGN.md §4) to a real receiver in the test: it checks
+// Signed callbacks (spec part 6, docs/contract.md) to a real receiver in the test: it checks
 // X-SVC-Signature over the raw bytes with the account's webhook secret, answers 500 at
 // first and 200 later, or never answers well; CALLBACK_RETRY_SCALE=0.002 runs the
 // 1/5/25/125/625 s schedule in about 3 s.

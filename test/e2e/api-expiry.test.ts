@@ -1,4 +1,4 @@
-// Result expiry (DESIGN.md §4): after expires_at the result is 410 and the expiry task
+// Result expiry (docs/contract.md): after expires_at the result is 410 and the expiry task
 // deletes the job's files. One API process keeps the default 7 days; a second one on
 // the same database hands out results that expire after RESULT_RETENTION_SECONDS=2.
 import assert from 'node:assert/strict';

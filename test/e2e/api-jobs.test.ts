@@ -1,5 +1,5 @@
 // Status, result, cancel and events over real HTTP: every row of the spec's transition
-// table (part 3), DELETE and result semantics of DESIGN.md §4, and the status codes of
+// table (part 3), DELETE and result semantics of docs/contract.md, and the status codes of
 // the spec's error table. Two services: one without workers (jobs stay queued) and one
 // with scripted pipelines (jobs run, hold, fail on request).
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // POST /v1/process-scan over real HTTP: the 202 body of spec 4.1, the defaults and
-// every accepted option value (DESIGN.md §4), the stored upload and pages, and a
+// every accepted option value (docs/contract.md), the stored upload and pages, and a
 // graceful shutdown that finishes an upload in flight.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
