@@ -211,7 +211,7 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
 };
 
 function viewFor(context: Context): ProgressView {
-  return context.tty ? terminalView(process.stderr, '') : jsonLinesView(process.stdout);
+  return context.tty ? terminalView(process.stderr) : jsonLinesView(process.stdout);
 }
 
 /**

@@ -42,18 +42,20 @@ export function progressLine(status: JobStatus, elapsedMs: number, eta: number |
   const what = status.state === 'processing' ? (status.current_step ?? 'processing') : status.state;
   const time = status.state === 'processing' || status.state === 'queued' ? `${formatDuration(elapsedMs)}  ETA ${eta === null ? '--:--' : formatDuration(eta)}` : formatDuration(elapsedMs);
   const tail = ` ${status.pages_done}/${status.page_count} pages  ${what}  ${time}`;
-  const barWidth = Math.max(10, Math.min(40, columns - tail.length - 3));
+  // A steady width (the tail's length changes with the step's name), narrower on a narrow terminal.
+  const barWidth = Math.max(10, Math.min(30, columns - 52));
   const filled = Math.round((barWidth * status.pages_done) / Math.max(1, status.page_count));
   return `[${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}]${tail}`.slice(0, Math.max(20, columns - 1));
 }
 
-export function terminalView(stream: NodeJS.WriteStream, jobId: string): ProgressView {
+export function terminalView(stream: NodeJS.WriteStream): ProgressView {
   const started = Date.now();
   let processingSince: number | null = null;
   let last: JobStatus | null = null;
   let drawn = false;
+  let finished = false;
   const draw = () => {
-    if (!last) return;
+    if (!last || finished) return;
     const now = Date.now();
     stream.write(`\r\x1b[2K${progressLine(last, now - started, etaMs(last, processingSince, now), stream.columns || 80)}`);
     drawn = true;
@@ -64,7 +66,6 @@ export function terminalView(stream: NodeJS.WriteStream, jobId: string): Progres
     if (drawn) stream.write('\r\x1b[2K');
     drawn = false;
   };
-  void jobId;
   return {
     update(status) {
       if (status.state === 'processing' && processingSince === null) processingSince = Date.now();
@@ -82,6 +83,7 @@ export function terminalView(stream: NodeJS.WriteStream, jobId: string): Progres
       draw();
       stream.write('\n');
       drawn = false;
+      finished = true;
     },
     close() {
       clearInterval(timer);

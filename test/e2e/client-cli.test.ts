@@ -226,6 +226,7 @@ describe('hwr submit and the other client commands against the scripted service'
     assert.match(screen, /\[█+\] 3\/3 pages +done +\d+:\d\d/);
     assert.match(screen, /done: 3 pages in \d+:\d\d; saved tty\.zip \(\d/);
     assert.ok(screen.includes('\r\x1b[2K'), 'the bar is redrawn in place');
+    assert.ok(!screen.slice(screen.indexOf('done: 3 pages')).includes('░'), 'the bar is not drawn again after the closing line');
     assert.ok(!screen.includes('{"event"'), 'no JSON lines on a terminal');
     // The scripted service's export writes a small JSON file for an archive.
     assert.equal(JSON.parse(await readFile(path.join(work, 'tty.zip'), 'utf8')).pages.length, 3);
