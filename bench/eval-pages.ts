@@ -1,0 +1,338 @@
+// `npm run eval:pages`: the whole page pipeline (image -> layout -> recognition) on whole
+// pages with line-level ground truth, in one run for
+//   - ours: the configured setup (MODEL_DIR, else models/default) and decoder;
+//   - PP-OCRv4 alone (the built-in model, greedy), unless ours is it;
+//   - tesseract (`tesseract` CLI, the page's language, TSV output for its line boxes);
+//   - with --gt-layout also ours and PP-OCRv4 alone reading the ground-truth lines (the
+//     uploaded-layout path of the service: recognition alone, no detection).
+// Per source and overall: page CER and WER at the `text_norm` level (bench/lib/text-metrics.ts),
+// line recall and precision by pixels (bench/lib/line-coverage.ts), the share of ground-truth
+// characters on missed lines, reading-order agreement, seconds per page.
+//
+//   node bench/eval-pages.ts [--dataset DIR] [--split val] [--dir DIR --lang eng] [--limit N]
+//                            [--gt-layout] [--no-tesseract] [--no-peers] [--out DIR]
+//
+// Default pages: the val split of ../shared/datasets/htr-pages (JSON ground truth in the tars).
+// --dir DIR: image + PageXML/ALTO pairs with the same stem instead (`NAME.xml` or
+// `NAME.alto.xml`); the source of a page is its name up to the first `_`.
+// --limit N: the first N pages only (in dataset order, i.e. by source and document).
+// Writes OUT/eval-pages.json (every page, every setup) and OUT/eval-pages.md (the tables).
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { loadConfig } from '../src/config.ts';
+import { defaultModelSpec } from '../src/pipeline/models/default-model.ts';
+import { builtinModelSpec, loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { OcrEngine } from '../src/pipeline/ocr-engine.ts';
+import { allLines, type Point } from '../src/pipeline/page-result.ts';
+import { recognizePage } from '../src/pipeline/recognize-page.ts';
+import { parseUploadedLayout, type UploadedLayout } from '../src/pipeline/layout/uploaded-layout.ts';
+import { readTar } from './lib/htr-lines.ts';
+import { lineCoverage } from './lib/line-coverage.ts';
+import { markdownTable, percent } from './lib/table.ts';
+import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
+import { errorRate, normaliseText, scorePage, type ErrorCount } from './lib/text-metrics.ts';
+
+const DEFAULT_DATASET = path.resolve(import.meta.dirname, '../../shared/datasets/htr-pages');
+const TESSERACT_LANGUAGES: Record<string, string> = { en: 'eng', fr: 'fra', de: 'deu' };
+
+interface EvalPage {
+  name: string;
+  source: string;
+  /** Tesseract language code. */
+  language: string;
+  imagePath: string;
+  width: number;
+  height: number;
+  /** Ground truth as an uploaded layout (regions and lines in reading order, with text). */
+  truth: UploadedLayout;
+}
+
+interface PageScore {
+  characters: ErrorCount;
+  words: ErrorCount;
+  /** Ground-truth lines found / detected lines right / their counts. */
+  gtLines: number;
+  found: number;
+  detected: number;
+  right: number;
+  /** Normalised ground-truth characters on lines not found, and on all lines. */
+  missedChars: number;
+  gtChars: number;
+  order: number | null;
+  ms: number;
+}
+
+interface Setup {
+  label: string;
+  describe: string;
+  read(page: EvalPage, pageNumber: number): Promise<{ lines: string[]; polygons: Point[][]; ms: number }>;
+  close(): Promise<void>;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      dataset: { type: 'string', default: DEFAULT_DATASET },
+      split: { type: 'string', default: 'val' },
+      dir: { type: 'string' },
+      lang: { type: 'string', default: 'eng' },
+      limit: { type: 'string' },
+      'gt-layout': { type: 'boolean', default: false },
+      'no-tesseract': { type: 'boolean', default: false },
+      'no-peers': { type: 'boolean', default: false },
+      out: { type: 'string', default: path.join(os.tmpdir(), 'hwr-eval-pages') },
+    },
+  });
+  mkdirSync(values.out, { recursive: true });
+  let pages = values.dir ? await pagesFromDirectory(values.dir, values.lang) : pagesFromDataset(values.dataset, values.split, path.join(values.out, 'images'));
+  if (values.limit) pages = pages.slice(0, Number(values.limit));
+
+  const config = loadConfig();
+  const settings = { threads: config.recognition.threads, concurrency: config.recognition.concurrency };
+  const spec = config.recognition.modelDir ? loadModelSpec(config.recognition.modelDir) : defaultModelSpec();
+  const engineSetup = (label: string, engine: OcrEngine, groundTruthLines: boolean): Setup => ({
+    label,
+    describe: `${engine.spec.name} ${engine.spec.version}: ${engine.models
+      .filter((model) => model.role === 'recognition')
+      .map((model) => `${model.name} ${model.version}`)
+      .join(' + ')}; decoding ${engine.decoders.main}${groundTruthLines ? '; ground-truth lines (no detection)' : ''}`,
+    async read(page, pageNumber) {
+      const started = performance.now();
+      const { page: result } = await recognizePage(engine, readFileSync(page.imagePath), {
+        name: path.basename(page.imagePath),
+        pageNumber,
+        maxPixels: config.limits.maxImagePixels,
+        recognize: true,
+        ...(groundTruthLines ? { layout: page.truth } : {}),
+      });
+      const ms = performance.now() - started;
+      const lines = allLines(result);
+      return { lines: lines.map((line) => line.text), polygons: lines.map((line) => line.polygon), ms };
+    },
+    close: () => engine.close(),
+  });
+
+  const setups: Setup[] = [];
+  try {
+    const ours = await OcrEngine.load(spec, { ...settings, decoder: config.recognition.decoder });
+    setups.push(engineSetup('ours', ours, false));
+    const peers = !values['no-peers'];
+    const ppAlone = peers && (spec.directory !== null || spec.screening) ? await OcrEngine.load(builtinModelSpec(), { ...settings, decoder: 'greedy' }) : null;
+    if (ppAlone) setups.push(engineSetup('PP-OCRv4 alone', ppAlone, false));
+    const tesseract = values['no-tesseract'] || !peers ? null : await tesseractVersion();
+    if (tesseract) {
+      setups.push({
+        label: 'tesseract',
+        describe: tesseract,
+        async read(page) {
+          const run = await runTesseract(page.imagePath, page.language, { boxes: true });
+          const polygons = (run.boxes ?? []).map(([x, y, w, h]): Point[] => [
+            [x, y],
+            [x + w, y],
+            [x + w, y + h],
+            [x, y + h],
+          ]);
+          return { lines: run.lines, polygons, ms: run.ms };
+        },
+        close: async () => undefined,
+      });
+    }
+    if (values['gt-layout']) {
+      // The same engines read the ground-truth lines (a second label, same models).
+      setups.push({ ...engineSetup('ours, GT lines', ours, true), close: async () => undefined });
+      if (ppAlone) setups.push({ ...engineSetup('PP-OCRv4 alone, GT lines', ppAlone, true), close: async () => undefined });
+    }
+
+    const header = [
+      `# eval:pages on ${pages.length} pages (${values.dir ?? `${values.dataset} ${values.split}`})`,
+      ...setups.map((setup) => `- ${setup.label}: ${setup.describe}`),
+      `- machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ORT_THREADS=${settings.threads}; ${new Date().toISOString()}`,
+    ];
+    console.log(header.join('\n'));
+    const scores = new Map<string, Map<string, PageScore>>(setups.map((setup) => [setup.label, new Map()]));
+    const started = performance.now();
+    for (const [index, page] of pages.entries()) {
+      const truthLines = page.truth.regions.flatMap((region) => region.lines);
+      const reference = truthLines.map((line) => line.text);
+      const parts: string[] = [];
+      for (const setup of setups) {
+        const read = await setup.read(page, index + 1);
+        const coverage = lineCoverage(page.width, page.height, truthLines.map((line) => line.polygon), read.polygons);
+        const lineChars = truthLines.map((line) => [...normaliseText(line.text)].length);
+        const score: PageScore = {
+          ...scorePage(read.lines, reference),
+          gtLines: truthLines.length,
+          found: coverage.found.filter(Boolean).length,
+          detected: read.polygons.length,
+          right: coverage.right.filter(Boolean).length,
+          missedChars: lineChars.reduce((sum, chars, line) => sum + (coverage.found[line] ? 0 : chars), 0),
+          gtChars: lineChars.reduce((sum, chars) => sum + chars, 0),
+          order: coverage.order,
+          ms: read.ms,
+        };
+        scores.get(setup.label)!.set(page.name, score);
+        parts.push(`${setup.label} ${percent(errorRate(score.characters))} (${score.found}/${score.gtLines})`);
+      }
+      process.stderr.write(`[${index + 1}/${pages.length} ${((performance.now() - started) / 1000).toFixed(0)} s] ${page.name}: ${parts.join(', ')}\n`);
+    }
+
+    const labels = setups.map((setup) => setup.label);
+    const sources = [...new Set(pages.map((page) => page.source))];
+    const groups: [string, EvalPage[]][] = [...sources.map((source): [string, EvalPage[]] => [source, pages.filter((page) => page.source === source)]), ['all', pages]];
+    const rows: string[][] = [];
+    const summary: Record<string, Record<string, ReturnType<typeof summarise>>> = {};
+    for (const label of labels) {
+      summary[label] = {};
+      for (const [group, members] of groups) {
+        const s = summarise(members.map((page) => scores.get(label)!.get(page.name)!));
+        summary[label][group] = s;
+        rows.push([
+          label,
+          group,
+          String(members.length),
+          String(s.gtLines),
+          String(s.gtChars),
+          percent(s.cer),
+          percent(s.wer),
+          s.recall.toFixed(3),
+          s.precision.toFixed(3),
+          percent(s.missedShare),
+          s.order === null ? 'n/a' : s.order.toFixed(3),
+          s.secondsPerPage.toFixed(2),
+        ]);
+      }
+    }
+    const table = markdownTable(
+      ['setup', 'source', 'pages', 'GT lines', 'GT chars', 'CER', 'WER', 'line recall', 'line precision', 'chars on missed lines', 'order', 's/page'],
+      rows,
+    );
+    const markdown = [...header, '', table, ''].join('\n');
+    console.log(`\n${table}`);
+    writeFileSync(path.join(values.out, 'eval-pages.md'), markdown);
+    writeFileSync(
+      path.join(values.out, 'eval-pages.json'),
+      JSON.stringify(
+        {
+          pages: pages.length,
+          input: values.dir ?? `${values.dataset} (${values.split})`,
+          setups: setups.map((setup) => ({ label: setup.label, describe: setup.describe })),
+          seconds: (performance.now() - started) / 1000,
+          summary,
+          perPage: Object.fromEntries(labels.map((label) => [label, Object.fromEntries(scores.get(label)!)])),
+        },
+        null,
+        1,
+      ),
+    );
+    console.error(`report: ${path.join(values.out, 'eval-pages.json')}, ${path.join(values.out, 'eval-pages.md')}`);
+  } finally {
+    await Promise.all(setups.map((setup) => setup.close()));
+  }
+  return 0;
+}
+
+/** Character-weighted rates; line counts summed; order averaged over pages that have one; seconds per page. */
+function summarise(scores: PageScore[]) {
+  const sum = (pick: (score: PageScore) => number): number => scores.reduce((total, score) => total + pick(score), 0);
+  const orders = scores.map((score) => score.order).filter((order): order is number => order !== null);
+  return {
+    cer: errorRate(...scores.map((score) => score.characters)),
+    wer: errorRate(...scores.map((score) => score.words)),
+    gtLines: sum((score) => score.gtLines),
+    gtChars: sum((score) => score.gtChars),
+    recall: sum((score) => score.found) / Math.max(1, sum((score) => score.gtLines)),
+    precision: sum((score) => score.right) / Math.max(1, sum((score) => score.detected)),
+    missedShare: sum((score) => score.missedChars) / Math.max(1, sum((score) => score.gtChars)),
+    order: orders.length === 0 ? null : orders.reduce((a, b) => a + b, 0) / orders.length,
+    secondsPerPage: sum((score) => score.ms) / Math.max(1, scores.length) / 1000,
+  };
+}
+
+/** The htr-pages split: JSON ground truth and JPEG images from the tars (images written to `imageDir` for tesseract). */
+function pagesFromDataset(dataset: string, split: string, imageDir: string): EvalPage[] {
+  mkdirSync(imageDir, { recursive: true });
+  const shards = readdirSync(dataset).filter((file) => file.startsWith(`${split}-`) && file.endsWith('.tar')).sort();
+  if (shards.length === 0) throw new Error(`no ${split}-*.tar in ${dataset} (see its README.md)`);
+  const pages: EvalPage[] = [];
+  for (const shard of shards) {
+    const members = readTar(path.join(dataset, shard));
+    for (const [name, bytes] of members) {
+      if (!name.endsWith('.json')) continue;
+      const json = JSON.parse(bytes.toString('utf8')) as HtrPage;
+      const image = members.get(name.replace(/\.json$/, '.jpg'));
+      if (!image) throw new Error(`${shard}: ${name} has no image`);
+      const imagePath = path.join(imageDir, `${json.page}.jpg`);
+      writeFileSync(imagePath, image);
+      pages.push({
+        name: json.page,
+        source: json.page.split('_')[0],
+        language: TESSERACT_LANGUAGES[json.lang] ?? 'eng',
+        imagePath,
+        width: json.width,
+        height: json.height,
+        truth: truthFromJson(json),
+      });
+    }
+  }
+  return pages;
+}
+
+interface HtrPage {
+  page: string;
+  lang: string;
+  width: number;
+  height: number;
+  regions: { id: string; type: string | null; polygon: [number, number][] | null }[];
+  lines: { id: string; region_id: string; baseline: [number, number][] | null; polygon: [number, number][] | null; text: string }[];
+}
+
+/** Lines in the dataset's reading order, grouped by region as they come (a region met again starts a new group). */
+function truthFromJson(page: HtrPage): UploadedLayout {
+  const regions: UploadedLayout['regions'] = [];
+  const warnings: string[] = [];
+  for (const line of page.lines) {
+    if (!line.polygon || line.polygon.length < 3) {
+      warnings.push(`line ${line.id} has no polygon`);
+      continue;
+    }
+    const region = page.regions.find((candidate) => candidate.id === line.region_id);
+    if (regions.at(-1)?.id !== line.region_id) regions.push({ id: line.region_id, type: region?.type ?? null, polygon: region?.polygon ?? [], lines: [] });
+    regions.at(-1)!.lines.push({ id: line.id, polygon: line.polygon, baseline: line.baseline ?? [], text: line.text });
+  }
+  return { format: 'page-2019', regions, warnings };
+}
+
+/** Image + PageXML/ALTO pairs with the same stem. */
+async function pagesFromDirectory(directory: string, language: string): Promise<EvalPage[]> {
+  const files = readdirSync(directory).sort();
+  const pages: EvalPage[] = [];
+  for (const file of files) {
+    if (!/\.(jpe?g|png|tiff?|webp)$/i.test(file)) continue;
+    const stem = file.replace(/\.[^.]+$/, '');
+    const xml = files.find((candidate) => candidate === `${stem}.xml`) ?? files.find((candidate) => candidate === `${stem}.alto.xml`);
+    if (!xml) continue;
+    const imagePath = path.join(directory, file);
+    const size = await imageSize(imagePath);
+    pages.push({
+      name: stem,
+      source: stem.split('_')[0],
+      language,
+      imagePath,
+      ...size,
+      truth: parseUploadedLayout(readFileSync(path.join(directory, xml)), size),
+    });
+  }
+  if (pages.length === 0) throw new Error(`no image + PageXML/ALTO pairs in ${directory}`);
+  return pages;
+}
+
+async function imageSize(file: string): Promise<{ width: number; height: number }> {
+  const metadata = await sharp(file).metadata();
+  const swap = (metadata.orientation ?? 1) >= 5;
+  return { width: swap ? metadata.height : metadata.width, height: swap ? metadata.width : metadata.height };
+}
+
+if (import.meta.main) process.exitCode = await main();

@@ -1,0 +1,40 @@
+// eval:pages' line detection measure (bench/lib/line-coverage.ts) on shapes whose answer is known.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { fillPolygon, lineCoverage } from '../../bench/lib/line-coverage.ts';
+import type { Point } from '../../src/pipeline/page-result.ts';
+
+const rect = (x: number, y: number, w: number, h: number): Point[] => [
+  [x, y],
+  [x + w, y],
+  [x + w, y + h],
+  [x, y + h],
+];
+
+test('fillPolygon fills the pixels whose centres are inside, clipped to the raster', () => {
+  assert.equal(fillPolygon(rect(0, 0, 10, 5), 100, 100).length, 50);
+  assert.equal(fillPolygon(rect(-5, -5, 10, 10), 100, 100).length, 25);
+  // A triangle: half of its 20×20 box.
+  const triangle: Point[] = [
+    [0, 0],
+    [20, 0],
+    [0, 20],
+  ];
+  assert.ok(Math.abs(fillPolygon(triangle, 100, 100).length - 200) <= 20);
+});
+
+test('a line is found at 50 % of its pixels inside detections; a detection is right at 50 % inside the truth', () => {
+  const truth = [rect(0, 0, 100, 10), rect(0, 20, 100, 10), rect(0, 40, 100, 10)];
+  const detected = [
+    rect(0, 0, 60, 10), // 60 % of line 1: found, all of it inside: right
+    rect(0, 20, 40, 10), // 40 % of line 2: not found, right
+    rect(0, 60, 100, 10), // in no line: wrong
+    rect(0, 40, 100, 30), // covers line 3 (found), a third inside the truth: wrong
+  ];
+  const coverage = lineCoverage(200, 200, truth, detected);
+  assert.deepEqual(coverage.found, [true, false, true]);
+  assert.deepEqual(coverage.right, [true, true, false, false]);
+  assert.equal(coverage.order, 1);
+  // Read in the opposite order: detections matched to lines 3, 2, 1.
+  assert.equal(lineCoverage(200, 200, truth, [truth[2], truth[1], truth[0]]).order, 0);
+});
