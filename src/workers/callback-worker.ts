@@ -1,6 +1,7 @@
 // Delivers the signed callback of a finished job, one attempt per task. Each
 // attempt is recorded as an event, whose reaction schedules the next attempt.
 import type { Job } from 'pg-boss';
+import { redactUrl } from '../callbacks/redact-url.ts';
 import { sendCallback, type CallbackOutcome } from '../callbacks/send-callback.ts';
 import type { CommandBus } from '../commands/command-bus.ts';
 import type { Config } from '../config.ts';
@@ -44,7 +45,11 @@ export function createCallbackHandler(deps: CallbackWorkerDeps) {
           allowPrivate: deps.config.callbacks.allowPrivate,
         })
       : { ok: false, status: null, error: 'the account has no webhook secret: not sent unsigned', durationMs: 0 };
-    (outcome.ok ? log.info.bind(log) : log.warn.bind(log))({ ok: outcome.ok, http_status: outcome.status, error: outcome.error }, 'callback attempt');
+    // The URL redacted (its query string may be a token); the event below keeps it whole.
+    (outcome.ok ? log.info.bind(log) : log.warn.bind(log))(
+      { ok: outcome.ok, http_status: outcome.status, error: outcome.error, webhook_url: redactUrl(state.options.webhookUrl) },
+      'callback attempt',
+    );
     try {
       await deps.bus.job(
         jobId,

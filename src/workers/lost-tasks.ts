@@ -5,6 +5,7 @@
 // and why, whose reaction sends the job.failed callback. The sweep is the backstop: a job still
 // queued or processing with a page (or its export) that has no live task is failed. Both are
 // idempotent: FailJob on a failed job records nothing, and a page completed meanwhile is left be.
+import { redactUrl } from '../callbacks/redact-url.ts';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import type { CommandBus } from '../commands/command-bus.ts';
 import type { Config } from '../config.ts';
@@ -83,7 +84,7 @@ export function createLostCallbackHandler(deps: LostTaskDeps) {
     const delivery = state.callback;
     if (!delivery || isTerminalCallbackState(delivery.state) || attempt !== delivery.attempts + 1 || !state.options?.webhookUrl) return;
     const reason = lostReason(attemptsOf(task), task.sourceOutput);
-    deps.log.warn({ job_id: jobId, attempt, reason }, 'callback task lost: recording the attempt as failed');
+    deps.log.warn({ job_id: jobId, attempt, reason, webhook_url: redactUrl(state.options.webhookUrl) }, 'callback task lost: recording the attempt as failed');
     try {
       await deps.bus.job(
         jobId,
