@@ -206,7 +206,7 @@ describe('hwr submit and the other client commands against the scripted service'
     assert.equal(jsonLines(followed.stdout).at(-1).event, 'cancelled');
   });
 
-  test('on a terminal (script): a progress bar with pages, step, elapsed and ETA; then the saved archive', async () => {
+  test('on a terminal (script): a progress bar with pages, step, elapsed and ETA; then the saved archive', { skip: hasScript() ? false : 'no `script` (util-linux) on this machine' }, async () => {
     const dir = await pagesDir('tty', ['1.jpg', '2.jpg', 'hold-3.jpg']);
     const command = [process.execPath, path.join(root, 'bin/hwr.js'), 'submit', dir, '--wait', '--out', 'tty.zip'].map((part) => `'${part}'`).join(' ');
     const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { cwd: work, env: env({ TERM: 'xterm' }) });
@@ -250,6 +250,15 @@ describe('hwr submit and the other client commands against the scripted service'
     assert.equal((await waitForState(service.client, { key }, jobId, ['done'])).state, 'done');
   });
 });
+
+function hasScript(): boolean {
+  try {
+    execFileSync('script', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The machine's own Node, when it is too old to strip types (Node 20 here). */
 function oldNode(): string | null {
