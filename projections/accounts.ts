@@ -1,3 +1,4 @@
+import type { Queryable } from '../src/db/database.ts';
 import type { Projection } from './projection.ts';
 
 export const accountsProjection: Projection = {
@@ -16,3 +17,15 @@ begin
   end case;
 end`,
 };
+
+// Reads of this read model: account names for the `hwr` commands, and the first start.
+
+export async function findAccountIdByName(db: Queryable, name: string): Promise<string | undefined> {
+  const result = await db.query<{ account_id: string }>('select account_id from accounts where name = $1', [name]);
+  return result.rows[0]?.account_id;
+}
+
+export async function countAccounts(db: Queryable): Promise<number> {
+  const result = await db.query<{ n: string }>('select count(*) as n from accounts');
+  return Number(result.rows[0].n);
+}

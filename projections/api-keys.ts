@@ -1,3 +1,4 @@
+import type { Queryable } from '../src/db/database.ts';
 import type { Projection } from './projection.ts';
 
 // Authentication: key hash → account, and whether the key is revoked.
@@ -17,3 +18,45 @@ begin
   end case;
 end`,
 };
+
+// Reads of this read model: authentication on every request, the `hwr keys` commands.
+
+export interface ActiveKeyRow {
+  key_id: string;
+  account_id: string;
+}
+
+/** The key with this SHA-256 unless revoked; a prepared statement, since every authenticated request runs it. */
+export async function findActiveKey(db: Queryable, keyHash: string): Promise<ActiveKeyRow | undefined> {
+  const result = await db.query<ActiveKeyRow>({
+    name: 'hwr-active-key',
+    text: 'select key_id, account_id from api_keys where key_hash = $1 and revoked_at is null',
+    values: [keyHash],
+  });
+  return result.rows[0];
+}
+
+export async function findKeyAccountId(db: Queryable, keyId: string): Promise<string | undefined> {
+  const result = await db.query<{ account_id: string }>('select account_id from api_keys where key_id = $1', [keyId]);
+  return result.rows[0]?.account_id;
+}
+
+export interface AccountKeyRow {
+  key_id: string;
+  label: string;
+  prefix: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+/** An account's keys, oldest first, with when each was last used (api_key_usage, operational data). */
+export async function listAccountKeys(db: Queryable, accountId: string): Promise<AccountKeyRow[]> {
+  const result = await db.query<AccountKeyRow>(
+    `select k.key_id, k.label, k.prefix, k.created_at, u.last_used_at, k.revoked_at
+     from api_keys k left join api_key_usage u using (key_id)
+     where k.account_id = $1 order by k.created_at, k.key_id`,
+    [accountId],
+  );
+  return result.rows;
+}

@@ -1,3 +1,4 @@
+import type { Queryable } from '../src/db/database.ts';
 import type { Projection } from './projection.ts';
 
 // Serves GET /v1/process-scan/<id>: one row per job (job_status) and one per page
@@ -85,3 +86,64 @@ begin
   end case;
 end`,
 };
+
+// Reads of this read model: the status route, the submission's answer, the cancel watch.
+
+export interface JobStatusRow {
+  job_id: string;
+  account_id: string;
+  state: string;
+  page_count: number;
+  pages_done: number;
+  current_step: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  expires_at: Date;
+  error_message: string | null;
+  warning_message: string | null;
+  options: { webhookUrl: string | null };
+  archive_key: string | null;
+  archive_bytes: string | null;
+  result_expired: boolean;
+  callback_state: string | null;
+  callback_attempts: number;
+  callback_next_attempt_at: Date | null;
+  callback_last_status: number | null;
+}
+
+export const JOB_STATUS_COLUMNS = `job_id, account_id, state, page_count, pages_done, current_step, created_at, started_at,
+  finished_at, expires_at, error_message, warning_message, options, archive_key, archive_bytes, result_expired,
+  callback_state, callback_attempts, callback_next_attempt_at, callback_last_status`;
+
+/** The same columns of job_status under a table alias (for queries that join it). */
+export const jobStatusColumnsOf = (alias: string): string =>
+  JOB_STATUS_COLUMNS.split(',').map((column) => `${alias}.${column.trim()}`).join(', ');
+
+/** A job's status row; with `accountId`, only when that account owns the job. */
+export async function readJobStatus(db: Queryable, jobId: string, accountId?: string): Promise<JobStatusRow | undefined> {
+  const result = accountId
+    ? await db.query<JobStatusRow>(`select ${JOB_STATUS_COLUMNS} from job_status where job_id = $1 and account_id = $2`, [jobId, accountId])
+    : await db.query<JobStatusRow>(`select ${JOB_STATUS_COLUMNS} from job_status where job_id = $1`, [jobId]);
+  return result.rows[0];
+}
+
+/** A job's state alone, or undefined when there is no such job. */
+export async function readJobState(db: Queryable, jobId: string): Promise<string | undefined> {
+  const result = await db.query<{ state: string }>('select state from job_status where job_id = $1', [jobId]);
+  return result.rows[0]?.state;
+}
+
+export type JobStatusWithKeyRow = JobStatusRow & { auth_key_id: string; auth_account_id: string };
+
+// The key and the job in one round trip: status polling is the hot path. A job of another
+// account does not join, exactly as a job that does not exist. (It reads api_keys too.)
+const STATUS_WITH_KEY_SQL = `select k.key_id as auth_key_id, k.account_id as auth_account_id, ${jobStatusColumnsOf('j')}
+  from api_keys k left join job_status j on j.job_id = $2 and j.account_id = k.account_id
+  where k.key_hash = $1 and k.revoked_at is null`;
+
+/** The active key with this hash and, when its account owns it, the job; undefined for no such key. */
+export async function readJobStatusForKey(db: Queryable, keyHash: string, jobId: string | null): Promise<JobStatusWithKeyRow | undefined> {
+  const result = await db.query<JobStatusWithKeyRow>({ name: 'hwr-status-with-key', text: STATUS_WITH_KEY_SQL, values: [keyHash, jobId] });
+  return result.rows[0];
+}

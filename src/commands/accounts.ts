@@ -1,6 +1,8 @@
 // Account and API key use cases (CLI and first start). Keys and secrets are
 // generated here and shown once; only the key's SHA-256 is recorded.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { countAccounts, findAccountIdByName } from '../../projections/accounts.ts';
+import { findKeyAccountId, listAccountKeys } from '../../projections/api-keys.ts';
 import type { Queryable } from '../db/database.ts';
 import type { CommandBus } from './command-bus.ts';
 
@@ -68,9 +70,9 @@ export async function createApiKey(bus: CommandBus, accountName: string, label: 
 
 export async function revokeApiKey(bus: CommandBus, keyId: string, actor = 'cli'): Promise<void> {
   if (!/^[0-9a-f-]{36}$/i.test(keyId)) throw new AccountError('key_not_found', `no API key ${keyId}`);
-  const row = await bus.db.pool.query<{ account_id: string }>('select account_id from api_keys where key_id = $1', [keyId]);
-  if (!row.rows[0]) throw new AccountError('key_not_found', `no API key ${keyId}`);
-  await bus.account(row.rows[0].account_id, { type: 'RevokeApiKey', keyId, now: new Date() }, { actor });
+  const accountId = await findKeyAccountId(bus.db.pool, keyId);
+  if (!accountId) throw new AccountError('key_not_found', `no API key ${keyId}`);
+  await bus.account(accountId, { type: 'RevokeApiKey', keyId, now: new Date() }, { actor });
 }
 
 export interface KeyListing {
@@ -84,13 +86,7 @@ export interface KeyListing {
 
 export async function listApiKeys(db: Queryable, accountName: string): Promise<KeyListing[]> {
   const accountId = await requireAccountId(db, accountName);
-  const result = await db.query<{ key_id: string; label: string; prefix: string; created_at: Date; last_used_at: Date | null; revoked_at: Date | null }>(
-    `select k.key_id, k.label, k.prefix, k.created_at, u.last_used_at, k.revoked_at
-     from api_keys k left join api_key_usage u using (key_id)
-     where k.account_id = $1 order by k.created_at, k.key_id`,
-    [accountId],
-  );
-  return result.rows.map((row) => ({
+  return (await listAccountKeys(db, accountId)).map((row) => ({
     id: row.key_id,
     label: row.label,
     prefix: row.prefix,
@@ -101,8 +97,7 @@ export async function listApiKeys(db: Queryable, accountName: string): Promise<K
 }
 
 export async function findAccountId(db: Queryable, name: string): Promise<string | null> {
-  const result = await db.query<{ account_id: string }>('select account_id from accounts where name = $1', [name]);
-  return result.rows[0]?.account_id ?? null;
+  return (await findAccountIdByName(db, name)) ?? null;
 }
 
 export async function requireAccountId(db: Queryable, name: string): Promise<string> {
@@ -111,7 +106,4 @@ export async function requireAccountId(db: Queryable, name: string): Promise<str
   return id;
 }
 
-export async function countAccounts(db: Queryable): Promise<number> {
-  const result = await db.query<{ n: string }>('select count(*) as n from accounts');
-  return Number(result.rows[0].n);
-}
+export { countAccounts };

@@ -2,6 +2,7 @@
 // The same key from the same account within 24 h returns the original job; the
 // same key with a different request is refused.
 import { decideJob, type JobCommand } from '../../domain/job-decide.ts';
+import { findIdempotencyKey } from '../../projections/idempotency-keys.ts';
 import { initialJobState } from '../../domain/job.ts';
 import type { Queryable } from '../db/database.ts';
 import { IDEMPOTENCY_LOCK_NAMESPACE } from '../store/locks.ts';
@@ -23,12 +24,7 @@ export type Submission = Omit<Extract<JobCommand, { type: 'SubmitJob' }>, 'type'
 
 /** The job an Idempotency-Key already names, or null. Throws IdempotencyConflict for a different request. */
 export async function findIdempotentJob(db: Queryable, accountId: string, idempotency: { key: string; requestHash: string }): Promise<string | null> {
-  const result = await db.query<{ job_id: string; request_hash: string }>(
-    `select job_id, request_hash from idempotency_keys
-     where account_id = $1 and idempotency_key = $2 and created_at > now() - make_interval(hours => $3)`,
-    [accountId, idempotency.key, IDEMPOTENCY_WINDOW_HOURS],
-  );
-  const row = result.rows[0];
+  const row = await findIdempotencyKey(db, accountId, idempotency.key, IDEMPOTENCY_WINDOW_HOURS);
   if (!row) return null;
   if (row.request_hash !== idempotency.requestHash) throw new IdempotencyConflict(row.job_id);
   return row.job_id;

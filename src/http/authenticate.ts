@@ -1,6 +1,7 @@
 // API key authentication: `X-API-Key: <key>` or `Authorization: Bearer <key>`.
 // Only the key's SHA-256 is stored; a revoked key fails on the very next request.
 import type { Context, Next } from 'koa';
+import { findActiveKey, type ActiveKeyRow } from '../../projections/api-keys.ts';
 import { sha256Hex } from '../commands/accounts.ts';
 import type { Queryable } from '../db/database.ts';
 import { HttpProblem } from './problem.ts';
@@ -10,11 +11,6 @@ export interface AuthContext {
   keyId: string;
 }
 
-/** An active (not revoked) key, as found by a lookup on its hash. */
-export interface ActiveKeyRow {
-  key_id: string;
-  account_id: string;
-}
 
 /** The middleware, plus `accept` for a route that finds the key in a query of its own. */
 export type Authenticate = ((ctx: Context, next: Next) => Promise<void>) & {
@@ -23,9 +19,6 @@ export type Authenticate = ((ctx: Context, next: Next) => Promise<void>) & {
 };
 
 const USAGE_WRITE_INTERVAL_MS = 60_000;
-
-/** The key lookup; a prepared statement, since every authenticated request runs it. */
-export const ACTIVE_KEY_SQL = 'select key_id, account_id from api_keys where key_hash = $1 and revoked_at is null';
 
 export function authenticate(db: Queryable): Authenticate {
   const lastUsageWrite = new Map<string, number>();
@@ -37,8 +30,7 @@ export function authenticate(db: Queryable): Authenticate {
     return auth;
   };
   const middleware = async (ctx: Context, next: Next): Promise<void> => {
-    const result = await db.query<ActiveKeyRow>({ name: 'hwr-active-key', text: ACTIVE_KEY_SQL, values: [presentedKeyHash(ctx)] });
-    accept(ctx, result.rows[0]);
+    accept(ctx, await findActiveKey(db, presentedKeyHash(ctx)));
     await next();
   };
   return Object.assign(middleware, { accept });

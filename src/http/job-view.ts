@@ -1,36 +1,6 @@
 // The status body of a job, from the job_status projection (docs/contract.md): every
 // documented field always present (null where not known), result_url only when done.
-
-export interface JobStatusRow {
-  job_id: string;
-  account_id: string;
-  state: string;
-  page_count: number;
-  pages_done: number;
-  current_step: string | null;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-  expires_at: Date;
-  error_message: string | null;
-  warning_message: string | null;
-  options: { webhookUrl: string | null };
-  archive_key: string | null;
-  archive_bytes: string | null;
-  result_expired: boolean;
-  callback_state: string | null;
-  callback_attempts: number;
-  callback_next_attempt_at: Date | null;
-  callback_last_status: number | null;
-}
-
-export const JOB_STATUS_COLUMNS = `job_id, account_id, state, page_count, pages_done, current_step, created_at, started_at,
-  finished_at, expires_at, error_message, warning_message, options, archive_key, archive_bytes, result_expired,
-  callback_state, callback_attempts, callback_next_attempt_at, callback_last_status`;
-
-/** The same columns of job_status under a table alias (for queries that join it). */
-export const jobStatusColumnsOf = (alias: string): string =>
-  JOB_STATUS_COLUMNS.split(',').map((column) => `${alias}.${column.trim()}`).join(', ');
+import type { JobStatusRow } from '../../projections/job-status.ts';
 
 export const statusUrl = (baseUrl: string, jobId: string): string => `${baseUrl}/v1/process-scan/${jobId}`;
 export const resultUrl = (baseUrl: string, jobId: string): string => `${baseUrl}/v1/process-scan/${jobId}/result`;

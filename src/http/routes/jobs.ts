@@ -8,18 +8,11 @@ import type { Runtime } from '../../runtime.ts';
 import { readStream } from '../../store/read-stream.ts';
 import { presentedKeyHash, type AuthContext, type Authenticate } from '../authenticate.ts';
 import { eventJson } from '../event-json.ts';
-import { JOB_STATUS_COLUMNS, jobStatusBody, jobStatusColumnsOf, type JobStatusRow } from '../job-view.ts';
+import { readJobStatus, readJobStatusForKey, type JobStatusRow } from '../../../projections/job-status.ts';
+import { jobStatusBody } from '../job-view.ts';
 import { HttpProblem } from '../problem.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-// The key and the job in one round trip: status polling is the hot path. A job of
-// another account does not join, exactly as a job that does not exist.
-const STATUS_WITH_KEY_SQL = `select k.key_id as auth_key_id, k.account_id as auth_account_id, ${jobStatusColumnsOf('j')}
-  from api_keys k left join job_status j on j.job_id = $2 and j.account_id = k.account_id
-  where k.key_hash = $1 and k.revoked_at is null`;
-
-type StatusWithKeyRow = JobStatusRow & { auth_key_id: string; auth_account_id: string };
 
 export function registerJobRoutes(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { baseUrl } = runtime.config;
@@ -28,21 +21,17 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
     const jobId = jobIdParam(ctx);
     const auth = ctx.state.auth as AuthContext;
     if (jobId) {
-      const result = await runtime.db.pool.query<JobStatusRow>(
-        `select ${JOB_STATUS_COLUMNS} from job_status where job_id = $1 and account_id = $2`,
-        [jobId, auth.accountId],
-      );
-      if (result.rows[0]) return result.rows[0];
+      const row = await readJobStatus(runtime.db.pool, jobId, auth.accountId);
+      if (row) return row;
     }
     throw jobNotFound(ctx);
   }
 
   router.get('/v1/process-scan/:jobId', async (ctx) => {
     const keyHash = presentedKeyHash(ctx);
-    const result = await runtime.db.pool.query<StatusWithKeyRow>({ name: 'hwr-status-with-key', text: STATUS_WITH_KEY_SQL, values: [keyHash, jobIdParam(ctx)] });
-    const row = result.rows[0];
+    const row = await readJobStatusForKey(runtime.db.pool, keyHash, jobIdParam(ctx));
     authenticate.accept(ctx, row && { key_id: row.auth_key_id, account_id: row.auth_account_id });
-    if (row.job_id === null) throw jobNotFound(ctx);
+    if (!row || row.job_id === null) throw jobNotFound(ctx);
     ctx.body = jobStatusBody(row, baseUrl);
   });
 
@@ -60,6 +49,16 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
     }
     if (job.result_expired || Date.now() >= job.expires_at.getTime() || !job.archive_key) {
       throw new HttpProblem(410, 'result_expired', 'Result expired', `The result was available until ${job.expires_at.toISOString()}.`);
+    }
+    const { blobs } = runtime;
+    if (runtime.config.results.redirect && blobs.presignedGetUrl) {
+      // The archive comes from the object store, not through this process (docs/deployment.md).
+      if (!(await blobs.stat(job.archive_key))) throw new HttpProblem(410, 'result_expired', 'Result expired', 'The result is no longer stored.');
+      const ttl = Math.max(1, Math.min(runtime.config.results.urlTtlSeconds, Math.floor((job.expires_at.getTime() - Date.now()) / 1000)));
+      const url = await blobs.presignedGetUrl(job.archive_key, { expiresInSeconds: ttl, filename: `${job.job_id}.zip`, contentType: 'application/zip' });
+      ctx.redirect(url);
+      ctx.set('Cache-Control', 'no-store');
+      return;
     }
     try {
       const stream = await runtime.blobs.stream(job.archive_key);

@@ -13,7 +13,8 @@ import { tempUploadDir } from '../../intake/temp-uploads.ts';
 import { uploadTooLargeError } from '../../intake/intake-error.ts';
 import { findIdempotentJob, IdempotencyConflict, submitJob } from '../../commands/submit-job.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
-import { JOB_STATUS_COLUMNS, resultUrl, statusUrl, type JobStatusRow } from '../job-view.ts';
+import { readJobStatus } from '../../../projections/job-status.ts';
+import { resultUrl, statusUrl } from '../job-view.ts';
 import { HttpProblem } from '../problem.ts';
 import { parseSubmissionOptions } from '../submission-options.ts';
 
@@ -93,8 +94,8 @@ export function registerSubmitScan(router: Router, runtime: Runtime, authenticat
 }
 
 async function respondWithSubmission(ctx: Context, runtime: Runtime, jobId: string, replayed: boolean): Promise<void> {
-  const result = await runtime.db.pool.query<JobStatusRow>(`select ${JOB_STATUS_COLUMNS} from job_status where job_id = $1`, [jobId]);
-  const row = result.rows[0];
+  const row = await readJobStatus(runtime.db.pool, jobId);
+  if (!row) throw new Error(`job ${jobId} was recorded but has no status row`);
   const { baseUrl } = runtime.config;
   ctx.status = 202;
   ctx.set('Location', statusUrl(baseUrl, jobId));
