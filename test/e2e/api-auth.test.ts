@@ -5,9 +5,11 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../src/commands/accounts.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, pagesZip, startApiServer, type ApiResponse } from '../support/http-client.ts';
+import { createCredentials, pagesZip, startApiServer, waitForState, type ApiResponse } from '../support/http-client.ts';
+import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 
-const server = await startApiServer(await createTestDatabase());
+const databaseUrl = await createTestDatabase();
+const server = await startApiServer(databaseUrl);
 after(() => server.close());
 const { client, runtime } = server;
 const alice = await createCredentials(runtime, 'alice');
@@ -113,7 +115,38 @@ describe('job visibility', () => {
   });
 
   test('usage counts only the calling account', async () => {
-    const usage = await client.get('/v1/usage', { key: bob.key });
-    assert.equal(usage.body.account_id, bob.accountId);
+    // Workers that finish jobs (this file's server has none), each page corrected at 100 + 40 tokens.
+    const worked = await startApiServer(databaseUrl, {
+      pipelines: {
+        page: testPagePipeline({ worker: 'usage', correction: { provider: 'fake', model: 'fake-balanced', refusedLines: [], inputTokens: 100, outputTokens: 40, outcome: 'applied' } }),
+        export: testExportPipeline(),
+      },
+    });
+    const carol = await createCredentials(worked.runtime, 'carol');
+    const dave = await createCredentials(worked.runtime, 'dave');
+    const submit = async (key: string, pages: string[]) => {
+      const { status, body } = await worked.client.submit(await pagesZip(pages), { key });
+      assert.equal(status, 202);
+      assert.equal((await waitForState(worked.client, { key }, body.job_id, ['done', 'failed'])).state, 'done');
+    };
+    await submit(carol.key, ['1.jpg', '2.jpg', '3.jpg']);
+    await submit(dave.key, ['1.jpg', '2.jpg']);
+    await submit(dave.key, ['1.jpg', '2.jpg', '3.jpg', '4.jpg', '5.jpg']);
+    await submit(alice.key, ['1.jpg']);
+
+    const usage = await client.get('/v1/usage', { key: carol.key });
+    assert.equal(usage.status, 200);
+    assert.equal(usage.body.account_id, carol.accountId);
+    // Carol's one job of 3 pages, and nothing of dave's 7 pages or alice's.
+    assert.equal(usage.body.jobs, 1);
+    assert.equal(usage.body.pages, 3);
+    assert.deepEqual(usage.body.correction, [{ provider: 'fake', model: 'fake-balanced', pages: 3, input_tokens: 300, output_tokens: 120 }]);
+    const daves = await client.get('/v1/usage', { key: dave.key });
+    assert.equal(daves.body.jobs, 2);
+    assert.equal(daves.body.pages, 7);
+    assert.equal(daves.body.correction[0].pages, 7);
+    // Other accounts' billed pages do exist in the same period: they are left out, not absent.
+    const all = await runtime.db.pool.query<{ pages: number }>('select sum(pages)::int as pages from billing');
+    assert.ok(all.rows[0].pages >= 3 + 7 + 1, `${all.rows[0].pages} pages billed in all`);
   });
 });
