@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { jobStreamId } from '../domain/events.ts';
 import { decideJob } from '../domain/job-decide.ts';
-import { evolve } from '../domain/job.ts';
+import { evolveJob } from '../domain/job.ts';
 import type { CommandBus, PageCommand } from '../src/commands/command-bus.ts';
 import { createAccount } from '../src/commands/accounts.ts';
 import { loadConfig } from '../src/config.ts';
@@ -163,7 +163,7 @@ async function wholeStreamCommand(bus: CommandBus, jobId: string, command: PageC
     try {
       await bus.db.transaction(async (client) => {
         await appendToStream(client, jobStreamId(jobId), before.version, events, { accountId: before.accountId });
-        await scheduleReactions(bus.boss, client, reactionsTo(events, events.reduce(evolve, before)));
+        await scheduleReactions(bus.boss, client, reactionsTo(events, events.reduce(evolveJob, before)));
       });
       return conflicts;
     } catch (error) {

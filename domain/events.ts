@@ -1,7 +1,44 @@
 // The event catalog: every fact the system records, with its typed data.
 // Each type carries a schema version; a new incompatible shape gets a new version
 // and an upcaster in `upcast`, so old histories keep replaying.
-import type { JobOptions, PageSource, PageStep, PipelineStep } from '../src/pipeline/pipeline.ts';
+
+// What a job is asked to do and the pages it reads, as JobQueued carries them.
+export const PAGE_STEPS = ['layout', 'recognition', 'correction'] as const;
+export const PIPELINE_STEPS = ['layout', 'recognition', 'correction', 'export'] as const;
+export type PageStep = (typeof PAGE_STEPS)[number];
+export type PipelineStep = (typeof PIPELINE_STEPS)[number];
+
+export const LLM_TIERS = ['cheap', 'balanced', 'best'] as const;
+export type LlmTier = (typeof LLM_TIERS)[number];
+
+export const PDF_FORMATS = ['pdfa-2b', 'pdf', 'none'] as const;
+export type PdfFormat = (typeof PDF_FORMATS)[number];
+
+export interface JobOptions {
+  llmTier: LlmTier;
+  /** Document type for correction (the correction presets, docs/correction.md). */
+  preset: string;
+  /** Steps to run, always a prefix of PIPELINE_STEPS ending with 'export'. */
+  pipelineSteps: PipelineStep[];
+  pdfFormat: PdfFormat;
+  webhookUrl: string | null;
+}
+
+export interface PageSource {
+  /** 1-based page number (natural sort order of ZIP entry paths). */
+  pageNumber: number;
+  /** Entry path inside the submitted ZIP. */
+  name: string;
+  /** Where intake stored the page image. */
+  blobKey: string;
+  sha256: string;
+  bytes: number;
+  /**
+   * Where intake stored the page's own layout (a PageXML or ALTO file of the same stem in the
+   * ZIP), checked against the image; absent (all events before it): the layout is detected.
+   */
+  layoutBlobKey?: string;
+}
 
 export const EVENT_SCHEMA_VERSIONS = {
   JobQueued: 1,
@@ -139,4 +176,3 @@ export function upcast(type: string, data: unknown, _schemaVersion: number): Dom
 export const jobStreamId = (jobId: string): string => `job-${jobId}`;
 export const accountStreamId = (accountId: string): string => `account-${accountId}`;
 
-export type { PageStep };

@@ -1,8 +1,6 @@
 // Job commands and `decide`: the rules of a job's life. Pure: the caller passes
 // the time and every id, and appends the returned events.
-import type { JobOptions, PageSource, PipelineStep } from '../src/pipeline/pipeline.ts';
-import { PIPELINE_STEPS } from '../src/pipeline/pipeline.ts';
-import type { CorrectionUsage, JobEvent } from './events.ts';
+import { PIPELINE_STEPS, type CorrectionUsage, type JobEvent, type JobOptions, type PageSource, type PipelineStep } from './events.ts';
 import { isTerminal, pagesDone, type JobState } from './job.ts';
 import { reject } from './rejections.ts';
 

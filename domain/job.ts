@@ -1,6 +1,5 @@
 // A job's state, folded from its events. Pure.
-import type { JobOptions, PageSource, PipelineStep } from '../src/pipeline/pipeline.ts';
-import type { JobEvent } from './events.ts';
+import type { JobEvent, JobOptions, PageSource, PipelineStep } from './events.ts';
 import { derivedUuid } from './ids.ts';
 
 export type JobStatus = 'queued' | 'processing' | 'done' | 'failed' | 'cancelled';
@@ -73,7 +72,7 @@ export function isTerminal(state: JobState): boolean {
   return state.status !== null && TERMINAL_STATUSES.includes(state.status);
 }
 
-export function evolve(state: JobState, event: JobEvent): JobState {
+export function evolveJob(state: JobState, event: JobEvent): JobState {
   const next: JobState = { ...state, version: state.version + 1 };
   switch (event.type) {
     case 'JobQueued': {
@@ -151,5 +150,5 @@ export function deliveryIdFor(jobId: string, event: string): string {
 }
 
 export function foldJob(events: readonly JobEvent[]): JobState {
-  return events.reduce(evolve, initialJobState());
+  return events.reduce(evolveJob, initialJobState());
 }

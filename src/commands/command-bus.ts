@@ -13,7 +13,7 @@ import type pg from 'pg';
 import { foldAccount, decideAccount, type AccountCommand, type AccountState, evolveAccount } from '../../domain/account.ts';
 import { accountStreamId, jobStreamId, type AccountEvent, type EventMetadata, type JobEvent, type RecordedEvent } from '../../domain/events.ts';
 import { decideJob, type JobCommand } from '../../domain/job-decide.ts';
-import { evolve, foldJob, type JobState } from '../../domain/job.ts';
+import { evolveJob, foldJob, type JobState } from '../../domain/job.ts';
 import { LruCache } from './lru-cache.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { appendToStream } from '../store/append-to-stream.ts';
@@ -96,7 +96,7 @@ export class CommandBus {
       const events = decideJob(before, decided);
       if (events.length === 0) return { before, after: before, events: [] };
       const recorded = await this.db.transaction((client) => this.commitJobEvents(client, before, events, metadata));
-      return { before, after: events.reduce(evolve, before), events: recorded };
+      return { before, after: events.reduce(evolveJob, before), events: recorded };
     });
   }
 
@@ -107,7 +107,7 @@ export class CommandBus {
    * export step, which need every page completed, after which no page event can be appended.
    */
   async commitJobEvents(client: pg.PoolClient, before: JobState, events: JobEvent[], metadata: EventMetadata): Promise<RecordedEvent[]> {
-    const after = events.reduce(evolve, before);
+    const after = events.reduce(evolveJob, before);
     const streamId = jobStreamId(after.jobId);
     const recorded = await appendToStream(client, streamId, before.version, events, { accountId: after.accountId, ...metadata }, { scope: { page: null } });
     await scheduleReactions(this.boss, client, reactionsTo(events, after));
@@ -121,7 +121,7 @@ export class CommandBus {
       const before = view?.state ?? foldJob([]);
       const events = decideJob(before, command);
       if (events.length === 0 || view === null) return { before, after: before, events: [] };
-      const after = events.reduce(evolve, before);
+      const after = events.reduce(evolveJob, before);
       const streamId = jobStreamId(jobId);
       const append = (db: Queryable, durable: boolean) =>
         appendToStream(db, streamId, view.seenVersion, events, { accountId: after.accountId, ...metadata }, { scope: { page: command.page }, durable });

@@ -2,45 +2,13 @@
 // The engine owns events, retries, cancellation and storage of page results;
 // a pipeline only turns inputs into outputs.
 import type { Logger } from 'pino';
+import type { JobOptions, PageSource, PageStep } from '../../domain/events.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { PageResult } from './page-result.ts';
 
-export const PAGE_STEPS = ['layout', 'recognition', 'correction'] as const;
-export const PIPELINE_STEPS = ['layout', 'recognition', 'correction', 'export'] as const;
-export type PageStep = (typeof PAGE_STEPS)[number];
-export type PipelineStep = (typeof PIPELINE_STEPS)[number];
-
-export const LLM_TIERS = ['cheap', 'balanced', 'best'] as const;
-export type LlmTier = (typeof LLM_TIERS)[number];
-
-export const PDF_FORMATS = ['pdfa-2b', 'pdf', 'none'] as const;
-export type PdfFormat = (typeof PDF_FORMATS)[number];
-
-export interface JobOptions {
-  llmTier: LlmTier;
-  /** Document type for correction (see src/pipeline/correction presets). */
-  preset: string;
-  /** Steps to run, always a prefix of PIPELINE_STEPS ending with 'export'. */
-  pipelineSteps: PipelineStep[];
-  pdfFormat: PdfFormat;
-  webhookUrl: string | null;
-}
-
-export interface PageSource {
-  /** 1-based page number (natural sort order of ZIP entry paths). */
-  pageNumber: number;
-  /** Entry path inside the submitted ZIP. */
-  name: string;
-  /** Where intake stored the page image. */
-  blobKey: string;
-  sha256: string;
-  bytes: number;
-  /**
-   * Where intake stored the page's own layout (a PageXML or ALTO file of the same stem in the
-   * ZIP), checked against the image; absent (all events before it): the layout is detected.
-   */
-  layoutBlobKey?: string;
-}
+// The job options and page sources travel in the JobQueued event: the domain owns them.
+export { LLM_TIERS, PAGE_STEPS, PDF_FORMATS, PIPELINE_STEPS } from '../../domain/events.ts';
+export type { JobOptions, LlmTier, PageSource, PageStep, PdfFormat, PipelineStep } from '../../domain/events.ts';
 
 export interface PageTask {
   jobId: string;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { JobEvent } from '../../domain/events.ts';
 import { CALLBACK_MAX_ATTEMPTS, decideJob, summariseWarnings, type JobCommand } from '../../domain/job-decide.ts';
-import { evolve, foldJob, initialJobState, type JobState } from '../../domain/job.ts';
+import { evolveJob, foldJob, initialJobState, type JobState } from '../../domain/job.ts';
 import { Rejection, type RejectionCode } from '../../domain/rejections.ts';
 import type { JobOptions, PageSource } from '../../src/pipeline/pipeline.ts';
 
@@ -24,7 +24,7 @@ function run(...commands: JobCommand[]): { state: JobState; events: JobEvent[] }
   for (const command of commands) {
     const produced = decideJob(state, command);
     events.push(...produced);
-    state = produced.reduce(evolve, state);
+    state = produced.reduce(evolveJob, state);
   }
   return { state, events };
 }
