@@ -14,7 +14,8 @@ COPY projections ./projections
 COPY migrations ./migrations
 COPY assets ./assets
 
-# Stored files (uploads, page images, results): a volume shared by the API and every worker.
+# Temporary files; with BLOB_STORE=filesystem also the stored files (uploads, page images,
+# results), which must then be one volume shared by the API and every worker.
 ENV DATA_DIR=/var/lib/hwr
 RUN mkdir -p /var/lib/hwr && chown node:node /var/lib/hwr
 USER node

@@ -68,6 +68,16 @@ export interface Config {
   results: {
     /** How long results stay downloadable after created_at. */
     retentionSeconds: number;
+    /** The result download answers 302 to a presigned URL of the object store (RESULT_REDIRECT; on by default with S3). */
+    redirect: boolean;
+    /** How long such a URL is valid (RESULT_URL_TTL_SECONDS). */
+    urlTtlSeconds: number;
+  };
+  blobs: {
+    /** BLOB_STORE: `filesystem` (DATA_DIR/blobs, one machine) or `s3` (any S3-compatible bucket). */
+    store: 'filesystem' | 's3';
+    /** Set when store is `s3`. */
+    s3: S3Settings | null;
   };
   callbacks: {
     /** Multiplies the 1, 5, 25, 125, 625 s retry delays (tests use e.g. 0.01). */
@@ -116,6 +126,17 @@ export interface Config {
   };
 }
 
+export interface S3Settings {
+  bucket: string;
+  prefix: string;
+  endpoint: string | null;
+  publicEndpoint: string | null;
+  region: string;
+  forcePathStyle: boolean;
+  /** From AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN; null: the AWS SDK's default chain. */
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | null;
+}
+
 export class ConfigError extends Error {
   readonly problems: string[];
   constructor(problems: string[]) {
@@ -133,6 +154,7 @@ export function loadConfig(env: Env = process.env): Config {
   const cores = Math.max(1, os.availableParallelism());
 
   const port = read.integer('PORT', 8080, 0, 65535);
+  const blobs = readBlobs(read, problems);
   const tlsCert = read.string('TLS_CERT_FILE');
   const tlsKey = read.string('TLS_KEY_FILE');
   if ((tlsCert === null) !== (tlsKey === null)) problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
@@ -183,7 +205,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     results: {
       retentionSeconds: read.integer('RESULT_RETENTION_SECONDS', 7 * 24 * 3600, 1, 10 * 365 * 24 * 3600),
+      redirect: read.string('RESULT_REDIRECT') === null ? blobs.store === 's3' : read.flag('RESULT_REDIRECT'),
+      urlTtlSeconds: read.integer('RESULT_URL_TTL_SECONDS', 300, 1, 7 * 24 * 3600),
     },
+    blobs,
     callbacks: {
       retryScale: read.number('CALLBACK_RETRY_SCALE', 1, 0, 1000),
       timeoutMs: read.integer('CALLBACK_TIMEOUT_MS', 10_000, 1, 600_000),
@@ -200,6 +225,9 @@ export function loadConfig(env: Env = process.env): Config {
         `plus CORRECTION_RETRIES x CORRECTION_MAX_RETRY_WAIT_MS each = ${Math.ceil(correctionMs / 1000)} s) is longer than ` +
         `TASK_EXPIRE_SECONDS (${config.workers.taskExpireSeconds} s): the page task would expire mid-correction; lower the first or raise the second`,
     );
+  }
+  if (config.results.redirect && config.blobs.store !== 's3') {
+    problems.push('RESULT_REDIRECT=1 needs BLOB_STORE=s3: the filesystem store has no URLs to redirect to');
   }
   if (config.callbacks.timeoutMs > CALLBACK_TIMEOUT_MAX_MS) {
     problems.push(
@@ -284,6 +312,27 @@ function recognitionConfig(read: EnvReader, cores: number): Config['recognition'
   const fitting = Math.max(1, Math.floor(cores / threads));
   const concurrency = Math.min(fitting, read.integer('RECOGNITION_CONCURRENCY', fitting, 1, 256));
   return { modelDir: read.string('MODEL_DIR'), threads, concurrency, decoder: read.oneOf('RECOGNITION_DECODER', ['greedy', 'beam'] as const, 'beam') };
+}
+
+function readBlobs(read: EnvReader, problems: string[]): Config['blobs'] {
+  const store = read.oneOf('BLOB_STORE', ['filesystem', 's3'] as const, 'filesystem');
+  // Read whatever the store, so that every S3 variable is known (and checked) in both cases.
+  const bucket = read.string('S3_BUCKET');
+  const prefix = read.string('S3_PREFIX') ?? '';
+  const endpoint = read.url('S3_ENDPOINT');
+  const publicEndpoint = read.url('S3_PUBLIC_ENDPOINT');
+  const region = read.string('S3_REGION') ?? read.string('AWS_REGION') ?? read.string('AWS_DEFAULT_REGION') ?? 'us-east-1';
+  const forcePathStyle = read.flag('S3_FORCE_PATH_STYLE');
+  const accessKeyId = read.string('AWS_ACCESS_KEY_ID');
+  const secretAccessKey = read.string('AWS_SECRET_ACCESS_KEY');
+  const sessionToken = read.string('AWS_SESSION_TOKEN');
+  if (store !== 's3') return { store, s3: null };
+  if (!bucket) problems.push('BLOB_STORE=s3 needs S3_BUCKET');
+  if (prefix.split('/').some((part) => part === '.' || part === '..')) problems.push(`S3_PREFIX must not contain . or .. segments, got ${JSON.stringify(prefix)}`);
+  if ((accessKeyId === null) !== (secretAccessKey === null)) problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together (or neither: the AWS default credential chain)');
+  const credentials =
+    accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } : null;
+  return { store, s3: { bucket: bucket ?? '', prefix, endpoint, publicEndpoint, region, forcePathStyle, credentials } };
 }
 
 class EnvReader {

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import type { PgBoss } from 'pg-boss';
 import type { BlobStore } from './blobs/blob-store.ts';
-import { FilesystemBlobStore } from './blobs/filesystem-blob-store.ts';
+import { openBlobStore, type OpenedBlobStore } from './blobs/create-blob-store.ts';
 import { CommandBus } from './commands/command-bus.ts';
 import type { Config } from './config.ts';
 import { checkConnection, openDatabase, type Database } from './db/database.ts';
@@ -64,12 +64,15 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
   );
   let boss: PgBoss | null = null;
   let closePipelines = async () => {};
+  let opened: OpenedBlobStore | null = null;
   try {
     await checkConnection(db, config.database.connectTimeoutMs);
     await migrate(db.pool);
     boss = await startBoss(url, config, { supervise: options.workers, log });
     const bus = new CommandBus(db, boss);
-    const blobs = new FilesystemBlobStore(path.join(config.dataDir, 'blobs'));
+    opened = await openBlobStore(config);
+    const { blobs } = opened;
+    const blobStore = opened;
     let workers: Workers | null = null;
     if (options.workers) {
       if (!options.pipelines) throw new Error('a worker needs pipelines');
@@ -94,6 +97,7 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
         // Tasks still running here were handed back; pg-boss's own stop would fail them (an attempt).
         await startedBoss.stop({ graceful: false });
         await closePipelines();
+        await blobStore.close();
         await db.close();
         if (embedded) await embedded.stop();
       },
@@ -102,6 +106,7 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     // A start that fails leaves nothing running: the caller exits at once (docs/reliability.md).
     await boss?.stop({ graceful: false }).catch(() => {});
     await closePipelines().catch(() => {});
+    await opened?.close().catch(() => {});
     await db.close().catch(() => {});
     if (embedded) await embedded.stop().catch(() => {});
     throw error;

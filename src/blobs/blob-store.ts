@@ -21,8 +21,26 @@ export interface BlobStore {
   list(prefix: string): Promise<string[]>;
   /** The newest modification time of anything under `prefix/` (or of the blob `prefix`); null when absent. */
   lastModified(prefix: string): Promise<Date | null>;
-  /** A local file path for the blob, for tools that need one (e.g. sharp, tesseract). */
-  localPath(key: string): string;
+  /**
+   * Runs `use` with a local file holding the blob, for tools that need a path (e.g. sharp's
+   * header reader). The file is valid only until `use` settles: the filesystem store passes its
+   * own file, an object store a temporary download that is removed afterwards. Rejects with
+   * BlobNotFoundError when absent.
+   */
+  withLocalFile<T>(key: string, use: (file: string) => Promise<T>): Promise<T>;
+  /**
+   * A short-lived URL a client can GET the blob from directly, where the store has one (object
+   * storage: a presigned URL); absent on stores that cannot hand out URLs (the filesystem).
+   */
+  presignedGetUrl?(key: string, options: PresignOptions): Promise<string>;
+}
+
+export interface PresignOptions {
+  expiresInSeconds: number;
+  /** Sent back as the download's Content-Disposition attachment file name. */
+  filename?: string;
+  /** Sent back as the download's Content-Type. */
+  contentType?: string;
 }
 
 export class BlobNotFoundError extends Error {

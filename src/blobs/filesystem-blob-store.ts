@@ -14,9 +14,20 @@ export class FilesystemBlobStore implements BlobStore {
     this.root = path.resolve(root);
   }
 
+  /** Where the blob's file is (this store only: the interface has no paths; see withLocalFile). */
   localPath(key: string): string {
     assertSafeKey(key);
     return path.join(this.root, ...key.split('/'));
+  }
+
+  async withLocalFile<T>(key: string, use: (file: string) => Promise<T>): Promise<T> {
+    const file = this.localPath(key);
+    try {
+      await stat(file);
+    } catch (error) {
+      throw notFound(error, key);
+    }
+    return use(file);
   }
 
   async put(key: string, body: Buffer | string | Readable): Promise<BlobInfo> {

@@ -105,6 +105,11 @@ export function openApiDocument(baseUrl: string) {
         get: {
           operationId: 'getJobResult',
           summary: 'Download the result archive (ZIP)',
+          description:
+            'Answers 200 with the archive, or, when the service keeps results in object storage (S3) with redirects on ' +
+            '(RESULT_REDIRECT), 302 to a short-lived presigned URL of the archive. Follow the redirect without the ' +
+            'X-API-Key header: the URL carries its own authorization and expires within minutes (fetch a new one ' +
+            'from here when it has).',
           responses: {
             '200': {
               description: 'The result archive.',
@@ -113,6 +118,15 @@ export function openApiDocument(baseUrl: string) {
                 'Content-Disposition': { schema: { type: 'string' } },
               },
               content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
+            },
+            '302': {
+              description:
+                'The archive is in object storage: GET the Location, a presigned URL valid for RESULT_URL_TTL_SECONDS ' +
+                '(300 s by default, never past expires_at), which answers the ZIP with the same Content-Disposition.',
+              headers: {
+                Location: { schema: { type: 'string', format: 'uri' } },
+                'Cache-Control': { schema: { type: 'string', const: 'no-store' } },
+              },
             },
             '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),

@@ -357,7 +357,7 @@ async function storePage(
     if (crc >>> 0 !== entry.crc32 >>> 0) {
       throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
     }
-    const size = await checkImageHeader(options.blobs.localPath(blobKey), path, type.format, limits);
+    const size = await options.blobs.withLocalFile(blobKey, (file) => checkImageHeader(file, path, type.format, limits));
     return { source: { pageNumber, name: path, blobKey, sha256: hash.digest('hex'), bytes }, size };
   } finally {
     stream.destroy();

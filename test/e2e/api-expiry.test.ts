@@ -2,7 +2,7 @@
 // deletes the job's files. One API process keeps the default 7 days; a second one on
 // the same database hands out results that expire after RESULT_RETENTION_SECONDS=2.
 import assert from 'node:assert/strict';
-import { readdir, rm } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { expireResults } from '../../src/workers/expire-results-worker.ts';
@@ -86,7 +86,7 @@ describe('result expiry', () => {
     await waitForState(service.client, auth, job.job_id, ['done']);
     const events = (await service.client.get(`/v1/process-scan/${job.job_id}/events`, auth)).body.events;
     const archiveKey = events.find((event: { type: string }) => event.type === 'JobSucceeded').data.archiveKey;
-    await rm(service.runtime.blobs.localPath(archiveKey));
+    await service.runtime.blobs.deletePrefix(archiveKey);
     const gone = await service.client.get(job.result_url, auth);
     assert.equal(gone.status, 410);
     assert.equal(gone.body.code, 'result_expired');

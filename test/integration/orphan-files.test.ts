@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, readdir, stat, utimes, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import type { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
 import { startHttpServer } from '../../src/http/server.ts';
 import { TEMP_UPLOAD_INSTANCE, tempUploadRoot } from '../../src/intake/temp-uploads.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -21,6 +22,8 @@ import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.
 const config = await testConfig(await createTestDatabase(), {}, await mkdtemp(path.join(os.tmpdir(), 'hwr-orphans-')));
 const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'w' }), export: testExportPipeline() });
 after(() => runtime.stop());
+// The sweep's age test sets files' mtimes: the filesystem store's files (testConfig's default store).
+const files = runtime.blobs as FilesystemBlobStore;
 const log = createLogger('silent');
 const HOURS = 3600_000;
 
@@ -34,19 +37,19 @@ async function age(target: string, ms: number): Promise<void> {
 async function jobFolder(jobId: string, ageMs: number): Promise<string> {
   await runtime.blobs.put(`jobs/${jobId}/pages/0001.png`, Buffer.from('page'));
   await runtime.blobs.put(`jobs/${jobId}/upload.zip`, Buffer.from('zip'));
-  const folder = runtime.blobs.localPath(`jobs/${jobId}`);
+  const folder = files.localPath(`jobs/${jobId}`);
   await age(folder, ageMs);
   return folder;
 }
 
-const jobFolders = async () => (await readdir(runtime.blobs.localPath('jobs'))).sort();
+const jobFolders = async () => (await readdir(files.localPath('jobs'))).sort();
 
 describe('orphan files', () => {
   test('the sweep deletes job folders with no job once an hour old, and nothing else; a second run finds nothing', async () => {
     const accountId = await testAccount(runtime);
     const recorded = await submitTestJob(runtime, accountId, 1);
     assert.equal(await waitForJobState(runtime, recorded, ['done']), 'done');
-    await age(runtime.blobs.localPath(`jobs/${recorded}`), 2 * HOURS);
+    await age(files.localPath(`jobs/${recorded}`), 2 * HOURS);
     const orphan = randomUUID();
     await jobFolder(orphan, 2 * HOURS);
     const fresh = randomUUID(); // an intake in progress: pages stored, the job not yet recorded
@@ -55,8 +58,8 @@ describe('orphan files', () => {
     const busy = randomUUID();
     await jobFolder(busy, 2 * HOURS);
     await runtime.blobs.put(`jobs/${busy}/pages/0002.png`, Buffer.from('page 2'));
-    await mkdir(runtime.blobs.localPath('jobs/not-a-job'), { recursive: true });
-    await age(runtime.blobs.localPath('jobs/not-a-job'), 2 * HOURS);
+    await mkdir(files.localPath('jobs/not-a-job'), { recursive: true });
+    await age(files.localPath('jobs/not-a-job'), 2 * HOURS);
 
     assert.deepEqual(await sweepOrphanBlobs({ db: runtime.db.pool, blobs: runtime.blobs, log }), [orphan]);
     assert.deepEqual(await jobFolders(), [recorded, fresh, busy, 'not-a-job'].sort());

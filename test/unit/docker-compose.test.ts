@@ -1,7 +1,7 @@
 // No Docker engine here: this parses docker-compose.yml and the Dockerfile and checks
 // that they fit the code: the services exist, every variable the hwr services set is
 // one src/config.ts reads (and loadConfig accepts the values), the API and the workers
-// share the database and the stored files, and the workers can be scaled.
+// share the database and the bucket of stored files (no shared volume), and the workers can be scaled.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -50,8 +50,9 @@ function environmentOf(service: Service): Record<string, string> {
 const hwrServices = ['api', 'worker'] as const;
 
 describe('docker-compose.yml', () => {
-  test('has PostgreSQL, the API and a worker service', () => {
-    assert.deepEqual(Object.keys(compose.services).sort(), ['api', 'postgres', 'worker']);
+  test('has PostgreSQL, MinIO (with its bucket job), the API and a worker service', () => {
+    assert.deepEqual(Object.keys(compose.services).sort(), ['api', 'minio', 'minio-bucket', 'postgres', 'worker']);
+    assert.match(compose.services.minio.image ?? '', /^minio\/minio:/);
     assert.match(compose.services.postgres.image ?? '', /^postgres:(\d+)/);
     // The event store needs pg_current_xact_id() and xid8: PostgreSQL 13 or later.
     assert.ok(Number(/^postgres:(\d+)/.exec(compose.services.postgres.image ?? '')?.[1]) >= 13);
@@ -100,15 +101,27 @@ describe('docker-compose.yml', () => {
     assert.ok(compose.services.postgres.healthcheck);
   });
 
-  test('the API and every worker share the stored files (one volume at DATA_DIR)', () => {
-    const mounts = hwrServices.map((name) => {
-      const dataDir = environmentOf(compose.services[name]).DATA_DIR;
-      const mount = (compose.services[name].volumes ?? []).find((volume) => volume.split(':')[1] === dataDir);
-      assert.ok(mount, `${name} mounts a volume at ${dataDir}`);
-      return mount.split(':')[0];
+  test('the API and every worker share the stored files: one bucket on the MinIO service, no shared volume', () => {
+    const minio = environmentOf(compose.services.minio);
+    const bucketJob = environmentOf(compose.services['minio-bucket']);
+    const stores = hwrServices.map((name) => {
+      const config = loadConfig(environmentOf(compose.services[name]));
+      assert.equal(config.blobs.store, 's3', name);
+      assert.equal(config.results.redirect, true, `${name}: results are redirects to the bucket`);
+      const s3 = config.blobs.s3!;
+      assert.equal(new URL(s3.endpoint!).hostname, 'minio', name);
+      assert.equal(s3.forcePathStyle, true, name);
+      assert.deepEqual(s3.credentials, { accessKeyId: minio.MINIO_ROOT_USER, secretAccessKey: minio.MINIO_ROOT_PASSWORD }, name);
+      assert.equal(s3.bucket, bucketJob.S3_BUCKET, `${name} uses the bucket the bucket job creates`);
+      assert.equal(compose.services[name].depends_on?.['minio-bucket']?.condition, 'service_completed_successfully', name);
+      // DATA_DIR holds this container's temporary files only: an anonymous volume, never a named (shared) one.
+      for (const volume of compose.services[name].volumes ?? []) assert.ok(!volume.includes(':'), `${name} mounts no shared volume: ${volume}`);
+      return JSON.stringify(s3);
     });
-    assert.equal(new Set(mounts).size, 1);
-    assert.ok(compose.volumes && mounts[0] in compose.volumes, 'a named volume');
+    assert.equal(new Set(stores).size, 1, 'the same bucket settings everywhere');
+    assert.ok((compose.services.minio.ports ?? []).some((port) => interpolate(port).endsWith(':9000')), 'presigned URLs reach MinIO');
+    assert.ok(compose.services.minio.healthcheck);
+    assert.ok(compose.volumes && 'minio-data' in compose.volumes);
   });
 
   test('the worker service scales: replicas, no fixed name, no host port', () => {

@@ -56,8 +56,10 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
       if (!(await blobs.stat(job.archive_key))) throw new HttpProblem(410, 'result_expired', 'Result expired', 'The result is no longer stored.');
       const ttl = Math.max(1, Math.min(runtime.config.results.urlTtlSeconds, Math.floor((job.expires_at.getTime() - Date.now()) / 1000)));
       const url = await blobs.presignedGetUrl(job.archive_key, { expiresInSeconds: ttl, filename: `${job.job_id}.zip`, contentType: 'application/zip' });
-      ctx.redirect(url);
+      ctx.status = 302;
+      ctx.set('Location', url);
       ctx.set('Cache-Control', 'no-store');
+      ctx.body = ''; // no body: the URL is a credential for a few minutes, once in Location is enough
       return;
     }
     try {

@@ -1,0 +1,77 @@
+// The service with BLOB_STORE=s3 (a real S3-protocol server, test/support/s3-server.ts): an
+// upload, its pages, page results and the archive go to the bucket and none to DATA_DIR; the
+// result download answers 302 to a presigned URL (RESULT_REDIRECT, on by default with S3) that
+// serves the archive without the API key, or streams it with RESULT_REDIRECT=0; expiry deletes
+// the job's objects.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
+import { expireResults } from '../../src/workers/expire-results-worker.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { createCredentials, pagesZip, startApiServer, waitForState, type Auth } from '../support/http-client.ts';
+import { startTestS3Server } from '../support/s3-server.ts';
+import { scriptedPipelines } from '../support/scripted-pipelines.ts';
+
+const s3 = await startTestS3Server();
+const databaseUrl = await createTestDatabase();
+const service = await startApiServer(databaseUrl, { pipelines: scriptedPipelines(), env: { ...s3.env('hwr'), RESULT_URL_TTL_SECONDS: '120' } });
+const streaming = await startApiServer(databaseUrl, { env: { ...s3.env('hwr'), RESULT_REDIRECT: '0' } });
+after(async () => {
+  await streaming.close();
+  await service.close();
+});
+const auth: Auth = { key: (await createCredentials(service.runtime, 's3')).key };
+const bucket = new S3BlobStore({ ...s3.settings('hwr'), tempDir: path.join(service.config.dataDir, 'tmp', 'check') });
+after(() => bucket.close());
+
+describe('BLOB_STORE=s3', () => {
+  test('a job stores everything in the bucket; the result is a 302 to a presigned URL; expiry deletes the objects', async () => {
+    assert.ok(service.runtime.blobs instanceof S3BlobStore, 'the runtime uses the S3 store');
+    const { status, body: job } = await service.client.submit(await pagesZip(['1.jpg', '2.jpg']), auth);
+    assert.equal(status, 202);
+    await waitForState(service.client, auth, job.job_id, ['done']);
+
+    const stored = (await bucket.list(`jobs/${job.job_id}`)).sort();
+    assert.deepEqual(stored, ['pages', 'result.zip', 'results', 'upload.zip'].filter((name) => stored.includes(name)));
+    assert.ok(stored.includes('upload.zip') && stored.includes('pages') && stored.includes('results'), stored.join(','));
+    assert.equal((await bucket.list(`jobs/${job.job_id}/pages`)).length, 2);
+    assert.equal(existsSync(path.join(service.config.dataDir, 'blobs')), false, 'nothing under DATA_DIR/blobs');
+
+    const answer = await service.client.get(job.result_url, auth);
+    assert.equal(answer.status, 302);
+    assert.equal(answer.headers.get('cache-control'), 'no-store');
+    const location = answer.headers.get('location') ?? '';
+    assert.ok(location.startsWith(`${s3.endpoint}/${s3.bucket}/hwr/jobs/${job.job_id}/`), location);
+    assert.match(location, /X-Amz-Expires=120&/);
+    const download = await fetch(location); // no API key
+    assert.equal(download.status, 200);
+    assert.equal(download.headers.get('content-disposition'), `attachment; filename="${job.job_id}.zip"`);
+    const archive = Buffer.from(await download.arrayBuffer());
+    assert.deepEqual(JSON.parse(archive.toString()).pages, ['page 1', 'page 2']);
+
+    // RESULT_REDIRECT=0: the same archive streamed through the API.
+    const streamed = await streaming.client.get(`${streaming.baseUrl}/v1/process-scan/${job.job_id}/result`, auth);
+    assert.equal(streamed.status, 200);
+    assert.equal(streamed.headers.get('content-type'), 'application/zip');
+    assert.equal(Number(streamed.headers.get('content-length')), archive.length);
+    assert.deepEqual(streamed.raw, archive);
+
+    const done = await service.client.get(job.status_url, auth);
+    const deps = { bus: service.runtime.bus, blobs: service.runtime.blobs, log: service.runtime.log };
+    assert.ok((await expireResults(deps, new Date(Date.parse(done.body.expires_at) + 1000))) >= 1);
+    assert.deepEqual(await bucket.list(`jobs/${job.job_id}`), [], 'upload, pages, page results and archive deleted');
+    assert.equal((await service.client.get(job.result_url, auth)).status, 410);
+  });
+
+  test('an archive missing from the bucket answers 410, not a redirect to nothing', async () => {
+    const { body: job } = await service.client.submit(await pagesZip(['1.jpg']), auth);
+    await waitForState(service.client, auth, job.job_id, ['done']);
+    const events = (await service.client.get(`/v1/process-scan/${job.job_id}/events`, auth)).body.events;
+    await bucket.deletePrefix(events.find((event: { type: string }) => event.type === 'JobSucceeded').data.archiveKey);
+    const gone = await service.client.get(job.result_url, auth);
+    assert.equal(gone.status, 410);
+    assert.equal(gone.body.code, 'result_expired');
+  });
+});
