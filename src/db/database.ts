@@ -119,3 +119,44 @@ export async function checkConnection(db: Database, connectTimeoutMs: number): P
     );
   }
 }
+
+const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Client was closed and is not queryable',
+  'terminating connection',
+  'the database system is',
+];
+
+/**
+ * The database could not be reached or went away under a query (a restart, a failover, a lost
+ * connection): says nothing about the work that was asked, and is worth trying again once the
+ * database answers. Class 08 (connection exception) and 57P01-03 (shutdown, crash, starting up),
+ * pg's own connection errors, and the socket errors under them.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  return UNAVAILABLE_MESSAGES.some((message) => error.message.includes(message));
+}
+
+/**
+ * Waits until the database answers a query, checking every 250 ms (up to 2 s apart), for at most
+ * `maxWaitMs`; false when it did not come back in time or `signal` aborted.
+ */
+export async function waitForDatabase(pool: pg.Pool, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+  const deadline = Date.now() + maxWaitMs;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
+    if (signal?.aborted) return false;
+    try {
+      await pool.query('select 1');
+      return true;
+    } catch {
+      if (Date.now() + delay > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}

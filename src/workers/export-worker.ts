@@ -5,7 +5,8 @@ import type { CommandBus } from '../commands/command-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { ExportPipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
-import { failJob } from './page-worker.ts';
+import { isDatabaseUnavailable } from '../db/database.ts';
+import { failJob, ridingOutDatabaseOutages } from './page-worker.ts';
 import type { ExportTaskData } from './queues.ts';
 import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
 
@@ -15,12 +16,14 @@ export interface ExportWorkerDeps {
   pipeline: ExportPipeline;
   retryLimit: number;
   log: Logger;
+  /** How long a task waits for a database that went away under it (default 30 s). */
+  databaseOutageWaitMs?: number;
 }
 
 export const archiveKeyFor = (jobId: string): string => `jobs/${jobId}/result.zip`;
 
 export function createExportHandler(deps: ExportWorkerDeps) {
-  return async (task: Job<ExportTaskData>): Promise<void> => {
+  return ridingOutDatabaseOutages<Job<ExportTaskData>>(deps, async (task) => {
     const { jobId } = task.data;
     const log = deps.log.child({ job_id: jobId, task_id: task.id, attempt: task.retryCount + 1 });
     const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
@@ -61,6 +64,7 @@ export function createExportHandler(deps: ExportWorkerDeps) {
         log.info('export dropped: job has ended');
         return;
       }
+      if (isDatabaseUnavailable(error)) throw error;
       const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
       log.warn({ err: error, last_try: lastTry }, 'export failed');
       if (!lastTry) throw error;
@@ -68,5 +72,5 @@ export function createExportHandler(deps: ExportWorkerDeps) {
     } finally {
       watch.stop();
     }
-  };
+  });
 }

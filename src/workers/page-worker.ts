@@ -3,6 +3,7 @@
 import type { Job } from 'pg-boss';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../commands/command-bus.ts';
+import { isDatabaseUnavailable, waitForDatabase } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import type { PagePipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
@@ -15,12 +16,42 @@ export interface PageWorkerDeps {
   pipeline: PagePipeline;
   retryLimit: number;
   log: Logger;
+  /** How long a task waits for a database that went away under it (default 30 s). */
+  databaseOutageWaitMs?: number;
 }
 
 export const pageResultKey = (jobId: string, page: number): string => `jobs/${jobId}/results/${String(page).padStart(4, '0')}.json`;
 
+/** Times one attempt runs a page again after the database went away under it. */
+export const DATABASE_OUTAGE_ROUNDS = 3;
+
+/**
+ * A page attempt during which the database went away (a restart, a failover) is not a page
+ * failure: the handler waits for the database (at most `databaseOutageWaitMs`, default the task's
+ * heartbeat, beyond which pg-boss would retry the task anyway) and runs the page again, in the
+ * same attempt; every command a page sends is idempotent. Only when the database stays away is the
+ * attempt spent (docs/reliability.md). The export task does the same.
+ */
+export function ridingOutDatabaseOutages<T extends { signal: AbortSignal }>(
+  deps: { bus: CommandBus; log: Logger; databaseOutageWaitMs?: number },
+  attempt: (task: T) => Promise<void>,
+): (task: T) => Promise<void> {
+  return async (task) => {
+    for (let round = 1; ; round++) {
+      try {
+        return await attempt(task);
+      } catch (error) {
+        if (!isDatabaseUnavailable(error) || round > DATABASE_OUTAGE_ROUNDS || task.signal.aborted) throw error;
+        const waitMs = deps.databaseOutageWaitMs ?? 30_000;
+        deps.log.warn({ err: error, round, task_id: (task as { id?: string }).id }, 'database unavailable mid-task: waiting for it, then running the task again in the same attempt');
+        if (!(await waitForDatabase(deps.bus.db.pool, waitMs, task.signal))) throw error;
+      }
+    }
+  };
+}
+
 export function createPageHandler(deps: PageWorkerDeps) {
-  return async (task: Job<PageTaskData>): Promise<void> => {
+  return ridingOutDatabaseOutages<Job<PageTaskData>>(deps, async (task) => {
     const { jobId, page } = task.data;
     const log = deps.log.child({ job_id: jobId, page, task_id: task.id, attempt: task.retryCount + 1 });
     const view = await deps.bus.loadPageView(deps.bus.db.pool, jobId, page);
@@ -93,6 +124,8 @@ export function createPageHandler(deps: PageWorkerDeps) {
         log.info('page task dropped: job has ended');
         return;
       }
+      // The database away is not the page's failure: ridingOutDatabaseOutages runs it again.
+      if (isDatabaseUnavailable(error)) throw error;
       const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
       log.warn({ err: error, last_try: lastTry }, 'page failed');
       if (!lastTry) throw error;
@@ -100,7 +133,7 @@ export function createPageHandler(deps: PageWorkerDeps) {
     } finally {
       watch.stop();
     }
-  };
+  });
 }
 
 export async function failJob(bus: CommandBus, jobId: string, errorMessage: string, page: number | null, causationId: string): Promise<void> {

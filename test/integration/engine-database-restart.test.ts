@@ -1,5 +1,7 @@
-// A database restart in the middle of a job loses nothing: the workers ride out the
-// outage, the interrupted page is retried, and the job completes exactly once.
+// A database restart in the middle of a job loses nothing: the workers ride out the outage, the
+// interrupted pages run again once the database answers, in the same attempt, and the job
+// completes exactly once. PAGE_RETRY_LIMIT=0: a restart must not spend a page's attempt (it did,
+// and this test raised the limit to 3 to pass; with 0 the job failed, "worker lost after 1 attempt").
 import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,7 +14,7 @@ import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.
 const clusterDir = path.join(os.tmpdir(), `hwr-restart-${process.pid}`);
 const port = await freePort();
 let database: EmbeddedDatabase = await startEmbeddedPostgres({ dataDir: clusterDir, port });
-const config = await testConfig(database.url, { WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '3' });
+const config = await testConfig(database.url, { WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '0' });
 const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'w', stepMs: 300 }), export: testExportPipeline() });
 after(async () => {
   await runtime.stop().catch(() => {});
@@ -36,4 +38,11 @@ test('PostgreSQL restarted mid-job: the job still completes, with every page onc
   assert.deepEqual(completed.sort((a: number, b: number) => a - b), [1, 2, 3, 4, 5, 6]);
   assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
   assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
+  // No attempt was spent: every page and the export completed on their first.
+  const tasks = await runtime.db.pool.query<{ name: string; state: string; retry_count: number }>(
+    `select name, state, retry_count from pgboss.job where name in ('hwr-page', 'hwr-export') and data->>'jobId' = $1`,
+    [jobId],
+  );
+  assert.equal(tasks.rows.length, 7);
+  assert.deepEqual(tasks.rows.filter((task) => task.retry_count !== 0 || task.state !== 'completed'), []);
 });
