@@ -1,43 +1,49 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from '../../domain/account.ts';
-import { Rejection } from '../../domain/rejections.ts';
+import { decideAccount, evolveAccount, initialAccountState, type AccountCommand } from '../../domain/account.ts';
+import type { AccountEvent } from '../../domain/events.ts';
+import { deciderSpec } from '../support/decider-spec.ts';
 
+const account = deciderSpec({ decide: decideAccount, evolve: evolveAccount, initialState: initialAccountState });
 const now = new Date('2026-11-01T00:00:00Z');
+const at = now.toISOString();
 const create: AccountCommand = { type: 'CreateAccount', accountId: 'a1', name: 'archive', webhookSecretSha256: 'f1', now };
-const key: AccountCommand = { type: 'CreateApiKey', keyId: 'k1', label: 'prod', prefix: 'hwr_abcdefgh', keyHash: 'h1', now };
-
-function apply(state: AccountState, command: AccountCommand): AccountState {
-  return decideAccount(state, command).reduce(evolveAccount, state);
-}
+const createKey: AccountCommand = { type: 'CreateApiKey', keyId: 'k1', label: 'prod', prefix: 'hwr_abcdefgh', keyHash: 'h1', now };
+const revoke = (keyId: string): AccountCommand => ({ type: 'RevokeApiKey', keyId, now });
+const created: AccountEvent = { type: 'AccountCreated', data: { accountId: 'a1', name: 'archive', createdAt: at, webhookSecretSha256: 'f1' } };
+const keyCreated: AccountEvent = { type: 'ApiKeyCreated', data: { keyId: 'k1', label: 'prod', prefix: 'hwr_abcdefgh', keyHash: 'h1', createdAt: at } };
+const keyRevoked: AccountEvent = { type: 'ApiKeyRevoked', data: { keyId: 'k1', revokedAt: at } };
 
 describe('decideAccount', () => {
   test('creates an account once', () => {
-    const state = apply(initialAccountState(), create);
-    assert.equal(state.exists, true);
-    assert.throws(() => decideAccount(state, create), (error: unknown) => error instanceof Rejection && error.code === 'account_already_exists');
+    account.given().when(create).then([created]);
+    account.given([created]).when(create).thenRejects('account_already_exists');
   });
+
   test('every other command needs the account', () => {
-    for (const command of [key, { type: 'RevokeApiKey', keyId: 'k1', now } as AccountCommand, { type: 'RotateWebhookSecret', webhookSecretSha256: 'f2', now } as AccountCommand]) {
-      assert.throws(() => decideAccount(initialAccountState(), command), (error: unknown) => error instanceof Rejection && error.code === 'account_not_found');
+    for (const command of [createKey, revoke('k1'), { type: 'RotateWebhookSecret', webhookSecretSha256: 'f2', now } as AccountCommand]) {
+      account.given().when(command).thenRejects('account_not_found');
     }
   });
+
   test('a key is recorded with its hash only, once per id', () => {
-    const state = apply(apply(initialAccountState(), create), key);
-    const [event] = decideAccount(apply(initialAccountState(), create), key);
-    assert.deepEqual(Object.keys(event.data).sort(), ['createdAt', 'keyHash', 'keyId', 'label', 'prefix']);
+    const state = account.given([created]).when(createKey).then([keyCreated]);
     assert.equal(state.keys.k1.revokedAt, null);
-    assert.throws(() => decideAccount(state, key), (error: unknown) => error instanceof Rejection && error.code === 'key_already_exists');
+    account.given([created, keyCreated]).when(createKey).thenRejects('key_already_exists');
   });
-  test('revoking: once, unknown keys refused', () => {
-    const revoke: AccountCommand = { type: 'RevokeApiKey', keyId: 'k1', now };
-    const state = apply(apply(apply(initialAccountState(), create), key), revoke);
-    assert.equal(state.keys.k1.revokedAt, now.toISOString());
-    assert.deepEqual(decideAccount(state, revoke), []);
-    assert.throws(() => decideAccount(state, { type: 'RevokeApiKey', keyId: 'nope', now }), (error: unknown) => error instanceof Rejection && error.code === 'key_not_found');
+
+  test('revoking: once; an unknown key is refused', () => {
+    const state = account.given([created, keyCreated]).when(revoke('k1')).then([keyRevoked]);
+    assert.equal(state.keys.k1.revokedAt, at);
+    account.given([created, keyCreated, keyRevoked]).when(revoke('k1')).thenNothing();
+    account.given([created, keyCreated]).when(revoke('nope')).thenRejects('key_not_found');
   });
+
   test('rotating the webhook secret records its new fingerprint', () => {
-    const state = apply(apply(initialAccountState(), create), { type: 'RotateWebhookSecret', webhookSecretSha256: 'f2', now });
+    const state = account
+      .given([created])
+      .when({ type: 'RotateWebhookSecret', webhookSecretSha256: 'f2', now })
+      .then([{ type: 'WebhookSecretRotated', data: { webhookSecretSha256: 'f2', rotatedAt: at } }]);
     assert.equal(state.webhookSecretSha256, 'f2');
   });
 });
