@@ -1,5 +1,6 @@
 // Cron task: at expires_at, delete a finished job's stored files (upload, page
 // images, page results, archive) and record ResultExpired.
+import { jobPrefix } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../commands/command-bus.ts';
 import type { Logger } from '../logger.ts';
@@ -11,7 +12,6 @@ export interface ExpireResultsDeps {
   log: Logger;
 }
 
-export const jobBlobPrefix = (jobId: string): string => `jobs/${jobId}`;
 
 export async function expireResults(deps: ExpireResultsDeps, now = new Date()): Promise<number> {
   const due = await deps.bus.db.pool.query<{ job_id: string }>(
@@ -23,7 +23,7 @@ export async function expireResults(deps: ExpireResultsDeps, now = new Date()): 
   let expired = 0;
   for (const { job_id: jobId } of due.rows) {
     // Files first: a crash in between leaves the event to the next run, never files without an owner.
-    await deps.blobs.deletePrefix(jobBlobPrefix(jobId));
+    await deps.blobs.deletePrefix(jobPrefix(jobId));
     try {
       const result = await deps.bus.job(jobId, { type: 'ExpireResult', now }, { actor: 'system' });
       if (result.events.length > 0) expired++;

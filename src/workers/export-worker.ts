@@ -1,5 +1,6 @@
 // Builds the result archive of a job whose pages are all complete, then records JobSucceeded.
 import type { Job } from 'pg-boss';
+import { archiveKey as archiveKeyOf } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../commands/command-bus.ts';
 import type { Logger } from '../logger.ts';
@@ -20,7 +21,6 @@ export interface ExportWorkerDeps {
   databaseOutageWaitMs?: number;
 }
 
-export const archiveKeyFor = (jobId: string): string => `jobs/${jobId}/result.zip`;
 
 export function createExportHandler(deps: ExportWorkerDeps) {
   return ridingOutDatabaseOutages<Job<ExportTaskData>>(deps, async (task) => {
@@ -33,7 +33,7 @@ export function createExportHandler(deps: ExportWorkerDeps) {
     }
     const watch = watchForJobEnd(deps.bus.db.pool, jobId);
     const signal = AbortSignal.any([task.signal, watch.signal]);
-    const archiveKey = archiveKeyFor(jobId);
+    const archiveKey = archiveKeyOf(jobId);
     try {
       await deps.bus.job(jobId, { type: 'StartStep', page: null, step: 'export', now: new Date() }, { actor: 'worker', causationId: task.id });
       const outcome = await deps.pipeline.exportJob(

@@ -4,6 +4,7 @@
 // job to expire it. The sweep deletes such folders once nothing in them changed for an hour
 // (an intake in progress writes into its folder, and takes seconds to minutes), and only when
 // neither the job's stream nor its status row exists. Idempotent; safe in several processes at once.
+import { JOBS_ROOT, jobPrefix } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { Queryable } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
@@ -19,7 +20,7 @@ export interface OrphanSweepDeps {
 
 /** Deletes orphan job folders; returns the job ids whose folders it deleted. */
 export async function sweepOrphanBlobs(deps: OrphanSweepDeps, now = new Date(), minAgeMs = ORPHAN_MIN_AGE_MS): Promise<string[]> {
-  const names = (await deps.blobs.list('jobs')).filter((name) => UUID.test(name));
+  const names = (await deps.blobs.list(JOBS_ROOT)).filter((name) => UUID.test(name));
   const deleted: string[] = [];
   for (let start = 0; start < names.length; start += 1000) {
     const batch = names.slice(start, start + 1000);
@@ -34,7 +35,7 @@ export async function sweepOrphanBlobs(deps: OrphanSweepDeps, now = new Date(), 
     const jobs = new Set(known.rows.map((row) => row.job_id));
     for (const jobId of batch) {
       if (jobs.has(jobId)) continue;
-      const prefix = `jobs/${jobId}`;
+      const prefix = jobPrefix(jobId);
       const modified = await deps.blobs.lastModified(prefix);
       if (modified === null || now.getTime() - modified.getTime() < minAgeMs) continue;
       await deps.blobs.deletePrefix(prefix);

@@ -1,6 +1,7 @@
 // Runs one page of a job through the page pipeline, stores its result and records
 // PageCompleted. The append that completes the last page schedules the export.
 import type { Job } from 'pg-boss';
+import { pageResultKey } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../commands/command-bus.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../db/database.ts';
@@ -20,7 +21,6 @@ export interface PageWorkerDeps {
   databaseOutageWaitMs?: number;
 }
 
-export const pageResultKey = (jobId: string, page: number): string => `jobs/${jobId}/results/${String(page).padStart(4, '0')}.json`;
 
 /** Times one attempt runs a page again after the database went away under it. */
 export const DATABASE_OUTAGE_ROUNDS = 3;

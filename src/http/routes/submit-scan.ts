@@ -8,6 +8,7 @@ import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
 import type { Config } from '../../config.ts';
 import type { Runtime } from '../../runtime.ts';
+import { jobPrefix, pagesPrefix, uploadKey } from '../../blobs/blob-keys.ts';
 import { intakeScanZip } from '../../intake/scan-zip.ts';
 import { tempUploadDir } from '../../intake/temp-uploads.ts';
 import { uploadTooLargeError } from '../../intake/intake-error.ts';
@@ -59,32 +60,32 @@ export function registerSubmitScan(router: Router, runtime: Runtime, authenticat
       }
 
       const jobId = randomUUID();
-      const jobPrefix = `jobs/${jobId}`;
+      const jobFiles = jobPrefix(jobId);
       try {
         const pages = await intakeScanZip(file.filepath, {
           limits: config.limits,
           blobs: runtime.blobs,
-          keyPrefix: `${jobPrefix}/pages`,
+          keyPrefix: pagesPrefix(jobId),
           uploadName: file.originalFilename ?? 'scan_zip',
         });
-        const uploadKey = `${jobPrefix}/upload.zip`;
-        await runtime.blobs.moveIn(uploadKey, file.filepath);
+        const upload = uploadKey(jobId);
+        await runtime.blobs.moveIn(upload, file.filepath);
         const submitted = await submitJob(runtime.bus, {
           jobId,
           accountId: auth.accountId,
           keyId: auth.keyId,
           pages,
           options,
-          uploadKey,
+          uploadKey: upload,
           retentionSeconds: config.results.retentionSeconds,
           idempotency,
           requestId: ctx.state.requestId,
         }).catch(conflictProblem);
-        if (submitted.replayed) await runtime.blobs.deletePrefix(jobPrefix);
+        if (submitted.replayed) await runtime.blobs.deletePrefix(jobFiles);
         ctx.state.log.info({ job_id: submitted.jobId, account_id: auth.accountId, pages: pages.length, replayed: submitted.replayed }, 'job submitted');
         await respondWithSubmission(ctx, runtime, submitted.jobId, submitted.replayed);
       } catch (error) {
-        await runtime.blobs.deletePrefix(jobPrefix).catch(() => {});
+        await runtime.blobs.deletePrefix(jobFiles).catch(() => {});
         throw error;
       }
     } finally {
