@@ -42,10 +42,17 @@ test('the printed control page is read with a CER under 2% (measured: 0.1-0.3%)'
   assert.ok(errorRate(score.words) < 0.05, `WER ${errorRate(score.words)}`);
 });
 
-test('the handwritten page is read with a CER under 50% (measured: 35-37%; tesseract: 59%)', () => {
+// Bounded near what the default model measures, so that a regression of a few points fails here.
+// The figures belong to models/default's handwriting recognizer (models/hwr-htr-v2, beam decoding
+// with its language model): CER 23.52%, WER 54.0% (docs/accuracy.md, the same page; greedy decoding
+// 27.3%). The margin (2.5 points of CER, 5 of WER) covers float differences between machines and
+// onnxruntime thread counts, not a model change: a new default recognizer re-measures this page and
+// moves both the figures and the bounds here.
+test('the handwritten page is read with a CER under 26% and a WER under 59% (hwr-htr-v2: 23.5% and 54.0%; tesseract: 59% CER)', () => {
   const page = recognised(MARGINAL_PAGE);
   const score = scorePage(allLines(page).map((line) => line.text), MARGINAL_PAGE.groundTruth);
-  assert.ok(errorRate(score.characters) < 0.5, `CER ${errorRate(score.characters)}`);
+  assert.ok(errorRate(score.characters) < 0.26, `CER ${errorRate(score.characters)}`);
+  assert.ok(errorRate(score.words) < 0.59, `WER ${errorRate(score.words)}`);
 });
 
 test('line counts are near the ground truth and almost every ground-truth line is found', async () => {
