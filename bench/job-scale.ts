@@ -16,7 +16,7 @@ import path from 'node:path';
 import { jobStreamId } from '../domain/events.ts';
 import { decideJob } from '../domain/job-decide.ts';
 import { evolveJob } from '../domain/job.ts';
-import type { CommandBus, PageCommand } from '../src/commands/command-bus.ts';
+import type { CommandBus, PageCommand, PageView } from '../src/commands/command-bus.ts';
 import { createAccount } from '../src/commands/accounts.ts';
 import { loadConfig } from '../src/config.ts';
 import { startEmbeddedPostgres, freePort } from '../src/db/embedded-postgres.ts';
@@ -127,10 +127,15 @@ async function driveCommands(runtime: Runtime, accountId: string, pages: number,
   const conflictsBefore = runtime.bus.conflicts;
   let next = 1;
   let completed = 0;
+  // Like the page worker: the page's view is read once, then carried from command to command.
+  const views = new Map<number, PageView | null>();
   const send = async (command: PageCommand) => {
     const started = performance.now();
-    if (path === 'scoped') await runtime.bus.page(jobId, command);
-    else run.conflicts += await wholeStreamCommand(runtime.bus, jobId, command);
+    if (path === 'scoped') {
+      if (!views.has(command.page)) views.set(command.page, await runtime.bus.loadPageView(runtime.db.pool, jobId, command.page));
+      const { view } = await runtime.bus.page(jobId, command, {}, views.get(command.page) ?? undefined);
+      views.set(command.page, view);
+    } else run.conflicts += await wholeStreamCommand(runtime.bus, jobId, command);
     const ms = performance.now() - started;
     run.engineMs += ms;
     run.commands++;

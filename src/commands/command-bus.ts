@@ -48,6 +48,11 @@ export interface CommandResult<S> {
   events: RecordedEvent[];
 }
 
+/** A page command's result, with the page's view after it (null when the job does not exist). */
+export interface PageCommandResult extends CommandResult<JobState> {
+  view: PageView | null;
+}
+
 export class CommandBus {
   readonly db: Database;
   readonly boss: PgBoss;
@@ -114,13 +119,20 @@ export class CommandBus {
     return recorded;
   }
 
-  /** A page command, decided from the page's view; other pages' events never conflict with it. */
-  async page(jobId: string, command: PageCommand, metadata: EventMetadata = {}): Promise<CommandResult<JobState>> {
+  /**
+   * A page command, decided from the page's view; other pages' events never conflict with it.
+   * `known`: the view as the caller last had it (from loadPageView or the previous command's
+   * result), which saves the read: the append's scope check still refuses it if anything in the
+   * view's scope happened since, and the retry then reads afresh.
+   */
+  async page(jobId: string, command: PageCommand, metadata: EventMetadata = {}, known?: PageView): Promise<PageCommandResult> {
+    let reuse = known;
     return this.retryOnConflict(async () => {
-      const view = await this.loadPageView(this.db.pool, jobId, command.page);
+      const view = reuse ?? (await this.loadPageView(this.db.pool, jobId, command.page));
+      reuse = undefined;
       const before = view?.state ?? foldJob([]);
       const events = decideJob(before, command);
-      if (events.length === 0 || view === null) return { before, after: before, events: [] };
+      if (events.length === 0 || view === null) return { before, after: before, events: [], view };
       const after = events.reduce(evolveJob, before);
       const streamId = jobStreamId(jobId);
       const append = (db: Queryable, durable: boolean) =>
@@ -130,7 +142,8 @@ export class CommandBus {
         // A step start: one statement, its own transaction, so the stream's append lock is held
         // only while the server runs it; and progress, so its commit does not wait for the disk
         // (lost in a database crash, it is recorded again by the page's retried task).
-        return { before, after, events: await append(this.db.pool, false) };
+        const recorded = await append(this.db.pool, false);
+        return { before, after, events: recorded, view: { state: after, seenVersion: recorded.at(-1)!.streamVersion } };
       }
       const recorded = await this.db.transaction(async (client) => {
         const appended = await append(client, true);
@@ -140,7 +153,7 @@ export class CommandBus {
         await scheduleReactions(this.boss, client, reactionsTo(events, after, completed));
         return appended;
       });
-      return { before, after, events: recorded };
+      return { before, after, events: recorded, view: { state: after, seenVersion: recorded.at(-1)!.streamVersion } };
     });
   }
 

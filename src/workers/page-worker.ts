@@ -54,7 +54,9 @@ export function createPageHandler(deps: PageWorkerDeps) {
   return ridingOutDatabaseOutages<Job<PageTaskData>>(deps, async (task) => {
     const { jobId, page } = task.data;
     const log = deps.log.child({ job_id: jobId, page, task_id: task.id, attempt: task.retryCount + 1 });
-    const view = await deps.bus.loadPageView(deps.bus.db.pool, jobId, page);
+    // The page's view travels from command to command: each one decides from it without a read,
+    // and a scope conflict (cancel, a racing attempt) makes the bus read it afresh.
+    let view = await deps.bus.loadPageView(deps.bus.db.pool, jobId, page);
     const state = view?.state;
     if (state?.status !== 'queued' && state?.status !== 'processing') {
       log.info({ state: state?.status ?? null }, 'page task dropped: job has ended');
@@ -79,7 +81,7 @@ export function createPageHandler(deps: PageWorkerDeps) {
           log,
           enterStep: async (step) => {
             signal.throwIfAborted();
-            await deps.bus.page(jobId, { type: 'StartStep', page, step, now: new Date() }, { actor: 'worker', causationId: task.id });
+            ({ view } = await deps.bus.page(jobId, { type: 'StartStep', page, step, now: new Date() }, { actor: 'worker', causationId: task.id }, view ?? undefined));
           },
         },
       );
@@ -112,6 +114,7 @@ export function createPageHandler(deps: PageWorkerDeps) {
           now: new Date(),
         },
         { actor: 'worker', causationId: task.id },
+        view ?? undefined,
       );
       log.info('page completed');
     } catch (error) {
