@@ -8,7 +8,7 @@
 //     WORKER_CONCURRENCY=C and PAGE_RETRY_LIMIT=0, submitted and waited for like a client would.
 //  3. One row with the real pipeline on fixture pages.
 //
-// `npm run bench:job-scale [-- --quick] [-- --no-real]`. Fresh embedded PostgreSQL in a temp directory.
+// `npm run bench:job-scale [-- --quick] [-- --no-real] [-- --commands-only] [-- --sizes 10,1000] [-- --concurrency 1,64]`. Fresh embedded PostgreSQL in a temp directory.
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -32,8 +32,10 @@ import { reactionsTo } from '../src/workers/reactions.ts';
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const withReal = !args.includes('--no-real');
-const SIZES = quick ? [10, 100] : [10, 50, 100, 1000];
-const CONCURRENCY = quick ? [1, 8] : [1, 8, 32, 64];
+const listOption = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1].split(',').map(Number) : null);
+const SIZES = listOption('--sizes') ?? (quick ? [10, 100] : [10, 50, 100, 1000]);
+const CONCURRENCY = listOption('--concurrency') ?? (quick ? [1, 8] : [1, 8, 32, 64]);
+const workersToo = !args.includes('--commands-only');
 const STEPS = ['layout', 'recognition', 'correction'] as const;
 const OPTIONS: JobOptions = { llmTier: 'cheap', preset: 'generic', pipelineSteps: ['layout', 'recognition', 'correction', 'export'], pdfFormat: 'pdfa-2b', webhookUrl: null };
 
@@ -69,31 +71,33 @@ try {
   }
   await direct.stop();
 
-  console.log('\n## 2. Through the workers, stub page pipeline, PAGE_RETRY_LIMIT=0\n');
-  console.log('| pages | WORKER_CONCURRENCY | ended | wall s | pages/s | ms/page | conflicts/page | failed page attempts |');
-  console.log('|---:|---:|---|---:|---:|---:|---:|---:|');
-  for (const pages of SIZES) {
-    for (const concurrency of CONCURRENCY) {
-      if (pages === 1000 && concurrency === 1 && !quick) continue; // 1,000 one at a time says nothing the 50-page row does not
-      const row = await throughWorkers(pages, concurrency, stubPipeline());
+  if (workersToo) {
+    console.log('\n## 2. Through the workers, stub page pipeline, PAGE_RETRY_LIMIT=0\n');
+    console.log('| pages | WORKER_CONCURRENCY | ended | wall s | pages/s | ms/page | conflicts/page | failed page attempts |');
+    console.log('|---:|---:|---|---:|---:|---:|---:|---:|');
+    for (const pages of SIZES) {
+      for (const concurrency of CONCURRENCY) {
+        if (pages === 1000 && concurrency === 1 && !quick) continue; // 1,000 one at a time says nothing the 50-page row does not
+        const row = await throughWorkers(pages, concurrency, stubPipeline());
+        console.log(
+          `| ${pages} | ${concurrency} | ${row.state} | ${row.seconds.toFixed(1)} | ${(pages / row.seconds).toFixed(0)} | ${((row.seconds * 1000) / pages).toFixed(1)} | ${(row.conflicts / pages).toFixed(2)} | ${row.failedAttempts} |`,
+        );
+      }
+    }
+    if (withReal) {
+      const { defaultPipelines } = await import('../src/default-pipelines.ts');
+      const fixture = path.resolve(import.meta.dirname, '../test/fixtures/pages');
+      const images = ['peraire_test_B.12.japon3_0048.jpg', 'fondue_en_print_dracula_page_51.png'];
+      const bodies = await Promise.all(images.map((name) => readFile(path.join(fixture, name))));
+      const config = loadConfig({ ...envFor(2), CORRECTION_PROVIDER: 'none' });
+      const pipelines = await defaultPipelines(config, createLogger('silent'));
+      const pages = 8;
+      const row = await throughWorkers(pages, 2, pipelines.page, (page) => ({ name: images[page % 2], body: bodies[page % 2] }));
+      await pipelines.close();
       console.log(
-        `| ${pages} | ${concurrency} | ${row.state} | ${row.seconds.toFixed(1)} | ${(pages / row.seconds).toFixed(0)} | ${((row.seconds * 1000) / pages).toFixed(1)} | ${(row.conflicts / pages).toFixed(2)} | ${row.failedAttempts} |`,
+        `| ${pages} (real pipeline, fixture pages) | 2 | ${row.state} | ${row.seconds.toFixed(1)} | ${(pages / row.seconds).toFixed(2)} | ${((row.seconds * 1000) / pages).toFixed(0)} | ${(row.conflicts / pages).toFixed(2)} | ${row.failedAttempts} |`,
       );
     }
-  }
-  if (withReal) {
-    const { defaultPipelines } = await import('../src/default-pipelines.ts');
-    const fixture = path.resolve(import.meta.dirname, '../test/fixtures/pages');
-    const images = ['peraire_test_B.12.japon3_0048.jpg', 'fondue_en_print_dracula_page_51.png'];
-    const bodies = await Promise.all(images.map((name) => readFile(path.join(fixture, name))));
-    const config = loadConfig({ ...envFor(2), CORRECTION_PROVIDER: 'none' });
-    const pipelines = await defaultPipelines(config, createLogger('silent'));
-    const pages = 8;
-    const row = await throughWorkers(pages, 2, pipelines.page, (page) => ({ name: images[page % 2], body: bodies[page % 2] }));
-    await pipelines.close();
-    console.log(
-      `| ${pages} (real pipeline, fixture pages) | 2 | ${row.state} | ${row.seconds.toFixed(1)} | ${(pages / row.seconds).toFixed(2)} | ${((row.seconds * 1000) / pages).toFixed(0)} | ${(row.conflicts / pages).toFixed(2)} | ${row.failedAttempts} |`,
-    );
   }
 } finally {
   await database.stop();
