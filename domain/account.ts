@@ -10,6 +10,15 @@ export interface ApiKeyState {
   revokedAt: string | null;
 }
 
+/** A portal user of the account (docs/portal.md); its password hash lives outside the log. */
+export interface UserState {
+  userId: string;
+  email: string;
+  /** Created: the user set a password through a setup link at least once. */
+  created: boolean;
+  invites: Record<string, { expiresAt: string; usedAt: string | null }>;
+}
+
 export interface AccountState {
   version: number;
   exists: boolean;
@@ -17,10 +26,11 @@ export interface AccountState {
   name: string;
   webhookSecretSha256: string | null;
   keys: Record<string, ApiKeyState>;
+  users: Record<string, UserState>;
 }
 
 export function initialAccountState(): AccountState {
-  return { version: 0, exists: false, accountId: '', name: '', webhookSecretSha256: null, keys: {} };
+  return { version: 0, exists: false, accountId: '', name: '', webhookSecretSha256: null, keys: {}, users: {} };
 }
 
 export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
@@ -39,14 +49,39 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
     }
     case 'WebhookSecretRotated':
       return { ...next, webhookSecretSha256: event.data.webhookSecretSha256 };
+    case 'UserInvited': {
+      const { userId, email, inviteId, expiresAt } = event.data;
+      const user = state.users[userId] ?? { userId, email, created: false, invites: {} };
+      return { ...next, users: { ...state.users, [userId]: { ...user, invites: { ...user.invites, [inviteId]: { expiresAt, usedAt: null } } } } };
+    }
+    case 'UserCreated':
+      return { ...next, users: useInvite(state.users, event.data.userId, event.data.inviteId, event.data.createdAt, true) };
+    case 'PasswordChanged':
+      return { ...next, users: useInvite(state.users, event.data.userId, event.data.inviteId, event.data.changedAt, false) };
+    case 'UserSignedIn':
+    case 'UserSignInFailed':
+      return next;
   }
+}
+
+function useInvite(users: Record<string, UserState>, userId: string, inviteId: string | null, at: string, created: boolean): Record<string, UserState> {
+  const user = users[userId];
+  if (!user) return users;
+  const invites = inviteId !== null && user.invites[inviteId] ? { ...user.invites, [inviteId]: { ...user.invites[inviteId], usedAt: at } } : user.invites;
+  return { ...users, [userId]: { ...user, created: user.created || created, invites } };
 }
 
 export type AccountCommand =
   | { type: 'CreateAccount'; accountId: string; name: string; webhookSecretSha256: string; now: Date }
   | { type: 'CreateApiKey'; keyId: string; label: string; prefix: string; keyHash: string; now: Date }
   | { type: 'RevokeApiKey'; keyId: string; now: Date }
-  | { type: 'RotateWebhookSecret'; webhookSecretSha256: string; now: Date };
+  | { type: 'RotateWebhookSecret'; webhookSecretSha256: string; now: Date }
+  | { type: 'InviteUser'; userId: string; email: string; inviteId: string; tokenSha256: string; expiresAt: Date; now: Date }
+  /** Sets the password through a setup link: single use, until the link expires. */
+  | { type: 'CompleteSetup'; userId: string; inviteId: string; now: Date }
+  | { type: 'ChangePassword'; userId: string; now: Date }
+  | { type: 'RecordSignIn'; userId: string; address: string; sessionRef: string; now: Date }
+  | { type: 'RecordSignInFailure'; userId: string; address: string; reason: 'wrong_password' | 'no_password'; now: Date };
 
 export function decideAccount(state: AccountState, command: AccountCommand): AccountEvent[] {
   if (command.type === 'CreateAccount') {
@@ -76,6 +111,34 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
     }
     case 'RotateWebhookSecret':
       return [{ type: 'WebhookSecretRotated', data: { webhookSecretSha256: command.webhookSecretSha256, rotatedAt: command.now.toISOString() } }];
+    case 'InviteUser': {
+      const existing = state.users[command.userId];
+      if (existing && existing.email !== command.email) reject('user_already_exists', `user ${command.userId} has another email`);
+      const other = Object.values(state.users).find((user) => user.email === command.email && user.userId !== command.userId);
+      if (other) reject('user_already_exists', `${command.email} is already a user of this account`);
+      if (existing?.invites[command.inviteId]) reject('user_already_exists', `invite ${command.inviteId} exists`);
+      const { userId, email, inviteId, tokenSha256 } = command;
+      return [{ type: 'UserInvited', data: { userId, email, inviteId, tokenSha256, invitedAt: command.now.toISOString(), expiresAt: command.expiresAt.toISOString() } }];
+    }
+    case 'CompleteSetup': {
+      const user = state.users[command.userId];
+      const invite = user?.invites[command.inviteId];
+      if (!user || !invite) reject('invite_not_found');
+      if (invite.usedAt !== null) reject('invite_used');
+      if (command.now.getTime() >= Date.parse(invite.expiresAt)) reject('invite_expired');
+      const at = command.now.toISOString();
+      if (!user.created) return [{ type: 'UserCreated', data: { userId: user.userId, email: user.email, inviteId: command.inviteId, createdAt: at } }];
+      return [{ type: 'PasswordChanged', data: { userId: user.userId, inviteId: command.inviteId, changedAt: at } }];
+    }
+    case 'ChangePassword':
+      if (!state.users[command.userId]?.created) reject('user_not_found');
+      return [{ type: 'PasswordChanged', data: { userId: command.userId, inviteId: null, changedAt: command.now.toISOString() } }];
+    case 'RecordSignIn':
+      if (!state.users[command.userId]?.created) reject('user_not_found');
+      return [{ type: 'UserSignedIn', data: { userId: command.userId, address: command.address, sessionRef: command.sessionRef, signedInAt: command.now.toISOString() } }];
+    case 'RecordSignInFailure':
+      if (!state.users[command.userId]) reject('user_not_found');
+      return [{ type: 'UserSignInFailed', data: { userId: command.userId, address: command.address, reason: command.reason, failedAt: command.now.toISOString() } }];
   }
 }
 

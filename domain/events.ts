@@ -55,6 +55,11 @@ export const EVENT_SCHEMA_VERSIONS = {
   ApiKeyCreated: 1,
   ApiKeyRevoked: 1,
   WebhookSecretRotated: 1,
+  UserInvited: 1,
+  UserCreated: 1,
+  PasswordChanged: 1,
+  UserSignedIn: 1,
+  UserSignInFailed: 1,
 } as const;
 
 export type EventType = keyof typeof EVENT_SCHEMA_VERSIONS;
@@ -130,6 +135,18 @@ export interface AccountEventData {
   ApiKeyRevoked: { keyId: string; revokedAt: string };
   /** The secret itself lives outside the event log (account_secrets); the log keeps its fingerprint. */
   WebhookSecretRotated: { webhookSecretSha256: string; rotatedAt: string };
+  /**
+   * Portal users (docs/portal.md). A setup link was issued: only the SHA-256 of its token is
+   * recorded; it works once, until `expiresAt`. An invite of an existing user is a password reset.
+   */
+  UserInvited: { userId: string; email: string; inviteId: string; tokenSha256: string; invitedAt: string; expiresAt: string };
+  /** The invited user set a password through the setup link (the hash lives outside the log). */
+  UserCreated: { userId: string; email: string; inviteId: string; createdAt: string };
+  /** A password was set again: through a later setup link (`inviteId`) or by the signed-in user. */
+  PasswordChanged: { userId: string; inviteId: string | null; changedAt: string };
+  /** `sessionRef`: the first 12 hex digits of the SHA-256 of the session id, never the id. */
+  UserSignedIn: { userId: string; address: string; sessionRef: string; signedInAt: string };
+  UserSignInFailed: { userId: string; address: string; reason: 'wrong_password' | 'no_password'; failedAt: string };
 }
 
 export type EventData = JobEventData & AccountEventData;

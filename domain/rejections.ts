@@ -14,6 +14,11 @@ export const REJECTION_CODES = {
   account_already_exists: 'The account already exists.',
   key_not_found: 'The API key does not exist.',
   key_already_exists: 'An API key with this id already exists.',
+  user_not_found: 'The user does not exist.',
+  user_already_exists: 'A user with this id or email already exists.',
+  invite_not_found: 'The setup link does not exist.',
+  invite_used: 'The setup link has already been used.',
+  invite_expired: 'The setup link has expired.',
 } as const;
 
 export type RejectionCode = keyof typeof REJECTION_CODES;

@@ -5,6 +5,7 @@ import { correctionUsageProjection } from './correction-usage.ts';
 import { idempotencyKeysProjection } from './idempotency-keys.ts';
 import { jobStatusProjection } from './job-status.ts';
 import type { Projection } from './projection.ts';
+import { usersProjection } from './users.ts';
 
 /** Every inline projection, in the order they apply each event. */
 export const PROJECTIONS: readonly Projection[] = [
@@ -14,6 +15,7 @@ export const PROJECTIONS: readonly Projection[] = [
   apiKeysProjection,
   idempotencyKeysProjection,
   correctionUsageProjection,
+  usersProjection,
 ];
 
 export type { Projection };

@@ -7,6 +7,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(args
   migrate: { summary: 'migrate                         apply database migrations', load: () => import('./migrate.ts') },
   accounts: { summary: 'accounts create NAME | rotate-secret NAME', load: () => import('./accounts.ts') },
   keys: { summary: 'keys create|list|revoke ...', load: () => import('./keys.ts') },
+  users: { summary: 'users invite --account NAME --email E | users list --account NAME   portal users', load: () => import('./users.ts') },
   jobs: { summary: 'jobs events JOB_ID               a job history as JSON lines', load: () => import('./jobs.ts') },
   projections: { summary: 'projections rebuild|verify', load: () => import('./projections.ts') },
   billing: { summary: 'billing [--account NAME] [--from DATE] [--to DATE]', load: () => import('./billing.ts') },

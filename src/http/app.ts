@@ -1,6 +1,7 @@
 // The koa application: request ids, problem+json errors, authentication, routes.
 import Router from '@koa/router';
 import Koa from 'koa';
+import { portal } from '../portal/portal.ts';
 import type { Runtime } from '../runtime.ts';
 import { authenticate } from './authenticate.ts';
 import { openApiDocument } from './openapi.ts';
@@ -30,6 +31,8 @@ export function createApp(runtime: Runtime): Koa {
   app.use(securityHeaders(runtime.config.tls !== null || runtime.config.baseUrl.startsWith('https:')));
   app.use(requestContext(runtime.log));
   app.use(problemMiddleware);
+  // The customer portal: `/` and `/portal…` (docs/portal.md); it renders its own error pages.
+  app.use(portal(runtime));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: false }));
   return app;

@@ -40,6 +40,11 @@ export const REJECTION_STATUS: Record<RejectionCode, 404 | 409> = {
   account_already_exists: 409,
   key_not_found: 404,
   key_already_exists: 409,
+  user_not_found: 404,
+  user_already_exists: 409,
+  invite_not_found: 404,
+  invite_used: 409,
+  invite_expired: 409,
 };
 
 export function toProblem(error: unknown): HttpProblem | null {

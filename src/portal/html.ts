@@ -1,0 +1,67 @@
+// Server-rendered HTML with escaping by default: every value interpolated into `html`…`` is
+// escaped unless it is itself Html (made by `html`). Nothing reaches a page unescaped otherwise.
+export class Html {
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
+  toString(): string {
+    return this.value;
+  }
+}
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"'`=]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+type Part = Html | string | number | boolean | null | undefined | readonly Part[];
+
+function render(part: Part): string {
+  if (part === null || part === undefined || part === false) return '';
+  if (part instanceof Html) return part.value;
+  if (Array.isArray(part)) return part.map(render).join('');
+  return escapeHtml(String(part));
+}
+
+export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
+  let out = strings[0];
+  for (let i = 0; i < values.length; i++) out += render(values[i]) + strings[i + 1];
+  return new Html(out);
+}
+
+export interface PageOptions {
+  title: string;
+  /** The signed-in user's email and account, for the header; null on signed-out pages. */
+  user: { email: string; accountName: string; csrfToken: string } | null;
+  /** Which navigation item is current. */
+  nav?: 'jobs' | 'keys' | 'account';
+  body: Html;
+}
+
+export function page({ title, user, nav, body }: PageOptions): string {
+  const link = (href: string, label: string, name: PageOptions['nav']) =>
+    html`<li><a href="${href}"${nav === name ? html` aria-current="page"` : ''}>${label}</a></li>`;
+  const header = user
+    ? html`<header class="top"><a class="brand" href="/portal/jobs">hwr portal</a>
+<nav aria-label="Main"><ul>${link('/portal/jobs', 'Jobs', 'jobs')}${link('/portal/settings/keys', 'API keys', 'keys')}${link('/portal/settings/account', 'Account', 'account')}</ul></nav>
+<div class="who"><span>${user.email} · ${user.accountName}</span>
+<form method="post" action="/portal/sign-out">${csrfField(user.csrfToken)}<button type="submit">Sign out</button></form></div></header>`
+    : html`<header class="top"><span class="brand">hwr portal</span></header>`;
+  return `<!doctype html>
+${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · hwr</title><link rel="stylesheet" href="/portal/static/portal.css"><script src="/portal/static/portal.js" defer></script></head>
+<body>${header}<main id="main"><h1>${title}</h1>${body}</main></body></html>`}`;
+}
+
+export const csrfField = (token: string): Html => html`<input type="hidden" name="_csrf" value="${token}">`;
+
+export function notice(kind: 'error' | 'ok', text: string | null | undefined): Html {
+  if (!text) return html``;
+  return html`<p class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${text}</p>`;
+}
+
+export function time(date: Date | string | null | undefined): Html {
+  if (!date) return html`—`;
+  const iso = typeof date === 'string' ? date : date.toISOString();
+  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$/, ' UTC').replace(/Z$/, ' UTC')}</time>`;
+}

@@ -1,0 +1,110 @@
+// Jobs: the account's jobs, newest first, paged; a job's status, event timeline and download.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { jobStreamId } from '../../domain/events.ts';
+import { readJobStatus } from '../../projections/job-status.ts';
+import { BlobNotFoundError } from '../blobs/blob-store.ts';
+import { readStream } from '../store/read-stream.ts';
+import { html, notice, time } from './html.ts';
+import type { PortalContext } from './portal.ts';
+import { PortalHttpError } from './web.ts';
+
+export const JOBS_PER_PAGE = 25;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface JobListRow {
+  job_id: string;
+  state: string;
+  page_count: number;
+  pages_done: number;
+  current_step: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+export function registerJobPages(router: Router, pc: PortalContext): void {
+  const { runtime } = pc;
+
+  router.get('/portal/jobs', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const pageNumber = Math.max(1, Math.min(10_000, Number.parseInt(String(ctx.query.page ?? '1'), 10) || 1));
+    const result = await runtime.db.pool.query<JobListRow>(
+      `select job_id, state, page_count, pages_done, current_step, created_at, finished_at from job_status
+       where account_id = $1 order by created_at desc, job_id desc limit $2 offset $3`,
+      [session.accountId, JOBS_PER_PAGE + 1, (pageNumber - 1) * JOBS_PER_PAGE],
+    );
+    const more = result.rows.length > JOBS_PER_PAGE;
+    const rows = result.rows.slice(0, JOBS_PER_PAGE).map(
+      (job) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a></td><td class="state-${job.state}">${job.state}</td>
+<td>${job.pages_done} / ${job.page_count}</td><td>${job.current_step ?? '—'}</td><td>${time(job.created_at)}</td><td>${time(job.finished_at)}</td></tr>`,
+    );
+    pc.render(
+      ctx,
+      'Jobs',
+      html`<table><thead><tr><th scope="col">Job</th><th scope="col">State</th><th scope="col">Pages done</th><th scope="col">Step</th><th scope="col">Submitted</th><th scope="col">Finished</th></tr></thead>
+<tbody>${rows.length ? rows : html`<tr><td colspan="6">No jobs${pageNumber > 1 ? ' on this page' : ' yet: submit one with an API key'}.</td></tr>`}</tbody></table>
+<nav class="pager" aria-label="Pages">${pageNumber > 1 ? html`<a href="/portal/jobs?page=${pageNumber - 1}">Newer</a>` : ''}${more ? html`<a href="/portal/jobs?page=${pageNumber + 1}">Older</a>` : ''}</nav>`,
+      session,
+      'jobs',
+    );
+  });
+
+  async function ownJob(ctx: Context, accountId: string) {
+    const jobId = String(ctx.params.jobId);
+    const job = UUID.test(jobId) ? await readJobStatus(runtime.db.pool, jobId.toLowerCase(), accountId) : undefined;
+    // Another account's job does not exist for this user.
+    if (!job) throw new PortalHttpError(404, 'There is no such job.');
+    return job;
+  }
+
+  router.get('/portal/jobs/:jobId', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const job = await ownJob(ctx, session.accountId);
+    const events = await readStream(runtime.db.pool, jobStreamId(job.job_id));
+    const downloadable = job.state === 'done' && !job.result_expired && job.archive_key && Date.now() < job.expires_at.getTime();
+    const timeline = events.map(
+      (event) => html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${JSON.stringify(event.data, null, 1)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
+    );
+    pc.render(
+      ctx,
+      `Job ${job.job_id}`,
+      html`<dl><dt>State</dt><dd class="state-${job.state}">${job.state}</dd>
+<dt>Pages done</dt><dd>${job.pages_done} / ${job.page_count}</dd><dt>Step</dt><dd>${job.current_step ?? '—'}</dd>
+<dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd><dt>Result kept until</dt><dd>${time(job.expires_at)}</dd></dl>
+${job.error_message ? notice('error', job.error_message) : ''}${job.warning_message ? notice('ok', job.warning_message) : ''}
+${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
+<h2>Event timeline</h2>
+<table><thead><tr><th scope="col">#</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Data</th><th scope="col">Actor</th></tr></thead><tbody>${timeline}</tbody></table>
+<p><a href="/portal/jobs">All jobs</a></p>`,
+      session,
+      'jobs',
+    );
+  });
+
+  router.get('/portal/jobs/:jobId/result', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const job = await ownJob(ctx, session.accountId);
+    if (job.state !== 'done') throw new PortalHttpError(409, `The job is ${job.state}; its result exists once it is done.`);
+    if (job.result_expired || Date.now() >= job.expires_at.getTime() || !job.archive_key) throw new PortalHttpError(410, 'The result has expired.');
+    const { blobs } = runtime;
+    if (runtime.config.results.redirect && blobs.presignedGetUrl) {
+      const ttl = Math.max(1, Math.min(runtime.config.results.urlTtlSeconds, Math.floor((job.expires_at.getTime() - Date.now()) / 1000)));
+      ctx.status = 302;
+      ctx.set('Location', await blobs.presignedGetUrl(job.archive_key, { expiresInSeconds: ttl, filename: `${job.job_id}.zip`, contentType: 'application/zip' }));
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = '';
+      return;
+    }
+    try {
+      const stream = await blobs.stream(job.archive_key);
+      ctx.status = 200;
+      ctx.type = 'application/zip';
+      ctx.set('Content-Disposition', `attachment; filename="${job.job_id}.zip"`);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = stream;
+    } catch (error) {
+      if (error instanceof BlobNotFoundError) throw new PortalHttpError(410, 'The result is no longer stored.');
+      throw error;
+    }
+  });
+}
