@@ -73,6 +73,11 @@ export interface Config {
     /** How long such a URL is valid (RESULT_URL_TTL_SECONDS). */
     urlTtlSeconds: number;
   };
+  metrics: {
+    /** GET /metrics listens here (METRICS_PORT, METRICS_HOST); port 0: off. */
+    port: number;
+    host: string;
+  };
   blobs: {
     /** BLOB_STORE: `filesystem` (DATA_DIR/blobs, one machine) or `s3` (any S3-compatible bucket). */
     store: 'filesystem' | 's3';
@@ -209,6 +214,10 @@ export function loadConfig(env: Env = process.env): Config {
       urlTtlSeconds: read.integer('RESULT_URL_TTL_SECONDS', 300, 1, 7 * 24 * 3600),
     },
     blobs,
+    metrics: {
+      port: read.integer('METRICS_PORT', 9464, 0, 65535),
+      host: read.string('METRICS_HOST') ?? '127.0.0.1',
+    },
     callbacks: {
       retryScale: read.number('CALLBACK_RETRY_SCALE', 1, 0, 1000),
       timeoutMs: read.integer('CALLBACK_TIMEOUT_MS', 10_000, 1, 600_000),

@@ -10,6 +10,8 @@ import { checkConnection, openDatabase, type Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import type { Logger } from './logger.ts';
+import { backgroundErrors } from './metrics/metrics.ts';
+import { measuredPagePipeline } from './metrics/page-metrics.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
 import { startBoss } from './workers/boss.ts';
 import { startWorkers, type Workers } from './workers/start-workers.ts';
@@ -69,6 +71,9 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     await checkConnection(db, config.database.connectTimeoutMs);
     await migrate(db.pool);
     boss = await startBoss(url, config, { supervise: options.workers, log });
+    // Counted for GET /metrics; boss.ts and database.ts log them.
+    boss.on('error', () => backgroundErrors.inc({ component: 'pg-boss' }));
+    db.pool.on('error', () => backgroundErrors.inc({ component: 'pg-pool' }));
     const bus = new CommandBus(db, boss);
     opened = await openBlobStore(config);
     const { blobs } = opened;
@@ -78,7 +83,7 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
       if (!options.pipelines) throw new Error('a worker needs pipelines');
       const pipelines = await options.pipelines();
       closePipelines = pipelines.close ?? closePipelines;
-      workers = await startWorkers({ boss, bus, blobs, config, log, pagePipeline: pipelines.page, exportPipeline: pipelines.export });
+      workers = await startWorkers({ boss, bus, blobs, config, log, pagePipeline: measuredPagePipeline(pipelines.page), exportPipeline: pipelines.export });
     }
     const startedBoss = boss;
     let workersStopped: Promise<void> | null = null;

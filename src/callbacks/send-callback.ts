@@ -10,6 +10,7 @@ import type { LookupFunction } from 'node:net';
 import packageJson from '../../package.json' with { type: 'json' };
 import { signCallbackBody } from './signature.ts';
 import { isWebhookUrlError, resolveWebhookTarget, type ResolvedAddress, type WebhookLookup } from './webhook-url.ts';
+import { callbackAttempts, callbackOutcomeLabel } from '../metrics/metrics.ts';
 
 export type CallbackEvent = 'job.completed' | 'job.failed';
 
@@ -51,12 +52,11 @@ export interface CallbackOutcome {
 
 export async function sendCallback(options: SendCallbackOptions): Promise<CallbackOutcome> {
   const started = performance.now();
-  const outcome = (status: number | null, error: string | null): CallbackOutcome => ({
-    ok: error === null && status !== null && status >= 200 && status < 300,
-    status,
-    error,
-    durationMs: performance.now() - started,
-  });
+  const outcome = (status: number | null, error: string | null): CallbackOutcome => {
+    const result = { ok: error === null && status !== null && status >= 200 && status < 300, status, error, durationMs: performance.now() - started };
+    callbackAttempts.inc({ outcome: callbackOutcomeLabel(result) });
+    return result;
+  };
   const timeoutMs = options.timeoutMs ?? DEFAULT_CALLBACK_TIMEOUT_MS;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;

@@ -4,6 +4,7 @@ import { loadConfig } from '../config.ts';
 import { defaultPipelines } from '../default-pipelines.ts';
 import { startHttpServer, type RunningServer } from '../http/server.ts';
 import { createLogger } from '../logger.ts';
+import { startConfiguredMetricsServer } from '../metrics/metrics-server.ts';
 import { startRuntime, type Runtime } from '../runtime.ts';
 import { parseArgs, stringOption, UsageError } from './args.ts';
 
@@ -26,6 +27,7 @@ export async function run(args: string[]): Promise<number> {
     pipelines: () => defaultPipelines(config, log),
   });
   let server: RunningServer | null = null;
+  const metrics = await startConfiguredMetricsServer(runtime);
   try {
     if (role !== 'worker') {
       if (!config.databaseUrl) await bootstrapFirstAccount(runtime);
@@ -38,6 +40,7 @@ export async function run(args: string[]): Promise<number> {
     // A start that fails (a port already taken) stops what did start, workers and the embedded
     // PostgreSQL included, and the process exits non-zero (main.ts), instead of running headless.
     log.error({ err: error }, 'start failed: stopping');
+    await metrics?.close();
     await runtime.stopWorkers(0);
     await runtime.stop();
     throw error;
@@ -48,6 +51,7 @@ export async function run(args: string[]): Promise<number> {
   // Requests and tasks drain side by side, within the grace: a shutdown is not a failure, and
   // tasks still running at its end go back to their queues unspent (docs/reliability.md).
   await Promise.all([server?.close(config.workers.shutdownGraceSeconds * 1000), runtime.stopWorkers()]);
+  await metrics?.close();
   await runtime.stop();
   log.info('stopped');
   return 0;

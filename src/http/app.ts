@@ -1,6 +1,7 @@
 // The koa application: request ids, problem+json errors, authentication, routes.
 import Router from '@koa/router';
 import Koa from 'koa';
+import { httpMetrics } from '../metrics/http-metrics.ts';
 import { portal } from '../portal/portal.ts';
 import type { Runtime } from '../runtime.ts';
 import { authenticate } from './authenticate.ts';
@@ -28,6 +29,7 @@ export function createApp(runtime: Runtime): Koa {
   registerSubmitScan(router, runtime, auth);
   registerJobRoutes(router, runtime, auth);
   registerUsage(router, runtime, auth);
+  app.use(httpMetrics());
   app.use(securityHeaders(runtime.config.tls !== null || runtime.config.baseUrl.startsWith('https:')));
   app.use(requestContext(runtime.log));
   app.use(problemMiddleware);

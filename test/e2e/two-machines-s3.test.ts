@@ -40,8 +40,9 @@ after(() => operator.stop());
 await createAccount(operator.bus, 'two-machines');
 const auth: Auth = { key: (await createApiKey(operator.bus, 'two-machines', 'test')).key };
 
-async function startApiProcess(dataDir: string): Promise<{ baseUrl: string; output: () => string }> {
+async function startApiProcess(dataDir: string): Promise<{ baseUrl: string; metricsUrl: string; output: () => string }> {
   const port = await freePort();
+  const metricsPort = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', '--role', 'api'], {
     cwd: root,
@@ -55,6 +56,7 @@ async function startApiProcess(dataDir: string): Promise<{ baseUrl: string; outp
       HOST: '127.0.0.1',
       BASE_URL: baseUrl,
       LOG_LEVEL: 'info',
+      METRICS_PORT: String(metricsPort),
       ...s3.env('two-machines'),
     },
   });
@@ -68,7 +70,7 @@ async function startApiProcess(dataDir: string): Promise<{ baseUrl: string; outp
     assert.ok(Date.now() < deadline, `the API process did not start: ${output}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { baseUrl, output: () => output };
+  return { baseUrl, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, output: () => output };
 }
 
 async function jobEvents(jobId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
@@ -133,6 +135,12 @@ describe('two machines sharing only PostgreSQL and S3', () => {
     assert.equal(archive.status, 200);
     const body = JSON.parse(Buffer.from(await archive.arrayBuffer()).toString());
     assert.deepEqual(body.pages, Array.from({ length: 20 }, (_, index) => `page ${index + 1}`));
+
+    // The API process's /metrics (hwr serve's own listener) sees the job done and the requests.
+    const scraped = await (await fetch(api.metricsUrl)).text();
+    assert.match(scraped, /^hwr_jobs\{state="done"\} 1$/m);
+    assert.match(scraped, /^hwr_http_requests_total\{method="POST",route="\/v1\/process-scan",status="202"\} 1$/m);
+    assert.match(scraped, /^hwr_http_requests_total\{method="GET",route="\/v1\/process-scan\/:jobId\/result",status="302"\} 1$/m);
 
     // No machine stored a blob on its own disk.
     for (const dir of machines) assert.equal(existsSync(path.join(dir, 'blobs')), false, `${dir} has no blobs`);
