@@ -23,6 +23,7 @@ import {
   setCookie,
   type CookieNames,
 } from './web.ts';
+import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
 
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
@@ -225,6 +226,7 @@ export function portal(runtime: Runtime): Middleware {
     accountPage(ctx, session, { kind: 'ok', text: 'Your password is changed; your other sessions are signed out.' });
   });
 
+  registerKeyPages(router, pc);
   registerJobPages(router, pc);
 
   const routes = router.routes();
