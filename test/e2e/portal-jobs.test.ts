@@ -1,0 +1,85 @@
+// The portal's jobs over real HTTP: the account's jobs newest first with state, pages done of
+// the page count and step; a job's page with its event timeline and the result download; a file
+// name with markup escaped; another account's job not found; paging.
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { createTestDatabase } from '../support/database.ts';
+import { createCredentials, pagesZip, startApiServer, waitForState } from '../support/http-client.ts';
+import { portalUser, PortalClient } from '../support/portal-client.ts';
+import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
+
+const databaseUrl = await createTestDatabase();
+const server = await startApiServer(databaseUrl, { pipelines: { page: testPagePipeline({ worker: 'w1' }), export: testExportPipeline() } });
+after(() => server.close());
+const { runtime, baseUrl, client } = server;
+const acme = await createCredentials(runtime, 'acme');
+const rival = await createCredentials(runtime, 'rival');
+const auth = { key: acme.key };
+
+describe('portal jobs', () => {
+  let user: PortalClient;
+  const jobIds: string[] = [];
+
+  test('the jobs list shows the account’s jobs newest first with state, pages done of page count and step', async () => {
+    user = await portalUser(runtime, baseUrl, 'acme', 'jobs@example.org');
+    const empty = await user.get('/portal/jobs');
+    assert.match(empty.text, /No jobs yet/);
+    for (const pages of [['1.jpg'], ['1.jpg', '2.jpg']]) {
+      const submitted = await client.submit(await pagesZip(pages), auth);
+      assert.equal(submitted.status, 202);
+      jobIds.push(submitted.body.job_id);
+      await waitForState(client, auth, submitted.body.job_id, ['done']);
+    }
+    const list = await user.get('/portal/jobs');
+    assert.equal(list.status, 200);
+    const order = [...list.text.matchAll(/href="\/portal\/jobs\/([0-9a-f-]{36})"/g)].map((m) => m[1]);
+    assert.deepEqual(order, [jobIds[1], jobIds[0]]);
+    assert.match(list.text, /class="state-done">done<\/td>\s*<td>2 \/ 2<\/td>/);
+    assert.match(list.text, /class="state-done">done<\/td>\s*<td>1 \/ 1<\/td>/);
+  });
+
+  test('a job page shows status, every event of the timeline, and the result downloads with the session', async () => {
+    const jobPage = await user.get(`/portal/jobs/${jobIds[1]}`);
+    assert.equal(jobPage.status, 200);
+    const events = (await client.get(`/v1/process-scan/${jobIds[1]}/events`, auth)).body.events as Array<{ type: string }>;
+    for (const type of new Set(events.map((event) => event.type))) assert.ok(jobPage.text.includes(`<td>${type}</td>`), type);
+    assert.equal((jobPage.text.match(/<tr><td>\d+<\/td><td><time/g) ?? []).length, events.length);
+    assert.match(jobPage.text, new RegExp(`href="/portal/jobs/${jobIds[1]}/result"`));
+    const download = await fetch(`${baseUrl}/portal/jobs/${jobIds[1]}/result`, { headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` } });
+    assert.equal(download.status, 200);
+    assert.equal(download.headers.get('content-type'), 'application/zip');
+    const bytes = Buffer.from(await download.arrayBuffer());
+    const api = await client.get(`/v1/process-scan/${jobIds[1]}/result`, auth);
+    assert.deepEqual(bytes, api.raw);
+    // Signed out, the download is the sign-in page.
+    assert.equal((await fetch(`${baseUrl}/portal/jobs/${jobIds[1]}/result`, { redirect: 'manual' })).status, 303);
+  });
+
+  test('a page file name with markup is escaped in the timeline', async () => {
+    const submitted = await client.submit(await pagesZip(['<img src=x onerror=alert(1)>.jpg']), auth);
+    assert.equal(submitted.status, 202);
+    const page = await user.get(`/portal/jobs/${submitted.body.job_id}`);
+    assert.ok(!page.text.includes('<img src=x'));
+    assert.ok(page.text.includes('&#60;img src&#61;x onerror&#61;alert(1)&#62;.jpg'));
+  });
+
+  test("another account's job does not exist for this user, nor its download", async () => {
+    const theirs = await client.submit(await pagesZip(['1.jpg']), { key: rival.key });
+    await waitForState(client, { key: rival.key }, theirs.body.job_id, ['done']);
+    assert.equal((await user.get(`/portal/jobs/${theirs.body.job_id}`)).status, 404);
+    assert.equal((await user.get(`/portal/jobs/${theirs.body.job_id}/result`)).status, 404);
+    assert.equal((await user.get('/portal/jobs/not-a-uuid')).status, 404);
+    assert.ok(!(await user.get('/portal/jobs')).text.includes(theirs.body.job_id));
+  });
+
+  test('the list is paged 25 to a page', async () => {
+    const zip = await pagesZip(['1.jpg']);
+    for (let i = 0; i < 24; i++) assert.equal((await client.submit(zip, auth)).status, 202);
+    const first = await user.get('/portal/jobs');
+    assert.equal((first.text.match(/href="\/portal\/jobs\/[0-9a-f-]{36}"/g) ?? []).length, 25);
+    assert.match(first.text, /href="\/portal\/jobs\?page=2">Older</);
+    const second = await user.get('/portal/jobs?page=2');
+    assert.ok((second.text.match(/href="\/portal\/jobs\/[0-9a-f-]{36}"/g) ?? []).length >= 2);
+    assert.match(second.text, /href="\/portal\/jobs\?page=1">Newer</);
+  });
+});
