@@ -209,7 +209,9 @@ async function main(): Promise<number> {
       ['setup', 'source', 'pages', 'GT lines', 'GT chars', 'CER', 'WER', 'line recall', 'line precision', 'chars on missed lines', 'order', 's/page'],
       rows,
     );
-    const markdown = [...header, '', table, ''].join('\n');
+    const wide = wideTables(labels, groups, summary);
+    const markdown = [...header, '', wide, '', '<details><summary>every setup, every measure</summary>', '', table, '', '</details>', ''].join('\n');
+    console.log(`\n${wide}`);
     console.log(`\n${table}`);
     writeFileSync(path.join(values.out, 'eval-pages.md'), markdown);
     writeFileSync(
@@ -232,6 +234,47 @@ async function main(): Promise<number> {
     await Promise.all(setups.map((setup) => setup.close()));
   }
   return 0;
+}
+
+/**
+ * The report's two compact tables, one row per source and `all`: text (CER and WER of every
+ * setup) and layout (line recall, precision, characters on missed lines, order and s/page of
+ * every setup that detects lines itself).
+ */
+export function wideTables(labels: string[], groups: [string, EvalPage[]][], summary: Record<string, Record<string, ReturnType<typeof summarise>>>): string {
+  const short = (label: string): string =>
+    label.replace('PP-OCRv4 alone', 'PP').replace('tesseract', 'tess.').replace(', GT lines', ' (GT lines)');
+  const first = summary[labels[0]];
+  const lead = (group: string, members: EvalPage[]): string[] => [group === 'all' ? '**all**' : group, String(members.length), String(first[group].gtLines), String(first[group].gtChars)];
+  const text = markdownTable(
+    ['source', 'pages', 'GT lines', 'GT chars', ...labels.map((label) => `CER ${short(label)}`), ...labels.map((label) => `WER ${short(label)}`)],
+    groups.map(([group, members]) => [
+      ...lead(group, members),
+      ...labels.map((label) => percent(summary[label][group].cer)),
+      ...labels.map((label) => percent(summary[label][group].wer)),
+    ]),
+  );
+  const detecting = labels.filter((label) => !label.endsWith('GT lines') && label !== 'PP-OCRv4 alone');
+  const layout = markdownTable(
+    [
+      'source',
+      'pages',
+      'GT lines',
+      ...detecting.flatMap((label) => [`recall ${short(label)}`, `precision ${short(label)}`, `chars missed ${short(label)}`, `order ${short(label)}`]),
+      ...labels.map((label) => `s/page ${short(label)}`),
+    ],
+    groups.map(([group, members]) => [
+      group === 'all' ? '**all**' : group,
+      String(members.length),
+      String(first[group].gtLines),
+      ...detecting.flatMap((label) => {
+        const s = summary[label][group];
+        return [s.recall.toFixed(3), s.precision.toFixed(3), percent(s.missedShare), s.order === null ? 'n/a' : s.order.toFixed(3)];
+      }),
+      ...labels.map((label) => summary[label][group].secondsPerPage.toFixed(2)),
+    ]),
+  );
+  return `${text}\n\n${layout}`;
 }
 
 /** Character-weighted rates; line counts summed; order averaged over pages that have one; seconds per page. */
