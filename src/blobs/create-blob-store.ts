@@ -25,5 +25,6 @@ export async function openBlobStore(config: Config): Promise<OpenedBlobStore> {
     const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     throw new Error(`could not reach the S3 bucket ${s3.bucket} at ${s3.endpoint ?? `AWS S3 (${s3.region})`}: ${reason}`, { cause: error });
   }
+  await store.removeStaleDownloads().catch(() => 0);
   return { blobs: store, close: async () => store.close() };
 }

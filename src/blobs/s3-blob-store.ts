@@ -4,7 +4,7 @@
 // in memory (at most QUEUE_SIZE parts are). An object appears only once its upload completes,
 // so readers never see a partial blob; a failed upload is aborted and leaves nothing.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -221,6 +221,31 @@ export class S3BlobStore implements BlobStore {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Removes temporary downloads that a process killed inside withLocalFile left behind: those
+   * untouched for `olderThanMs` (a live one lasts seconds). Called at start; safe beside other
+   * processes sharing the directory.
+   */
+  async removeStaleDownloads(olderThanMs = 3600_000, now = Date.now()): Promise<number> {
+    let entries: string[];
+    try {
+      entries = await readdir(this.tempDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw error;
+    }
+    let removed = 0;
+    for (const entry of entries.filter((name) => name.startsWith('blob-'))) {
+      const dir = path.join(this.tempDir, entry);
+      const info = await stat(dir).catch(() => null);
+      if (info && now - info.mtimeMs > olderThanMs) {
+        await rm(dir, { recursive: true, force: true });
+        removed++;
+      }
+    }
+    return removed;
   }
 
   async presignedGetUrl(key: string, options: PresignOptions): Promise<string> {

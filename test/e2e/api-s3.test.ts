@@ -5,9 +5,11 @@
 // the job's objects.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
+import { HwrClient } from '../../src/client/index.ts';
 import { expireResults } from '../../src/workers/expire-results-worker.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState, type Auth } from '../support/http-client.ts';
@@ -50,6 +52,22 @@ describe('BLOB_STORE=s3', () => {
     assert.equal(download.headers.get('content-disposition'), `attachment; filename="${job.job_id}.zip"`);
     const archive = Buffer.from(await download.arrayBuffer());
     assert.deepEqual(JSON.parse(archive.toString()).pages, ['page 1', 'page 2']);
+
+    // The hwr client (`hwr result`) follows the redirect, and sends the API key to the service only.
+    const seen: Array<{ origin: string; key: boolean }> = [];
+    const recording: typeof fetch = (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      seen.push({ origin: url.origin, key: new Headers(init?.headers).has('x-api-key') });
+      return fetch(input, init);
+    };
+    const hwr = new HwrClient({ url: service.baseUrl, apiKey: auth!.key, fetch: recording });
+    const saved = path.join(service.config.dataDir, 'downloaded.zip');
+    assert.deepEqual(await hwr.downloadResult(job.job_id, saved), { path: saved, bytes: archive.length });
+    assert.deepEqual(await readFile(saved), archive);
+    assert.deepEqual(seen, [
+      { origin: service.baseUrl, key: true },
+      { origin: s3.endpoint, key: false },
+    ]);
 
     // RESULT_REDIRECT=0: the same archive streamed through the API.
     const streamed = await streaming.client.get(`${streaming.baseUrl}/v1/process-scan/${job.job_id}/result`, auth);

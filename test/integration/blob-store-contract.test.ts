@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -192,6 +192,22 @@ describe('S3 specifics', () => {
     await other.deletePrefix('jobs');
     assert.deepEqual(await store.stat('jobs/shared/upload.zip'), { bytes: 1 });
     other.close();
+  });
+
+  test('temporary downloads a killed process left are removed once an hour old, live ones kept', async () => {
+    const tempDir = path.join(work, 'stale-downloads');
+    const withTemp = new S3BlobStore({ ...s3.settings('deploy/a'), tempDir });
+    await mkdir(path.join(tempDir, 'blob-old'), { recursive: true });
+    await writeFile(path.join(tempDir, 'blob-old', 'page.png'), 'left behind');
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    await utimes(path.join(tempDir, 'blob-old'), twoHoursAgo, twoHoursAgo);
+    await mkdir(path.join(tempDir, 'blob-live'), { recursive: true });
+    await mkdir(path.join(tempDir, 'other'), { recursive: true });
+    await utimes(path.join(tempDir, 'other'), twoHoursAgo, twoHoursAgo);
+    assert.equal(await withTemp.removeStaleDownloads(), 1);
+    assert.equal(existsSync(path.join(tempDir, 'blob-old')), false);
+    assert.ok(existsSync(path.join(tempDir, 'blob-live')) && existsSync(path.join(tempDir, 'other')));
+    withTemp.close();
   });
 
   test('a wrong bucket fails the check that a start makes', async () => {
