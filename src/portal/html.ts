@@ -49,7 +49,7 @@ export function page({ title, user, nav, body }: PageOptions): string {
     : html`<header class="top"><span class="brand">hwr portal</span></header>`;
   return `<!doctype html>
 ${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · hwr</title><link rel="stylesheet" href="/portal/static/portal.css"><script src="/portal/static/portal.js" defer></script></head>
+<title>${title} · hwr</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/portal/static/portal.css"><script src="/portal/static/portal.js" defer></script></head>
 <body>${header}<main id="main"><h1>${title}</h1>${body}</main></body></html>`}`;
 }
 
