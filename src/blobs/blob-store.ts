@@ -6,6 +6,11 @@ export interface BlobInfo {
   bytes: number;
 }
 
+export interface BlobEntry {
+  key: string;
+  bytes: number;
+}
+
 export interface BlobStore {
   /** Writes a blob atomically (readers never see a partial blob). */
   put(key: string, body: Buffer | string | Readable): Promise<BlobInfo>;
@@ -19,6 +24,8 @@ export interface BlobStore {
   deletePrefix(prefix: string): Promise<void>;
   /** Names directly under `prefix/` (blobs and sub-prefixes), in no order; empty when there are none. */
   list(prefix: string): Promise<string[]>;
+  /** Every blob whose key starts with `prefix/` (or equals it), with its size, in no order. */
+  walk(prefix: string): AsyncIterable<BlobEntry>;
   /** The newest modification time of anything under `prefix/` (or of the blob `prefix`); null when absent. */
   lastModified(prefix: string): Promise<Date | null>;
   /**

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
-import { assertSafeKey, BlobNotFoundError, type BlobInfo, type BlobStore } from './blob-store.ts';
+import { assertSafeKey, BlobNotFoundError, type BlobEntry, type BlobInfo, type BlobStore } from './blob-store.ts';
 
 /** Blobs as files under a root directory; writes go to a temp file and are renamed into place. */
 export class FilesystemBlobStore implements BlobStore {
@@ -101,6 +101,26 @@ export class FilesystemBlobStore implements BlobStore {
     }
   }
 
+  async *walk(prefix: string): AsyncGenerator<BlobEntry> {
+    const start = this.localPath(prefix);
+    const info = await stat(start).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw error;
+    });
+    if (!info) return;
+    if (info.isFile()) {
+      yield { key: prefix, bytes: info.size };
+      return;
+    }
+    for (const entry of await readdir(start, { recursive: true, withFileTypes: true })) {
+      // A write in progress (`<name>.<uuid>.tmp`, renamed into place when complete) is no blob yet.
+      if (!entry.isFile() || TEMP_FILE.test(entry.name)) continue;
+      const file = path.join(entry.parentPath, entry.name);
+      const size = await stat(file).then((found) => found.size, () => null);
+      if (size !== null) yield { key: path.relative(this.root, file).split(path.sep).join('/'), bytes: size };
+    }
+  }
+
   async lastModified(prefix: string): Promise<Date | null> {
     return newestModification(this.localPath(prefix));
   }
@@ -109,6 +129,8 @@ export class FilesystemBlobStore implements BlobStore {
     await rm(this.localPath(prefix), { recursive: true, force: true });
   }
 }
+
+const TEMP_FILE = /\.[0-9a-f-]{36}\.tmp$/;
 
 function notFound(error: unknown, key: string): unknown {
   return (error as NodeJS.ErrnoException).code === 'ENOENT' ? new BlobNotFoundError(key) : error;

@@ -19,7 +19,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { assertSafeKey, BlobNotFoundError, type BlobInfo, type BlobStore, type PresignOptions } from './blob-store.ts';
+import { assertSafeKey, BlobNotFoundError, type BlobEntry, type BlobInfo, type BlobStore, type PresignOptions } from './blob-store.ts';
 
 /** Multipart part size (S3's minimum is 5 MiB) and parts in flight: at most 32 MiB buffered per upload. */
 const PART_SIZE = 8 * 1024 * 1024;
@@ -173,6 +173,14 @@ export class S3BlobStore implements BlobStore {
     return [...names];
   }
 
+  async *walk(prefix: string): AsyncGenerator<BlobEntry> {
+    const own = await this.head(prefix);
+    if (own) yield { key: prefix, bytes: own.bytes };
+    for await (const object of this.objectsUnder(prefix)) {
+      if (object.Key) yield { key: object.Key.slice(this.prefix.length), bytes: object.Size ?? 0 };
+    }
+  }
+
   async lastModified(prefix: string): Promise<Date | null> {
     let newest = (await this.head(prefix))?.lastModified ?? null;
     for await (const object of this.objectsUnder(prefix)) {
@@ -258,9 +266,21 @@ export class S3BlobStore implements BlobStore {
     return getSignedUrl(this.presignClient, command, { expiresIn: options.expiresInSeconds });
   }
 
-  /** Checks that the bucket answers (at start, so a wrong bucket or credentials fail the start, not the first upload). */
+  /**
+   * Checks that the bucket answers (at start, so a wrong bucket, endpoint or credentials fail the
+   * start, not the first upload): a GET of a key that does not exist must answer NoSuchKey, which
+   * needs the bucket, valid credentials and read and list rights under the prefix. (A HEAD
+   * cannot tell a missing bucket from a missing key; a one-key listing would work too, but the
+   * test server cannot page listings on Node 24.)
+   */
   async check(): Promise<void> {
-    await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, MaxKeys: 1 }));
+    try {
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: `${this.prefix}.hwr-start-check/absent` }));
+      (answer.Body as Readable | undefined)?.destroy?.();
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NoSuchKey') return;
+      throw error;
+    }
   }
 
   close(): void {

@@ -11,6 +11,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(args
   jobs: { summary: 'jobs events JOB_ID               a job history as JSON lines', load: () => import('./jobs.ts') },
   projections: { summary: 'projections rebuild|verify', load: () => import('./projections.ts') },
   billing: { summary: 'billing [--account NAME] [--from DATE] [--to DATE]', load: () => import('./billing.ts') },
+  storage: { summary: 'storage stats                    blobs and bytes stored, by kind', load: () => import('./storage.ts') },
   recognize: { summary: 'recognize IMAGE... [--json]     run layout and recognition on images', load: () => import('./recognize.ts') },
   // Clients of a running service over HTTP (--url/HWR_URL, --key/HWR_API_KEY; docs/client.md).
   submit: { summary: 'submit PATH... [--wait] [--out result.zip]   submit a ZIP, folder or images; follow the job', load: () => client('submit') },

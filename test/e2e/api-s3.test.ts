@@ -9,6 +9,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
+import { storageStats } from '../../src/blobs/storage-stats.ts';
+import { verifyProjections } from '../../src/store/replay-projections.ts';
 import { HwrClient } from '../../src/client/index.ts';
 import { expireResults } from '../../src/workers/expire-results-worker.ts';
 import { createTestDatabase } from '../support/database.ts';
@@ -76,11 +78,20 @@ describe('BLOB_STORE=s3', () => {
     assert.equal(Number(streamed.headers.get('content-length')), archive.length);
     assert.deepEqual(streamed.raw, archive);
 
+    const counted = await storageStats(bucket);
+    assert.deepEqual(
+      { uploads: counted.kinds.uploads.blobs, pages: counted.kinds.page_images.blobs, results: counted.kinds.page_results.blobs, archives: counted.kinds.archives.blobs },
+      { uploads: 1, pages: 2, results: 2, archives: 1 },
+    );
+    assert.ok(counted.total.bytes > 0);
+
     const done = await service.client.get(job.status_url, auth);
     const deps = { bus: service.runtime.bus, blobs: service.runtime.blobs, log: service.runtime.log };
     assert.ok((await expireResults(deps, new Date(Date.parse(done.body.expires_at) + 1000))) >= 1);
     assert.deepEqual(await bucket.list(`jobs/${job.job_id}`), [], 'upload, pages, page results and archive deleted');
     assert.equal((await service.client.get(job.result_url, auth)).status, 410);
+    assert.deepEqual((await storageStats(bucket)).total, { blobs: 0, bytes: 0 }, 'the bytes are gone');
+    assert.deepEqual((await verifyProjections(service.runtime.db.pool)).differences, [], 'projections verify after expiry');
   });
 
   test('an archive missing from the bucket answers 410, not a redirect to nothing', async () => {

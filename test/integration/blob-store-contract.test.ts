@@ -137,6 +137,23 @@ for (const [name, open] of Object.entries(stores)) {
       assert.equal(await blobs.lastModified('tree/none'), null);
     });
 
+    test('walk yields every blob under a prefix with its size, and the blob itself', async () => {
+      await blobs.put('walk/a/pages/0001.png', 'p1');
+      await blobs.put('walk/a/upload.zip', 'zip!');
+      await blobs.put('walk/ab/upload.zip', 'z');
+      const under = async (prefix: string) => {
+        const found = [];
+        for await (const entry of blobs.walk(prefix)) found.push(entry);
+        return found.sort((a, b) => a.key.localeCompare(b.key));
+      };
+      assert.deepEqual(await under('walk/a'), [
+        { key: 'walk/a/pages/0001.png', bytes: 2 },
+        { key: 'walk/a/upload.zip', bytes: 4 },
+      ]);
+      assert.deepEqual(await under('walk/a/upload.zip'), [{ key: 'walk/a/upload.zip', bytes: 4 }]);
+      assert.deepEqual(await under('walk/none'), []);
+    });
+
     test('deletePrefix removes the prefix and everything below it, and nothing beside it', async () => {
       await blobs.put('del/a/pages/0001.png', 'p1');
       await blobs.put('del/a/upload.zip', 'z');
