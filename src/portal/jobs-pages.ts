@@ -7,6 +7,7 @@ import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { readStream } from '../store/read-stream.ts';
 import { html, notice, time } from './html.ts';
 import type { PortalContext } from './portal.ts';
+import { readJobPages } from './viewer-pages.ts';
 import { PortalHttpError } from './web.ts';
 
 export const JOBS_PER_PAGE = 25;
@@ -61,6 +62,11 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     const session = await pc.requireSession(ctx);
     const job = await ownJob(ctx, session.accountId);
     const events = await readStream(runtime.db.pool, jobStreamId(job.job_id));
+    const pages = await readJobPages(pc, job.job_id);
+    const thumbnails = pages.map(
+      (p) => html`<li><a href="/portal/jobs/${job.job_id}/pages/${p.page_number}"><img src="/portal/jobs/${job.job_id}/pages/${p.page_number}/image?w=160" alt="" width="160" loading="lazy">
+<span>${p.page_number}. ${p.name}</span><span class="muted">${p.completed ? `${p.line_count ?? 0} lines` : 'not done'}</span></a></li>`,
+    );
     const downloadable = job.state === 'done' && !job.result_expired && job.archive_key && Date.now() < job.expires_at.getTime();
     const timeline = events.map(
       (event) => html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${JSON.stringify(event.data, null, 1)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
@@ -73,6 +79,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
 <dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd><dt>Result kept until</dt><dd>${time(job.expires_at)}</dd></dl>
 ${job.error_message ? notice('error', job.error_message) : ''}${job.warning_message ? notice('ok', job.warning_message) : ''}
 ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
+<h2>Pages</h2><ul class="thumbs">${thumbnails}</ul>
 <h2>Event timeline</h2>
 <table><thead><tr><th scope="col">#</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Data</th><th scope="col">Actor</th></tr></thead><tbody>${timeline}</tbody></table>
 <p><a href="/portal/jobs">All jobs</a></p>`,

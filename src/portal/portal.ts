@@ -25,6 +25,7 @@ import {
 } from './web.ts';
 import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
+import { registerViewerPages } from './viewer-pages.ts';
 
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
 const STATIC_FILES: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8', 'portal.js': 'text/javascript; charset=utf-8' };
@@ -228,6 +229,7 @@ export function portal(runtime: Runtime): Middleware {
 
   registerKeyPages(router, pc);
   registerJobPages(router, pc);
+  registerViewerPages(router, pc);
 
   const routes = router.routes();
   return async (ctx: Context, next: Next) => {

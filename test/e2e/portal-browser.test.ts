@@ -15,7 +15,8 @@ import { inviteUser } from '../../src/portal/users.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { pagesZip, startApiServer } from '../support/http-client.ts';
 import { TEST_PASSWORD } from '../support/portal-client.ts';
-import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
+import { testExportPipeline } from '../support/test-pipelines.ts';
+import { viewerPagePipeline } from '../support/viewer-pipeline.ts';
 
 const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
 const chromium = CANDIDATES.find((candidate) => existsSync(candidate));
@@ -27,7 +28,7 @@ test('the portal user story in a real browser', { skip }, async () => {
   const shots = process.env.PORTAL_SCREENSHOTS_DIR ?? (await mkdtemp(path.join(os.tmpdir(), 'hwr-portal-screenshots-')));
   await mkdir(shots, { recursive: true });
   const databaseUrl = await createTestDatabase();
-  const server = await startApiServer(databaseUrl, { pipelines: { page: testPagePipeline({ worker: 'w1', stepMs: 100 }), export: testExportPipeline() } });
+  const server = await startApiServer(databaseUrl, { pipelines: { page: viewerPagePipeline(), export: testExportPipeline() } });
   after(() => server.close());
   const { runtime, baseUrl } = server;
   await createAccount(runtime.bus, 'acme', 'test');
@@ -111,6 +112,26 @@ test('the portal user story in a real browser', { skip }, async () => {
   await page.getByRole('link', { name: /Download the result/ }).click();
   assert.equal((await download).suggestedFilename(), `${jobId}.zip`);
   await shot('job');
+
+  // 5b. The page viewer: a line's text and its polygon highlight each other.
+  await page.locator(`a[href="/portal/jobs/${jobId}/pages/1"]`).click();
+  await page.getByRole('heading', { name: /^Page 1/ }).waitFor();
+  const text = page.locator('#text-r1l2 .line-text');
+  assert.equal((await text.textContent())?.trim(), 'Dear Sir,');
+  await text.hover();
+  assert.match((await page.locator('#line-r1l2').getAttribute('class')) ?? '', /\bactive\b/, 'hovering the text highlights its polygon');
+  await text.click();
+  assert.equal(new URL(page.url()).hash, '#line-r1l2');
+  const stroke = await page.evaluate("getComputedStyle(document.getElementById('line-r1l2')).stroke");
+  assert.equal(stroke, 'rgb(164, 22, 26)', 'the selected line is drawn highlighted');
+  const other = await page.evaluate("getComputedStyle(document.getElementById('line-r1l1')).stroke");
+  assert.notEqual(other, stroke);
+  assert.equal(await page.locator('script:not([src])').count(), 0);
+  assert.equal(await page.locator('.lines mark.low').count(), 1);
+  const box = await page.locator('svg image').boundingBox();
+  assert.ok(box && box.width > 100, 'the page image is drawn');
+  await shot('viewer');
+  await page.getByRole('link', { name: 'Back to the job' }).click();
 
   // 6. Revoke the key (the confirmation is accepted); the API refuses it at once.
   await page.getByRole('link', { name: 'API keys' }).click();

@@ -18,3 +18,13 @@ document.addEventListener('submit', (event) => {
   if (!window.confirm(form.dataset.confirm)) event.preventDefault();
 });
 for (const button of document.querySelectorAll('[data-copy][hidden]')) button.hidden = false;
+// Page viewer: hovering or focusing a line (its text or its polygon) highlights it on both sides.
+const lineParts = (id) => document.querySelectorAll(`[data-line="${CSS.escape(id)}"]`);
+const highlight = (event, on) => {
+  const part = event.target instanceof Element ? event.target.closest('[data-line]') : null;
+  if (!part) return;
+  for (const element of lineParts(part.getAttribute('data-line'))) element.classList.toggle('active', on);
+};
+for (const [type, on] of [['mouseover', true], ['mouseout', false], ['focusin', true], ['focusout', false]]) {
+  document.addEventListener(type, (event) => highlight(event, on));
+}

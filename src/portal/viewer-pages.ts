@@ -1,0 +1,142 @@
+// The page viewer: the page image (scaled by sharp, cached) with its region and line polygons
+// drawn over it as SVG, the text beside it line by line. Works without script: each line's text
+// links to its polygon and each polygon to its text (`:target` highlights both sides); the
+// script (static/portal.js) adds highlighting on hover and focus. Low-confidence words are
+// marked; corrected lines show the recognised reading.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import sharp from 'sharp';
+import { readJobStatus } from '../../projections/job-status.ts';
+import { BlobNotFoundError } from '../blobs/blob-store.ts';
+import { LruCache } from '../commands/lru-cache.ts';
+import type { PageResult, Point } from '../pipeline/page-result.ts';
+import { html, type Html } from './html.ts';
+import type { PortalContext } from './portal.ts';
+import { PortalHttpError } from './web.ts';
+
+/** Words below this confidence are marked in the text. */
+export const LOW_CONFIDENCE = 0.5;
+/** Widths an image is served at (thumbnail, viewer); anything else is refused. */
+export const IMAGE_WIDTHS = [160, 1200] as const;
+const IMAGES_KEPT = 64;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface PageRow {
+  page_number: number;
+  name: string;
+  blob_key: string;
+  sha256: string;
+  completed: boolean;
+  result_key: string | null;
+  line_count: number | null;
+}
+
+export async function readJobPages(pc: PortalContext, jobId: string): Promise<PageRow[]> {
+  const result = await pc.runtime.db.pool.query<PageRow>(
+    'select page_number, name, blob_key, sha256, completed, result_key, line_count from job_pages where job_id = $1 order by page_number',
+    [jobId],
+  );
+  return result.rows;
+}
+
+const points = (polygon: readonly Point[]): string => polygon.map(([x, y]) => `${Math.round(x)},${Math.round(y)}`).join(' ');
+
+export function registerViewerPages(router: Router, pc: PortalContext): void {
+  const { runtime } = pc;
+  const images = new LruCache<string, Buffer>(IMAGES_KEPT);
+
+  async function ownPage(ctx: Context, accountId: string) {
+    const jobId = String(ctx.params.jobId);
+    const job = UUID.test(jobId) ? await readJobStatus(runtime.db.pool, jobId.toLowerCase(), accountId) : undefined;
+    if (!job) throw new PortalHttpError(404, 'There is no such job.');
+    const number = Number(ctx.params.page);
+    const page = Number.isInteger(number) ? (await readJobPages(pc, job.job_id)).find((row) => row.page_number === number) : undefined;
+    if (!page) throw new PortalHttpError(404, 'The job has no such page.');
+    return { job, page };
+  }
+
+  router.get('/portal/jobs/:jobId/pages/:page/image', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const { job, page } = await ownPage(ctx, session.accountId);
+    const width = Number(ctx.query.w ?? IMAGE_WIDTHS[1]);
+    if (!(IMAGE_WIDTHS as readonly number[]).includes(width)) throw new PortalHttpError(400, `Images are served ${IMAGE_WIDTHS.join(' or ')} pixels wide.`);
+    const etag = `"${page.sha256.slice(0, 32)}-${width}"`;
+    ctx.set('ETag', etag);
+    // The page image of a job never changes; it is the user's, so private to the browser.
+    ctx.set('Cache-Control', 'private, max-age=86400');
+    if (ctx.get('If-None-Match') === etag) {
+      ctx.status = 304;
+      return;
+    }
+    const cacheKey = `${job.job_id}/${page.page_number}/${width}`;
+    let body = images.get(cacheKey);
+    if (!body) {
+      let source: Buffer;
+      try {
+        source = await runtime.blobs.get(page.blob_key);
+      } catch (error) {
+        if (error instanceof BlobNotFoundError) throw new PortalHttpError(410, 'The page image is no longer stored.');
+        throw error;
+      }
+      // rotate(): EXIF orientation applied, as recognition saw the page.
+      body = await sharp(source, { page: 0, limitInputPixels: runtime.config.limits.maxImagePixels })
+        .rotate()
+        .resize({ width, withoutEnlargement: true })
+        .jpeg({ quality: 80 })
+        .toBuffer();
+      images.set(cacheKey, body);
+    }
+    ctx.type = 'image/jpeg';
+    ctx.body = body;
+  });
+
+  router.get('/portal/jobs/:jobId/pages/:page', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const { job, page } = await ownPage(ctx, session.accountId);
+    const base = `/portal/jobs/${job.job_id}/pages/${page.page_number}`;
+    let result: PageResult | null = null;
+    if (page.result_key) {
+      try {
+        result = JSON.parse((await runtime.blobs.get(page.result_key)).toString('utf8')) as PageResult;
+      } catch (error) {
+        if (!(error instanceof BlobNotFoundError)) throw error;
+      }
+    }
+    const nav = html`<nav class="pager" aria-label="Pages">${page.page_number > 1 ? html`<a href="/portal/jobs/${job.job_id}/pages/${page.page_number - 1}">Previous page</a>` : ''}
+<a href="/portal/jobs/${job.job_id}">Back to the job</a>${page.page_number < job.page_count ? html`<a href="/portal/jobs/${job.job_id}/pages/${page.page_number + 1}">Next page</a>` : ''}</nav>`;
+    if (!result) {
+      pc.render(ctx, `Page ${page.page_number}: ${page.name}`, html`<p>${page.completed ? 'The page result is no longer stored.' : 'This page is not recognised yet.'}</p>
+<img class="page-only" src="${base}/image?w=1200" alt="${`Page ${page.page_number}`}">${nav}`, session, 'jobs');
+      return;
+    }
+    const { width, height } = result.image;
+    const regions: Html[] = [];
+    const texts: Html[] = [];
+    for (const region of result.regions) {
+      regions.push(html`<polygon class="region" points="${points(region.polygon)}"></polygon>`);
+      for (const line of region.lines) {
+        regions.push(
+          html`<a href="#text-${line.id}" aria-label="${`Line: ${line.text}`}"><polygon class="line" id="line-${line.id}" data-line="${line.id}" points="${points(line.polygon)}"></polygon></a>`,
+        );
+        const words = line.words.length
+          ? line.words.map((word, index) => html`${index > 0 ? ' ' : ''}${word.confidence < LOW_CONFIDENCE ? html`<mark class="low" title="${`confidence ${word.confidence.toFixed(2)}`}">${word.text}</mark>` : word.text}`)
+          : [html`${line.text}`];
+        // The words are the recognised reading; a corrected line shows its corrected text, and the reading under it.
+        const corrected = line.recognizedText !== undefined && line.recognizedText !== line.text;
+        texts.push(
+          html`<li id="text-${line.id}" data-line="${line.id}"><a class="line-text" href="#line-${line.id}">${corrected ? line.text : words}</a>${corrected ? html`<span class="was">recognised: ${line.recognizedText}</span>` : ''}<span class="conf">${Math.round(line.confidence * 100)} %</span></li>`,
+        );
+      }
+    }
+    pc.render(
+      ctx,
+      `Page ${page.page_number}: ${page.name}`,
+      html`<p class="muted">${result.regions.length} regions, ${texts.length} lines${result.correction ? html`, corrected by ${result.correction.model}` : ''}. Words under ${Math.round(LOW_CONFIDENCE * 100)} % confidence are <mark class="low">marked</mark>.</p>
+<div class="viewer"><figure><svg viewBox="0 0 ${width} ${height}" role="img" aria-label="${`Page ${page.page_number} with its text lines outlined`}">
+<image href="${base}/image?w=1200" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}</svg></figure>
+<ol class="lines" aria-label="Text, line by line">${texts}</ol></div>${nav}`,
+      session,
+      'jobs',
+    );
+  });
+}
