@@ -10,7 +10,7 @@ import { checkConnection, openDatabase, type Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import type { Logger } from './logger.ts';
-import { backgroundErrors } from './metrics/metrics.ts';
+import { backgroundErrors, commandCommitDuration } from './metrics/metrics.ts';
 import { measuredPagePipeline } from './metrics/page-metrics.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
 import { startBoss } from './workers/boss.ts';
@@ -74,7 +74,8 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     // Counted for GET /metrics; boss.ts and database.ts log them.
     boss.on('error', () => backgroundErrors.inc({ component: 'pg-boss' }));
     db.pool.on('error', () => backgroundErrors.inc({ component: 'pg-pool' }));
-    const bus = new CommandBus(db, boss);
+    // The bus's transactions (event appends with projections and reactions) are timed for GET /metrics.
+    const bus = new CommandBus(measuredTransactions(db), boss);
     opened = await openBlobStore(config);
     const { blobs } = opened;
     const blobStore = opened;
@@ -116,4 +117,22 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     if (embedded) await embedded.stop().catch(() => {});
     throw error;
   }
+}
+
+/** The database with its transactions timed (hwr_command_commit_duration_seconds). */
+function measuredTransactions(db: Database): Database {
+  return {
+    ...db,
+    transaction: async (work) => {
+      const started = performance.now();
+      let outcome = 'error';
+      try {
+        const result = await db.transaction(work);
+        outcome = 'committed';
+        return result;
+      } finally {
+        commandCommitDuration.observe({ outcome }, (performance.now() - started) / 1000);
+      }
+    },
+  };
 }

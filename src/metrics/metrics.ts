@@ -42,6 +42,14 @@ export const pageStepDuration = new client.Histogram({
   registers: [metricsRegistry],
 });
 
+export const commandCommitDuration = new client.Histogram({
+  name: 'hwr_command_commit_duration_seconds',
+  help: "Time of the command bus's transactions: a command's event append with its projections and reactions (committed or failed), in this process",
+  labelNames: ['outcome'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [metricsRegistry],
+});
+
 export const callbackAttempts = new client.Counter({
   name: 'hwr_callback_attempts_total',
   help: 'Callback deliveries attempted by this process, by outcome: delivered (2xx), http_error (another status), timeout, failed (address refused, connection, TLS)',

@@ -82,6 +82,8 @@ describe('GET /metrics', () => {
     assert.equal(value(afterJob, 'hwr_callback_attempts_total{outcome="delivered"}') - value(before, 'hwr_callback_attempts_total{outcome="delivered"}'), 1);
     assert.equal(value(afterJob, 'hwr_http_requests_total{method="GET",route="unmatched",status="404"}'), 1);
     assert.ok(afterJob.has('process_resident_memory_bytes'), 'the process basics');
+    const commits = value(afterJob, 'hwr_command_commit_duration_seconds_count{outcome="committed"}') - value(before, 'hwr_command_commit_duration_seconds_count{outcome="committed"}');
+    assert.ok(commits >= 5, `the job's commands were timed: ${commits}`);
   });
 
   test('a failing page, a refused callback and a lost pooled connection are counted', async () => {
