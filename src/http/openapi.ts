@@ -52,7 +52,12 @@ export function openApiDocument(baseUrl: string) {
                   type: 'object',
                   required: ['scan_zip'],
                   properties: {
-                    scan_zip: { type: 'string', format: 'binary', description: 'One image per page (JPEG, PNG, TIFF, WebP); not password-protected.' },
+                    scan_zip: {
+                      type: 'string',
+                      format: 'binary',
+                      description:
+                        'One image per page (JPEG, PNG, TIFF, WebP); not password-protected. A PageXML (2013/2019) or ALTO (v2-v4) file with the same path and name as an image but the extension .xml is that page\'s layout: its regions, lines and reading order are kept instead of detected ones (docs/intake.md).',
+                    },
                     llm_tier: { type: 'string', enum: [...LLM_TIERS], default: 'balanced' },
                     preset: { type: 'string', enum: [...PRESETS], default: 'generic' },
                     webhook_url: { type: 'string', format: 'uri', description: 'HTTPS address for the callback; empty means none.' },
