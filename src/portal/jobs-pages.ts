@@ -5,7 +5,8 @@ import { jobStreamId } from '../../domain/events.ts';
 import { readJobStatus } from '../../projections/job-status.ts';
 import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { readStream } from '../store/read-stream.ts';
-import { html, notice, time } from './html.ts';
+import { Rejection } from '../../domain/rejections.ts';
+import { csrfField, html, notice, time } from './html.ts';
 import type { PortalContext } from './portal.ts';
 import { readJobPages } from './viewer-pages.ts';
 import { PortalHttpError } from './web.ts';
@@ -78,6 +79,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
 <dt>Pages done</dt><dd>${job.pages_done} / ${job.page_count}</dd><dt>Step</dt><dd>${job.current_step ?? '—'}</dd>
 <dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd><dt>Result kept until</dt><dd>${time(job.expires_at)}</dd></dl>
 ${job.error_message ? notice('error', job.error_message) : ''}${job.warning_message ? notice('ok', job.warning_message) : ''}
+${job.state === 'queued' || job.state === 'processing' ? html`<form method="post" action="/portal/jobs/${job.job_id}/cancel" data-confirm="Cancel this job? Its pages stop being processed.">${csrfField(session.csrfToken)}<button type="submit" class="danger">Cancel the job</button></form>` : ''}
 ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
 <h2>Pages</h2><ul class="thumbs">${thumbnails}</ul>
 <h2>Event timeline</h2>
@@ -86,6 +88,21 @@ ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Do
       session,
       'jobs',
     );
+  });
+
+  router.post('/portal/jobs/:jobId/cancel', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    await pc.signedInForm(ctx, session);
+    const job = await ownJob(ctx, session.accountId);
+    try {
+      await runtime.bus.job(job.job_id, { type: 'CancelJob', now: new Date() }, { actor: `user:${session.userId}`, requestId: ctx.state.requestId });
+    } catch (error) {
+      if (error instanceof Rejection) throw new PortalHttpError(409, `The job cannot be cancelled: ${error.message}`);
+      throw error;
+    }
+    ctx.status = 303;
+    ctx.set('Location', `/portal/jobs/${job.job_id}`);
+    ctx.body = '';
   });
 
   router.get('/portal/jobs/:jobId/result', async (ctx) => {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
 import type { Runtime } from '../runtime.ts';
-import { csrfField, html, notice, page, type Html } from './html.ts';
+import { csrfField, html, notice, page, type Html, type PageOptions } from './html.ts';
 import { createSession, revokeSession, revokeUserSessions, ABSOLUTE_TIMEOUT_MS, type Session } from './sessions.ts';
 import { changePassword, checkSignIn, completeSetup, inspectSetupLink, PortalError, recordSignIn } from './users.ts';
 import { MIN_PASSWORD_LENGTH } from './passwords.ts';
@@ -26,6 +26,7 @@ import {
 import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
 import { registerViewerPages } from './viewer-pages.ts';
+import { registerAccountPages } from './account-pages.ts';
 
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
 const STATIC_FILES: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8', 'portal.js': 'text/javascript; charset=utf-8' };
@@ -37,7 +38,7 @@ export interface PortalContext {
   requireSession(ctx: Context): Promise<Session>;
   /** Reads the form of a signed-in POST and checks its CSRF token. */
   signedInForm(ctx: Context, session: Session): Promise<URLSearchParams>;
-  render(ctx: Context, title: string, body: Html, session: Session | null, nav?: 'jobs' | 'keys' | 'account', status?: number): void;
+  render(ctx: Context, title: string, body: Html, session: Session | null, nav?: PageOptions['nav'], status?: number): void;
 }
 
 class SignInRequired extends Error {}
@@ -230,6 +231,7 @@ export function portal(runtime: Runtime): Middleware {
   registerKeyPages(router, pc);
   registerJobPages(router, pc);
   registerViewerPages(router, pc);
+  registerAccountPages(router, pc);
 
   const routes = router.routes();
   return async (ctx: Context, next: Next) => {

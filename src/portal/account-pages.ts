@@ -1,0 +1,96 @@
+// Settings → Webhook secret (reveal and rotate, each after re-entering the password) and Usage
+// (billed pages per month and per day, jobs not billed, correction tokens by model).
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { correctionUsageReport } from '../commands/billing-report.ts';
+import { rotateWebhookSecret } from '../commands/accounts.ts';
+import { csrfField, html, notice, type Html } from './html.ts';
+import type { PortalContext } from './portal.ts';
+import type { Session } from './sessions.ts';
+import { checkSignIn } from './users.ts';
+
+export function registerAccountPages(router: Router, pc: PortalContext): void {
+  const { runtime } = pc;
+
+  const webhookPage = (ctx: Context, session: Session, shown: { title: string; secret: string } | null, error: string | null, status = 200) =>
+    pc.render(
+      ctx,
+      'Webhook secret',
+      html`${notice('error', error)}${shown ? html`<section class="notice ok" role="status"><h2>${shown.title}</h2><p class="secret" id="webhook-secret">${shown.secret}</p>
+<button type="button" class="quiet" data-copy="webhook-secret" hidden>Copy</button></section>` : ''}
+<p>Callbacks to your <code>webhook_url</code> are signed with this secret (HMAC-SHA256, <code>X-SVC-Signature</code>; docs/callbacks.md). Enter your password to see it or to replace it.</p>
+<form class="stack" method="post" action="/portal/settings/webhook/reveal">${csrfField(session.csrfToken)}
+<label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+<button type="submit">Reveal the secret</button></form>
+<h2>Rotate</h2>
+<form class="stack" method="post" action="/portal/settings/webhook/rotate" data-confirm="Replace the webhook secret? Callbacks are signed with the new one from now on.">${csrfField(session.csrfToken)}
+<label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+<button type="submit" class="danger">Rotate the secret</button></form>`,
+      session,
+      'webhook',
+      status,
+    );
+
+  /** The password again, through sign-in's own check: throttled, failures recorded. */
+  async function reauthenticate(ctx: Context, session: Session, password: string): Promise<string | null> {
+    const result = await checkSignIn(runtime.bus, session.email, password, ctx.ip);
+    if (result.ok && result.user.user_id === session.userId) return null;
+    if (!result.ok && result.reason === 'throttled') return 'Too many failed attempts. Wait 15 minutes and try again.';
+    return 'The password is not right.';
+  }
+
+  router.get('/portal/settings/webhook', async (ctx) => webhookPage(ctx, await pc.requireSession(ctx), null, null));
+
+  router.post('/portal/settings/webhook/reveal', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const form = await pc.signedInForm(ctx, session);
+    const refused = await reauthenticate(ctx, session, form.get('password') ?? '');
+    if (refused) return webhookPage(ctx, session, null, refused, 403);
+    const { rows } = await runtime.db.pool.query<{ webhook_secret: string }>('select webhook_secret from account_secrets where account_id = $1', [session.accountId]);
+    webhookPage(ctx, session, { title: 'Your webhook secret', secret: rows[0]?.webhook_secret ?? '' }, null);
+  });
+
+  router.post('/portal/settings/webhook/rotate', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const form = await pc.signedInForm(ctx, session);
+    const refused = await reauthenticate(ctx, session, form.get('password') ?? '');
+    if (refused) return webhookPage(ctx, session, null, refused, 403);
+    const secret = await rotateWebhookSecret(runtime.bus, session.accountName, `user:${session.userId}`);
+    webhookPage(ctx, session, { title: 'New webhook secret (the old one no longer signs callbacks)', secret }, null);
+  });
+
+  router.get('/portal/usage', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    const pool = runtime.db.pool;
+    const byMonth = await pool.query<{ month: string; jobs: string; pages: string }>(
+      `select to_char(date_trunc('month', finished_at at time zone 'UTC'), 'YYYY-MM') as month, count(*) as jobs, sum(pages) as pages
+       from billing where account_id = $1 group by 1 order by 1 desc limit 24`,
+      [session.accountId],
+    );
+    const byDay = await pool.query<{ day: string; jobs: string; pages: string }>(
+      `select to_char(finished_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*) as jobs, sum(pages) as pages
+       from billing where account_id = $1 and finished_at >= now() - interval '31 days' group by 1 order by 1 desc`,
+      [session.accountId],
+    );
+    const notBilled = await pool.query<{ state: string; jobs: string; pages: string }>(
+      `select state, count(*) as jobs, sum(page_count) as pages from job_status
+       where account_id = $1 and state in ('failed', 'cancelled') group by state order by state`,
+      [session.accountId],
+    );
+    const tokens = await correctionUsageReport(pool, { accountId: session.accountId });
+    const table = (caption: string, headers: string[], rows: Html[], empty: string) =>
+      html`<table><caption>${caption}</caption><thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
+<tbody>${rows.length ? rows : html`<tr><td colspan="${headers.length}">${empty}</td></tr>`}</tbody></table>`;
+    pc.render(
+      ctx,
+      'Usage',
+      html`<p class="muted">Billed pages are those of done jobs (docs/billing.md), counted when they finished (UTC).</p>
+${table('Billed pages per month', ['Month', 'Jobs', 'Pages'], byMonth.rows.map((r) => html`<tr><td>${r.month}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`), 'Nothing billed yet.')}
+${table('Billed pages per day, last 31 days', ['Day', 'Jobs', 'Pages'], byDay.rows.map((r) => html`<tr><td>${r.day}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`), 'Nothing billed in the last 31 days.')}
+${table('Not billed', ['State', 'Jobs', 'Pages'], notBilled.rows.map((r) => html`<tr><td>${r.state}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`), 'No failed or cancelled jobs.')}
+${table('Correction tokens by model', ['Provider', 'Model', 'Pages', 'Input tokens', 'Output tokens'], tokens.map((t) => html`<tr><td>${t.provider}</td><td>${t.model}</td><td>${t.pages}</td><td>${t.input_tokens}</td><td>${t.output_tokens}</td></tr>`), 'No LLM correction yet.')}`,
+      session,
+      'usage',
+    );
+  });
+}
