@@ -124,6 +124,13 @@ describe('docker-compose.yml', () => {
     assert.ok(compose.volumes && 'minio-data' in compose.volumes);
   });
 
+  test('every hwr container serves /metrics on the compose network, published on no host port', () => {
+    for (const name of hwrServices) {
+      assert.deepEqual(loadConfig(environmentOf(compose.services[name])).metrics, { port: 9464, host: '0.0.0.0' }, name);
+      for (const port of compose.services[name].ports ?? []) assert.ok(!interpolate(port).endsWith(':9464'), `${name} publishes its metrics port`);
+    }
+  });
+
   test('the worker service scales: replicas, no fixed name, no host port', () => {
     const worker = compose.services.worker;
     assert.ok((worker.deploy?.replicas ?? 0) >= 1);
