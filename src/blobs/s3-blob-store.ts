@@ -107,7 +107,9 @@ export class S3BlobStore implements BlobStore {
     try {
       await upload.done();
     } catch (error) {
+      // As stream.pipeline does for the filesystem store: the source is not read any further.
       if (source instanceof Readable) source.destroy();
+      if (body instanceof Readable) body.destroy();
       // The source's own failure is the cause; a failed abort of the multipart upload (some
       // servers lack AbortMultipartUpload) would otherwise hide it. Parts an abort could not
       // remove are left to the bucket's lifecycle rule (docs/deployment.md).

@@ -201,6 +201,14 @@ describe('S3 specifics', () => {
     // (s3rver does not check query signatures; a real server refuses a tampered or expired URL.)
   });
 
+  test('S3_PUBLIC_ENDPOINT: presigned URLs name the address clients reach, the store keeps its own', async () => {
+    const behindProxy = new S3BlobStore({ ...s3.settings('deploy/a'), publicEndpoint: 'https://files.example.com', tempDir: path.join(work, 's3-tmp') });
+    await behindProxy.put('jobs/j4/result.zip', 'zip');
+    const url = await behindProxy.presignedGetUrl('jobs/j4/result.zip', { expiresInSeconds: 30 });
+    assert.ok(url.startsWith('https://files.example.com/hwr-test/deploy/a/jobs/j4/result.zip?'), url);
+    behindProxy.close();
+  });
+
   test('two prefixes in one bucket do not see each other', async () => {
     const other = new S3BlobStore({ ...s3.settings('deploy/b'), tempDir: path.join(work, 's3-tmp') });
     await store.put('jobs/shared/upload.zip', 'a');
