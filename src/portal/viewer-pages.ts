@@ -132,8 +132,8 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
       ctx,
       `Page ${page.page_number}: ${page.name}`,
       html`<p class="muted">${result.regions.length} regions, ${texts.length} lines${result.correction ? html`, corrected by ${result.correction.model}` : ''}. Words under ${Math.round(LOW_CONFIDENCE * 100)} % confidence are <mark class="low">marked</mark>.</p>
-<div class="viewer"><figure><svg viewBox="0 0 ${width} ${height}" role="img" aria-label="${`Page ${page.page_number} with its text lines outlined`}">
-<image href="${base}/image?w=1200" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}</svg></figure>
+<div class="viewer"><figure><svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${`Page ${page.page_number} with its text lines outlined`}">
+<image href="${base}/image?w=1200" aria-hidden="true" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}</svg></figure>
 <ol class="lines" aria-label="Text, line by line">${texts}</ol></div>${nav}`,
       session,
       'jobs',

@@ -1,12 +1,14 @@
 // The portal in a real headless browser (Debian's chromium driven by playwright-core): the user
 // story invite → set password → sign in (keyboard only) → create a key (copy button) → submit a
 // ZIP with that key through the API → see it done in the jobs list → the job page → revoke the
-// key (confirm) → the API answers 401. No Content-Security-Policy violation on any page.
+// key (confirm) → the API answers 401. No Content-Security-Policy violation on any page, and
+// no serious or critical accessibility violation (axe-core) on any page.
 // Screenshots of each page go to PORTAL_SCREENSHOTS_DIR, else a temporary directory; their
 // paths are printed. Skips, saying why, only when no Chromium is installed.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -45,10 +47,22 @@ test('the portal user story in a real browser', { skip }, async () => {
   page.on('pageerror', (error) => violations.push(String(error)));
   page.on('dialog', (dialog) => void dialog.accept());
   const steps: string[] = [];
+  // axe-core, evaluated through the DevTools protocol (the pages' CSP forbids inline script).
+  const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  const accessibility = async (name: string) => {
+    const found = (await page.evaluate(
+      `${axeSource};\naxe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] })
+        .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`,
+    )) as Array<{ id: string; impact: string | null; help: string; nodes: string[] }>;
+    const serious = found.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+    assert.deepEqual(serious, [], `${name}: no serious or critical accessibility violation`);
+    return found.length;
+  };
   const shot = async (name: string) => {
+    const minor = await accessibility(name);
     const file = path.join(shots, `${String(steps.length + 1).padStart(2, '0')}-${name}.png`);
     await page.screenshot({ path: file, fullPage: true });
-    steps.push(`${name}: ${file}`);
+    steps.push(`${name}: ${file} (axe: no serious or critical violation, ${minor} minor or moderate)`);
     console.log(`# screenshot ${name}: ${file}`);
   };
 
@@ -141,7 +155,17 @@ test('the portal user story in a real browser', { skip }, async () => {
   const refused = await fetch(`${baseUrl}/v1/process-scan/${jobId}`, { headers: { 'X-API-Key': key } });
   assert.equal(refused.status, 401);
 
-  // 7. The account page, then sign out.
+  // 7. Usage (the job billed), the webhook secret revealed after the password.
+  await page.getByRole('link', { name: 'Usage' }).click();
+  assert.ok((await page.getByRole('cell', { name: new Date().toISOString().slice(0, 7), exact: true }).count()) === 1);
+  await shot('usage');
+  await page.getByRole('link', { name: 'Webhook secret' }).click();
+  await page.locator('form[action="/portal/settings/webhook/reveal"] input[name="password"]').fill(TEST_PASSWORD);
+  await page.getByRole('button', { name: 'Reveal the secret' }).click();
+  assert.match((await page.locator('#webhook-secret').textContent()) ?? '', /^[0-9a-f]{64}$/);
+  await shot('webhook-secret');
+
+  // 8. The account page, then sign out.
   await page.getByRole('link', { name: 'Account' }).click();
   await shot('account');
   await page.getByRole('button', { name: 'Sign out', exact: true }).click();
