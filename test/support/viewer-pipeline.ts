@@ -8,11 +8,15 @@ import type { PageResult } from '../../src/pipeline/page-result.ts';
 
 export const MARKUP_LINE = '<script>alert("line")</script> & <b>bold</b>';
 
-export function viewerPagePipeline(): PagePipeline {
+/** `stepMs`: how long each step takes (a job that is still running when a test looks). */
+export function viewerPagePipeline(options: { stepMs?: number } = {}): PagePipeline {
   return {
     async processPage(task, context) {
       const image = await context.blobs.get(task.page.blobKey);
-      for (const step of ['layout', 'recognition', 'correction'] as const) await context.enterStep(step);
+      for (const step of ['layout', 'recognition', 'correction'] as const) {
+        await context.enterStep(step);
+        await new Promise((resolve) => setTimeout(resolve, options.stepMs ?? 0));
+      }
       const { width = 100, height = 100 } = await sharp(image).metadata();
       const w = width;
       const h = height;

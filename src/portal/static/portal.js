@@ -28,3 +28,22 @@ const highlight = (event, on) => {
 for (const [type, on] of [['mouseover', true], ['mouseout', false], ['focusin', true], ['focusout', false]]) {
   document.addEventListener(type, (event) => highlight(event, on));
 }
+// Jobs list: while a job on the page is queued or processing, the table refreshes itself
+// every few seconds (the same page fetched again, its rows swapped in); without script, reload.
+const live = document.querySelector('table[data-live]');
+if (live) {
+  const refresh = async () => {
+    if (!live.querySelector('.state-queued, .state-processing')) return;
+    try {
+      const response = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
+      if (response.ok && response.url === location.href) {
+        const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('table[data-live] tbody');
+        const body = live.querySelector('tbody');
+        if (next && body) body.replaceWith(document.importNode(next, true));
+      }
+    } finally {
+      setTimeout(refresh, 2000);
+    }
+  };
+  setTimeout(refresh, 2000);
+}
