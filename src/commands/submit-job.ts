@@ -20,7 +20,11 @@ export class IdempotencyConflict extends Error {
 }
 
 /** The SubmitJob command without its clock, plus the request it came from. */
-export type Submission = Omit<Extract<JobCommand, { type: 'SubmitJob' }>, 'type' | 'now'> & { requestId?: string };
+export type Submission = Omit<Extract<JobCommand, { type: 'SubmitJob' }>, 'type' | 'now'> & {
+  requestId?: string;
+  /** Who submits, when not an API key (the portal: `user:<id>`). */
+  actor?: string;
+};
 
 /** The job an Idempotency-Key already names, or null. Throws IdempotencyConflict for a different request. */
 export async function findIdempotentJob(db: Queryable, accountId: string, idempotency: { key: string; requestHash: string }): Promise<string | null> {
@@ -39,10 +43,10 @@ export async function submitJob(bus: CommandBus, submission: Submission): Promis
       if (existing) return { jobId: existing, replayed: true };
     }
     const state = initialJobState();
-    const { requestId, ...command } = submission;
+    const { requestId, actor, ...command } = submission;
     const events = decideJob(state, { type: 'SubmitJob', ...command, now: new Date() });
     await bus.commitJobEvents(client, { ...state, jobId: submission.jobId }, events, {
-      actor: submission.keyId ?? 'api',
+      actor: actor ?? submission.keyId ?? 'api',
       requestId,
     });
     return { jobId: submission.jobId, replayed: false };

@@ -9,6 +9,8 @@ import { HttpProblem } from './problem.ts';
 export interface AuthContext {
   accountId: string;
   keyId: string;
+  /** Set when a portal user (docs/portal.md), not an API key, calls: `user:<id>`; keyId is then empty. */
+  actor?: string;
 }
 
 

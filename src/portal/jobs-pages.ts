@@ -43,7 +43,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     pc.render(
       ctx,
       'Jobs',
-      html`<table data-live><thead><tr><th scope="col">Job</th><th scope="col">State</th><th scope="col">Pages done</th><th scope="col">Step</th><th scope="col">Submitted</th><th scope="col">Finished</th></tr></thead>
+      html`<p><a href="/portal/jobs/new">New job</a></p><table data-live><thead><tr><th scope="col">Job</th><th scope="col">State</th><th scope="col">Pages done</th><th scope="col">Step</th><th scope="col">Submitted</th><th scope="col">Finished</th></tr></thead>
 <tbody>${rows.length ? rows : html`<tr><td colspan="6">No jobs${pageNumber > 1 ? ' on this page' : ' yet: submit one with an API key'}.</td></tr>`}</tbody></table>
 <nav class="pager" aria-label="Pages">${pageNumber > 1 ? html`<a href="/portal/jobs?page=${pageNumber - 1}">Newer</a>` : ''}${more ? html`<a href="/portal/jobs?page=${pageNumber + 1}">Older</a>` : ''}</nav>`,
       session,

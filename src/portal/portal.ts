@@ -27,6 +27,7 @@ import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
 import { registerViewerPages } from './viewer-pages.ts';
 import { registerAccountPages } from './account-pages.ts';
+import { registerNewJobPages } from './new-job-pages.ts';
 
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
 const STATIC_FILES: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8', 'portal.js': 'text/javascript; charset=utf-8' };
@@ -229,6 +230,7 @@ export function portal(runtime: Runtime): Middleware {
   });
 
   registerKeyPages(router, pc);
+  registerNewJobPages(router, pc);
   registerJobPages(router, pc);
   registerViewerPages(router, pc);
   registerAccountPages(router, pc);

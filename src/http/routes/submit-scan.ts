@@ -73,13 +73,14 @@ export function registerSubmitScan(router: Router, runtime: Runtime, authenticat
         const submitted = await submitJob(runtime.bus, {
           jobId,
           accountId: auth.accountId,
-          keyId: auth.keyId,
+          keyId: auth.actor ? null : auth.keyId,
           pages,
           options,
           uploadKey: upload,
           retentionSeconds: config.results.retentionSeconds,
           idempotency,
           requestId: ctx.state.requestId,
+          actor: auth.actor,
         }).catch(conflictProblem);
         if (submitted.replayed) await runtime.blobs.deletePrefix(jobFiles);
         ctx.state.log.info({ job_id: submitted.jobId, account_id: auth.accountId, pages: pages.length, replayed: submitted.replayed }, 'job submitted');

@@ -1,0 +1,82 @@
+// Jobs → New job: a ZIP with the API's options, through the API's own route handler
+// (src/http/routes/submit-scan.ts: the same streaming upload, intake checks, options and error
+// messages), called in-process with the signed-in user as the caller (actor `user:<id>`, no key).
+// The CSRF token travels in the form's action (`?_csrf=`), since the multipart body is read
+// only after the caller is known.
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { LLM_TIERS, PDF_FORMATS } from '../../domain/events.ts';
+import type { Authenticate, AuthContext } from '../http/authenticate.ts';
+import { toProblem } from '../http/problem.ts';
+import { registerSubmitScan } from '../http/routes/submit-scan.ts';
+import { DEFAULT_PRESET, PRESETS } from '../pipeline/correction/presets.ts';
+import { html, notice } from './html.ts';
+import type { PortalContext } from './portal.ts';
+import type { Session } from './sessions.ts';
+import { PortalHttpError, redirect, sameToken } from './web.ts';
+
+export function registerNewJobPages(router: Router, pc: PortalContext): void {
+  const { runtime } = pc;
+
+  // The API's submission route on a router of its own, authenticated by the portal session.
+  const inner = new Router();
+  const sessionAuth = Object.assign(
+    async (ctx: Context, next: () => Promise<unknown>) => {
+      const session = ctx.state.portalSession as Session;
+      const auth: AuthContext = { accountId: session.accountId, keyId: '', actor: `user:${session.userId}` };
+      ctx.state.auth = auth;
+      await next();
+    },
+    {
+      accept(): AuthContext {
+        throw new Error('the portal submits with its session only');
+      },
+    },
+  ) as unknown as Authenticate;
+  registerSubmitScan(inner, runtime, sessionAuth);
+  const submit = inner.routes();
+
+  const form = (ctx: Context, session: Session, error: string | null, status = 200) => {
+    const options = (values: readonly string[], chosen: string) => values.map((value) => html`<option${value === chosen ? html` selected` : ''}>${value}</option>`);
+    pc.render(
+      ctx,
+      'New job',
+      html`${notice('error', error)}<form class="stack wide" method="post" enctype="multipart/form-data" action="/portal/jobs/new?_csrf=${session.csrfToken}">
+<label class="drop">ZIP of page images (drop it here or choose it) <input type="file" name="scan_zip" accept=".zip,application/zip" required></label>
+<label>Correction tier <select name="llm_tier">${options(LLM_TIERS, 'balanced')}</select></label>
+<label>Document type (correction preset) <select name="preset">${options(PRESETS, DEFAULT_PRESET)}</select></label>
+<label>PDF <select name="pdf_format">${options(PDF_FORMATS, 'pdfa-2b')}</select></label>
+<label>Steps <select name="pipeline_steps">${options(['all', 'layout,recognition', 'layout'], 'all')}</select></label>
+<label>Webhook URL (optional) <input type="url" name="webhook_url" placeholder="https://example.org/hook"></label>
+<button type="submit">Submit</button></form>`,
+      session,
+      'jobs',
+      status,
+    );
+  };
+
+  router.get('/portal/jobs/new', async (ctx) => form(ctx, await pc.requireSession(ctx), null));
+
+  router.post('/portal/jobs/new', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    if (!sameToken(String(ctx.query._csrf ?? ''), session.csrfToken)) throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
+    ctx.state.portalSession = session;
+    const path = ctx.path;
+    try {
+      ctx.path = '/v1/process-scan';
+      await submit(ctx as Parameters<typeof submit>[0], async () => {});
+    } catch (error) {
+      const problem = toProblem(error);
+      if (!problem) throw error;
+      ctx.path = path;
+      // The API's own message, on the form again.
+      return form(ctx, session, problem.detail, problem.status);
+    } finally {
+      ctx.path = path;
+    }
+    const jobId = (ctx.body as { job_id?: string } | undefined)?.job_id;
+    if (ctx.status !== 202 || !jobId) throw new Error(`the submission answered ${ctx.status}`);
+    ctx.remove('Location');
+    redirect(ctx, `/portal/jobs/${jobId}`);
+  });
+}

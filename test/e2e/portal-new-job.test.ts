@@ -1,0 +1,68 @@
+// Jobs → New job over real HTTP: a multipart upload through the API's own submission route,
+// with the session as the caller; the same validation and messages as the API; CSRF required.
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { jobStreamId } from '../../domain/events.ts';
+import { readStream } from '../../src/store/read-stream.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { createCredentials, pagesZip, scanForm, startApiServer, waitForState } from '../support/http-client.ts';
+import { csrfTokenOf, portalUser, type PortalClient } from '../support/portal-client.ts';
+import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
+
+const databaseUrl = await createTestDatabase();
+const server = await startApiServer(databaseUrl, { pipelines: { page: testPagePipeline({ worker: 'w1' }), export: testExportPipeline() } });
+after(() => server.close());
+const { runtime, baseUrl, client } = server;
+const acme = await createCredentials(runtime, 'acme');
+
+async function upload(user: PortalClient, body: FormData, csrf: string | null): Promise<Response> {
+  const query = csrf === null ? '' : `?_csrf=${encodeURIComponent(csrf)}`;
+  return fetch(`${baseUrl}/portal/jobs/new${query}`, { method: 'POST', body, redirect: 'manual', headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` } });
+}
+const messageOf = (text: string) => /<p class="notice error"[^>]*>([^<]*)</.exec(text)?.[1];
+
+describe('portal new job', () => {
+  let user: PortalClient;
+  let csrf = '';
+
+  test('a ZIP uploaded with options becomes a job of the account, submitted by the user', async () => {
+    user = await portalUser(runtime, baseUrl, 'acme', 'uploader@example.org');
+    const page = await user.get('/portal/jobs/new');
+    assert.equal(page.status, 200);
+    csrf = /action="\/portal\/jobs\/new\?_csrf=([^"]+)"/.exec(page.text)![1];
+    assert.equal(csrf, csrfTokenOf(page.text.replace(/action="\/portal\/jobs\/new\?_csrf=[^"]+"/, 'action="/x"'), '/portal/sign-out'));
+    const response = await upload(user, scanForm(await pagesZip(['1.jpg', '2.jpg']), { llm_tier: 'cheap', preset: 'letter', pdf_format: 'none' }), csrf);
+    assert.equal(response.status, 303);
+    const jobId = /^\/portal\/jobs\/([0-9a-f-]{36})$/.exec(response.headers.get('location') ?? '')![1];
+    const status = await waitForState(client, { key: acme.key }, jobId, ['done']);
+    assert.equal(status.page_count, 2);
+    const [queued] = await readStream(runtime.db.pool, jobStreamId(jobId));
+    assert.equal(queued.type, 'JobQueued');
+    assert.match(String(queued.metadata.actor), /^user:[0-9a-f-]{36}$/);
+    const data = queued.data as { keyId: string | null; options: { llmTier: string; preset: string; pdfFormat: string } };
+    assert.equal(data.keyId, null);
+    assert.deepEqual([data.options.llmTier, data.options.preset, data.options.pdfFormat], ['cheap', 'letter', 'none']);
+    assert.ok((await user.get('/portal/jobs')).text.includes(jobId));
+  });
+
+  test('the API’s validation and messages, on the form', async () => {
+    const zip = await pagesZip(['1.jpg']);
+    for (const [fields, fileZip] of [[{ preset: 'poetry' }, zip], [{ pipeline_steps: 'recognition' }, zip], [{}, Buffer.from('not a zip')]] as const) {
+      const viaApi = await client.submit(fileZip, { key: acme.key }, fields);
+      const viaPortal = await upload(user, scanForm(fileZip, fields), csrf);
+      assert.equal(viaPortal.status, viaApi.status, JSON.stringify(fields));
+      const text = await viaPortal.text();
+      assert.match(viaPortal.headers.get('content-type') ?? '', /^text\/html/);
+      assert.equal(messageOf(text), viaApi.body.detail.replace(/&/g, '&#38;').replace(/"/g, '&#34;').replace(/'/g, '&#39;').replace(/</g, '&#60;').replace(/>/g, '&#62;').replace(/=/g, '&#61;'));
+    }
+  });
+
+  test('without the CSRF token, or signed out, nothing is submitted', async () => {
+    const before = (await runtime.db.pool.query('select count(*)::int as n from job_status')).rows[0].n;
+    assert.equal((await upload(user, scanForm(await pagesZip(['1.jpg'])), null)).status, 403);
+    assert.equal((await upload(user, scanForm(await pagesZip(['1.jpg'])), 'forged')).status, 403);
+    const signedOut = await fetch(`${baseUrl}/portal/jobs/new?_csrf=${csrf}`, { method: 'POST', body: scanForm(await pagesZip(['1.jpg'])), redirect: 'manual' });
+    assert.equal(signedOut.status, 403);
+    assert.equal((await runtime.db.pool.query('select count(*)::int as n from job_status')).rows[0].n, before);
+  });
+});
