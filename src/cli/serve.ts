@@ -69,6 +69,7 @@ async function bootstrapFirstAccount(runtime: Runtime): Promise<void> {
       `  API key:        ${key.key}`,
       `  Webhook secret: ${account.webhookSecret}`,
       'Create more with `hwr keys create --account default --label NAME`.',
+      `Customer portal: ${runtime.config.baseUrl}/portal; invite its first user with \`hwr users invite --account default --email YOU@EXAMPLE.ORG\` (docs/portal.md).`,
       '',
     ].join('\n') + '\n',
   );
