@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -110,6 +111,12 @@ def main(argv: list[str]) -> None:
     p.add_argument("--name", default="hwr-htr")
     p.add_argument("--version", default="1")
     p.add_argument("--language-model", type=Path, help="char n-gram file from train/build_lm.py, copied as lm.json")
+    p.add_argument(
+        "--share-language-model",
+        action="store_true",
+        help="lm.json becomes a relative symbolic link to --language-model instead of a copy (e.g. another model directory's "
+        "lm.json: one copy in the working tree, which a GPU call carries whole)",
+    )
     p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
     p.add_argument("--decoding", type=Path, help="eval_decoding.py --json report: its tuned alpha/beta go into the manifest, its figures into training")
     p.add_argument("--lm-model", default="all", help="languageModel.model: all (joint), a language, or auto (per page, docs/recognition.md)")
@@ -154,9 +161,14 @@ def main(argv: list[str]) -> None:
         "recognition": recognition,
     }
     if args.language_model:
-        shutil.copyfile(args.language_model, args.out / "lm.json")
+        lm_file = "lm.json"
+        (args.out / lm_file).unlink(missing_ok=True)
+        if args.share_language_model:
+            os.symlink(os.path.relpath(args.language_model.resolve(), args.out.resolve()), args.out / lm_file)
+        else:
+            shutil.copyfile(args.language_model, args.out / lm_file)
         tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
-        manifest["languageModel"] = {"file": "lm.json", "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
+        manifest["languageModel"] = {"file": lm_file, "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
     manifest["training"] = {
@@ -171,7 +183,7 @@ def main(argv: list[str]) -> None:
         "validationDecoding": "greedy",
         "target": "text_norm column (NFC)",
         "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}"
-        + (f" + {cfg.recurrent_layers} BiLSTM layers" if cfg.recurrent_layers else "")
+        + (f" + {cfg.recurrent_layers} BiLSTM layers x {cfg.recurrent_hidden or cfg.hidden // 2} per direction" if cfg.recurrent_layers else "")
         + ", CTC, "
         f"one frame per {cfg.width_stride} px at height {cfg.height}",
         "parameters": sum(t.numel() for t in model.parameters()),

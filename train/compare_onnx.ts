@@ -1,0 +1,127 @@
+// Two exported models on the validation lines of htr-lines, in one process and in the service's own
+// code (onnxruntime-node, one thread; the decoders of src/pipeline): CER and WER per source for
+// greedy decoding and beam search with the character LM (joint, and the line's language), and the
+// model's milliseconds per line. The models run line by line in turn, so a machine shared with other
+// jobs slows both alike and the time ratio stays fair.
+//
+//   node train/compare_onnx.ts models/hwr-htr-v2 models/hwr-htr-v3 [--dataset ../shared/datasets/htr-lines] [--limit N]
+//
+// Lines are fed as bench/ctc-beam-search.ts feeds them (the 64 px JPEG averaged to the model
+// height); beam options are each manifest's languageModel settings.
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/char-ngram-lm.ts';
+import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../src/pipeline/ctc-beam-search.ts';
+import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
+import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
+import { decodeCtc } from '../src/pipeline/recognition/ctc-decode.ts';
+import sharp from 'sharp';
+import { readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+import { markdownTable, percent } from '../bench/lib/table.ts';
+import { editDistance } from '../bench/lib/text-metrics.ts';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    dataset: { type: 'string', default: path.resolve(import.meta.dirname, '../../shared/datasets/htr-lines') },
+    limit: { type: 'string', default: '0' },
+  },
+});
+
+class Errors {
+  charEdits = 0;
+  chars = 0;
+  wordEdits = 0;
+  words = 0;
+  add(hypothesis: string, reference: string): void {
+    this.charEdits += editDistance([...hypothesis], [...reference]);
+    this.chars += [...reference].length;
+    const words = reference.split(/\s+/).filter(Boolean);
+    this.wordEdits += editDistance(hypothesis.split(/\s+/).filter(Boolean), words);
+    this.words += words.length;
+  }
+}
+
+async function modelInput(jpeg: Buffer, height: number, mean: number, std: number): Promise<{ data: Float32Array; width: number }> {
+  const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
+  const factor = info.height / height;
+  if (!Number.isInteger(factor)) throw new Error(`line height ${info.height} is not a multiple of ${height}`);
+  const width = Math.max(16, Math.round(info.width / factor));
+  const out = new Float32Array(height * width).fill((1 - mean) / std);
+  const columns = Math.floor(info.width / factor);
+  for (let y = 0; y < height; y += 1) {
+    for (let x = 0; x < columns; x += 1) {
+      let sum = 0;
+      for (let dy = 0; dy < factor; dy += 1) for (let dx = 0; dx < factor; dx += 1) sum += data[(y * factor + dy) * info.width + x * factor + dx];
+      out[y * width + x] = (sum / (factor * factor) / 255 - mean) / std;
+    }
+  }
+  return { data: out, width };
+}
+
+const DECODERS = ['greedy', 'beam + LM (joint)', 'beam + LM (language)'] as const;
+
+async function main(): Promise<void> {
+  if (positionals.length === 0) throw new Error('usage: node train/compare_onnx.ts MODEL_DIR [MODEL_DIR ...]');
+  const models = await Promise.all(
+    positionals.map(async (dir) => {
+      const spec = loadModelSpec(dir);
+      const rec = spec.recognition;
+      const lmFile = loadCharNgramFile(path.join(dir, 'lm.json'));
+      const lm = spec.languageModel;
+      const options = { ...DEFAULT_BEAM_SEARCH, ...(lm ? { beam: lm.beam, alpha: lm.alpha, beta: lm.beta, prune: lm.prune, maxCandidates: lm.maxCandidates } : {}) };
+      return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options, ms: 0, errors: new Map<string, Errors>() };
+    }),
+  );
+  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  let lines = readValidationLines(values.dataset);
+  const limit = Number(values.limit);
+  if (limit > 0) lines = lines.slice(0, limit);
+  for (const line of lines) {
+    const jpeg = images.get(line.file);
+    if (!jpeg) throw new Error(`${line.file} is not in val-000.tar`);
+    const source = line.document.split(':')[0];
+    for (const m of models) {
+      const input = await modelInput(jpeg, m.rec.inputHeight, m.rec.mean[0], m.rec.std[0]);
+      const started = performance.now();
+      const output = await runModel(m.session, floatTensor(input.data, [1, 1, m.rec.inputHeight, input.width]));
+      m.ms += performance.now() - started;
+      const steps = output.dims[1];
+      const count = output.dims[2];
+      const logits = m.rec.output === 'logits';
+      const joint = m.lmFile.models.get('all') as CharNgramModel;
+      const texts: Record<(typeof DECODERS)[number], string> = {
+        greedy: decodeCtc(output.data, 0, count, steps, m.classes, logits).map((c) => c.text).join(''),
+        'beam + LM (joint)': beamSearchCtc(output.data, 0, count, steps, m.classes, logits, joint, m.options).map((c) => c.text).join(''),
+        'beam + LM (language)': beamSearchCtc(output.data, 0, count, steps, m.classes, logits, m.lmFile.models.get(line.lang) ?? joint, m.options)
+          .map((c) => c.text)
+          .join(''),
+      };
+      for (const decoder of DECODERS) {
+        for (const key of [`${decoder}|all`, `${decoder}|${source}`]) {
+          if (!m.errors.has(key)) m.errors.set(key, new Errors());
+          m.errors.get(key)!.add(texts[decoder], line.text);
+        }
+      }
+    }
+  }
+  const sources = ['all', ...[...new Set(lines.map((l) => l.document.split(':')[0]))].sort()];
+  const counts = new Map(sources.map((s) => [s, s === 'all' ? lines.length : lines.filter((l) => l.document.startsWith(`${s}:`)).length]));
+  console.log(`${lines.length} validation lines; model ms/line (1 thread, interleaved): ${models.map((m) => `${m.spec.name} ${m.spec.version} ${(m.ms / lines.length).toFixed(1)}`).join(', ')}`);
+  for (const m of models) console.log(`${m.dir}: beam options ${JSON.stringify(m.options)}`);
+  const header = ['source', 'lines'];
+  for (const decoder of DECODERS) for (const m of models) header.push(`CER ${decoder} v${m.spec.version}`, `WER ${decoder} v${m.spec.version}`);
+  const rows = sources.map((s) => {
+    const row = [s, String(counts.get(s))];
+    for (const decoder of DECODERS)
+      for (const m of models) {
+        const e = m.errors.get(`${decoder}|${s}`)!;
+        row.push(percent(e.charEdits / e.chars), percent(e.wordEdits / e.words));
+      }
+    return row;
+  });
+  console.log(markdownTable(header, rows));
+}
+
+await main();
