@@ -1,0 +1,85 @@
+// The portal's page viewer on real recognition, in a real browser: a ZIP of two real scans
+// submitted with a key made in the portal, processed by the real pipelines (ONNX layout and
+// recognition; no LLM), watched to done in the jobs list, and a recognised line checked in the
+// viewer: its text is the page result's, and selecting it draws its polygon highlighted.
+// Skips, saying why, only when no Chromium is installed. Screenshots as portal-browser.test.ts.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { createAccount } from '../../src/commands/accounts.ts';
+import { defaultPipelines } from '../../src/default-pipelines.ts';
+import { createLogger } from '../../src/logger.ts';
+import type { PageResult } from '../../src/pipeline/page-result.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { makeZip, startApiServer } from '../support/http-client.ts';
+import { testConfig } from '../support/engine.ts';
+import { portalUser } from '../support/portal-client.ts';
+
+const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
+const chromium = CANDIDATES.find((candidate) => existsSync(candidate));
+const skip = chromium ? false : `no Chromium installed (looked at ${CANDIDATES.join(', ')}; apt-get install chromium)`;
+if (skip) console.log(`# portal real-pages browser test skipped: ${skip}`);
+const SCANS = path.resolve(import.meta.dirname, '../fixtures/export');
+
+test('two real pages recognised, seen in the portal viewer in a real browser', { skip }, async () => {
+  const { chromium: playwright } = await import('playwright-core');
+  const shots = process.env.PORTAL_SCREENSHOTS_DIR ?? (await mkdtemp(path.join(os.tmpdir(), 'hwr-portal-screenshots-')));
+  await mkdir(shots, { recursive: true });
+  const databaseUrl = await createTestDatabase();
+  const env = { CORRECTION_PROVIDER: 'none', WORKER_CONCURRENCY: '2' };
+  const pipelines = await defaultPipelines(await testConfig(databaseUrl, env), createLogger('silent'));
+  const server = await startApiServer(databaseUrl, { env, pipelines });
+  after(async () => {
+    await server.close();
+    await pipelines.close();
+  });
+  const { runtime, baseUrl } = server;
+  await createAccount(runtime.bus, 'archive', 'test');
+  const user = await portalUser(runtime, baseUrl, 'archive', 'reader@example.org');
+  const created = await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'scanner' });
+  const key = /<p class="secret" id="new-key">([^<]+)<\/p>/.exec(created.text)![1];
+
+  const zip = await makeZip([
+    { name: '1_dracula.png', data: await readFile(path.join(SCANS, 'fondue_en_print_dracula_page_51.png')) },
+    { name: '2_zola.jpg', data: await readFile(path.join(SCANS, 'cremma19_zola_f207.jpg')) },
+  ]);
+  const form = new FormData();
+  form.append('scan_zip', new Blob([new Uint8Array(zip)], { type: 'application/zip' }), 'pages.zip');
+  const submitted = await fetch(`${baseUrl}/v1/process-scan`, { method: 'POST', headers: { 'X-API-Key': key }, body: form });
+  assert.equal(submitted.status, 202);
+  const jobId = ((await submitted.json()) as { job_id: string }).job_id;
+
+  const browser = await playwright.launch({ executablePath: chromium, headless: true, args: ['--no-sandbox'] });
+  after(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  await context.addCookies([{ name: 'hwr_session', value: user.cookies.get('hwr_session')!, url: baseUrl }]);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
+  await page.goto(`${baseUrl}/portal/jobs`);
+  const row = page.locator('tr', { has: page.locator(`a[href="/portal/jobs/${jobId}"]`) });
+  await row.locator('.state-done, .state-failed').waitFor({ timeout: 500_000 });
+  const status = (await (await fetch(`${baseUrl}/v1/process-scan/${jobId}`, { headers: { 'X-API-Key': key } })).json()) as { state: string; error?: unknown };
+  assert.equal(status.state, 'done', JSON.stringify(status));
+  assert.match((await row.textContent())!, /2 \/ 2/);
+
+  const { rows } = await runtime.db.pool.query<{ result_key: string }>('select result_key from job_pages where job_id = $1 and page_number = 1', [jobId]);
+  const result = JSON.parse((await runtime.blobs.get(rows[0].result_key)).toString()) as PageResult;
+  const lines = result.regions.flatMap((region) => region.lines).filter((line) => line.text.trim().length > 0);
+  assert.ok(lines.length > 3, 'the real page has recognised lines');
+  const line = lines[Math.floor(lines.length / 2)];
+
+  await page.goto(`${baseUrl}/portal/jobs/${jobId}/pages/1`);
+  const text = page.locator(`#text-${line.id} .line-text`);
+  assert.equal((await text.textContent())!.replace(/\s+/g, ' ').trim(), line.text.replace(/\s+/g, ' ').trim());
+  await text.click();
+  assert.equal(new URL(page.url()).hash, `#line-${line.id}`);
+  assert.equal(await page.evaluate(`getComputedStyle(document.getElementById('line-${line.id}')).stroke`), 'rgb(164, 22, 26)');
+  const file = path.join(shots, 'real-viewer.png');
+  await page.screenshot({ path: file, fullPage: true });
+  console.log(`# screenshot real-viewer (line ${line.id}: ${JSON.stringify(line.text)}): ${file}`);
+  assert.deepEqual(errors, []);
+});
