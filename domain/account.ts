@@ -50,9 +50,15 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
     case 'WebhookSecretRotated':
       return { ...next, webhookSecretSha256: event.data.webhookSecretSha256 };
     case 'UserInvited': {
-      const { userId, email, inviteId, expiresAt } = event.data;
+      const { userId, email, inviteId, invitedAt, expiresAt } = event.data;
       const user = state.users[userId] ?? { userId, email, created: false, invites: {} };
-      return { ...next, users: { ...state.users, [userId]: { ...user, invites: { ...user.invites, [inviteId]: { expiresAt, usedAt: null } } } } };
+      // A new setup link ends the user's older unused ones.
+      const invites: UserState['invites'] = {};
+      for (const [id, invite] of Object.entries(user.invites)) {
+        invites[id] = invite.usedAt === null && Date.parse(invite.expiresAt) > Date.parse(invitedAt) ? { ...invite, expiresAt: invitedAt } : invite;
+      }
+      invites[inviteId] = { expiresAt, usedAt: null };
+      return { ...next, users: { ...state.users, [userId]: { ...user, invites } } };
     }
     case 'UserCreated':
       return { ...next, users: useInvite(state.users, event.data.userId, event.data.inviteId, event.data.createdAt, true) };

@@ -137,7 +137,8 @@ export interface AccountEventData {
   WebhookSecretRotated: { webhookSecretSha256: string; rotatedAt: string };
   /**
    * Portal users (docs/portal.md). A setup link was issued: only the SHA-256 of its token is
-   * recorded; it works once, until `expiresAt`. An invite of an existing user is a password reset.
+   * recorded; it works once, until `expiresAt`, and ends the user's older unused links. An invite
+   * of an existing user is a password reset.
    */
   UserInvited: { userId: string; email: string; inviteId: string; tokenSha256: string; invitedAt: string; expiresAt: string };
   /** The invited user set a password through the setup link (the hash lives outside the log). */

@@ -16,6 +16,9 @@ begin
     insert into portal_users (user_id, account_id, email, invited_at, failed_sign_ins)
     values (uid, account, e.data->>'email', (e.data->>'invitedAt')::timestamptz, 0)
     on conflict (user_id) do nothing;
+    -- A new setup link ends the user's older unused ones.
+    update portal_invites set expires_at = (e.data->>'invitedAt')::timestamptz
+      where user_id = uid and used_at is null and expires_at > (e.data->>'invitedAt')::timestamptz;
     insert into portal_invites (invite_id, user_id, account_id, token_sha256, invited_at, expires_at)
     values ((e.data->>'inviteId')::uuid, uid, account, e.data->>'tokenSha256',
       (e.data->>'invitedAt')::timestamptz, (e.data->>'expiresAt')::timestamptz);

@@ -106,7 +106,7 @@ describe('setup links', () => {
     for (const secret of [TEST_PASSWORD, stored.rows[0].password_hash, tokenOf(invitation.url)]) assert.ok(!log.includes(secret));
   });
 
-  test('an expired link and an unknown link are refused', async () => {
+  test('an expired link, a link replaced by a newer one and an unknown link are refused', async () => {
     const accountId = (await runtime.db.pool.query<{ account_id: string }>("select account_id from accounts where name = 'acme'")).rows[0].account_id;
     const invitation = await inviteUser(runtime.bus, 'acme', 'late@example.org', baseUrl, 'test');
     await runtime.db.pool.query("update portal_invites set expires_at = now() - interval '1 second' where user_id = $1", [invitation.userId]);
@@ -118,6 +118,12 @@ describe('setup links', () => {
     const expired = await c.post('/portal/setup', { _csrf: csrf, token: tokenOf(invitation.url), password: TEST_PASSWORD, password2: TEST_PASSWORD });
     assert.equal(expired.status, 410);
     assert.match(expired.text, /expired/);
+    // A second link for the same user ends the first one.
+    const first = await inviteUser(runtime.bus, 'acme', 'twice@example.org', baseUrl, 'test');
+    const second = await inviteUser(runtime.bus, 'acme', 'twice@example.org', baseUrl, 'test');
+    assert.equal(second.userId, first.userId);
+    assert.equal((await c.get(first.url.slice(baseUrl.length))).status, 410);
+    assert.equal((await c.get(second.url.slice(baseUrl.length))).status, 200);
     const unknown = await c.get('/portal/setup?token=nope');
     assert.equal(unknown.status, 410);
     assert.match(unknown.text, /not valid/);

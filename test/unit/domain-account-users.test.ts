@@ -55,4 +55,12 @@ describe('decideAccount: portal users', () => {
       .then([{ type: 'UserSignInFailed', data: { userId: 'u1', address: '203.0.113.1', reason: 'no_password', failedAt: at } }]);
     account.given([created]).when({ type: 'ChangePassword', userId: 'u1', now }).thenRejects('user_not_found');
   });
+
+  test('a new setup link ends the older unused ones', () => {
+    const second: AccountEvent = { ...invited, data: { ...invited.data, inviteId: 'i2', tokenSha256: 't2', invitedAt: later.toISOString() } } as AccountEvent;
+    const state = account.given([created, invited, second]).state;
+    assert.equal(state.users.u1.invites.i1.expiresAt, later.toISOString());
+    account.given([created, invited, second]).when(setup('i1', new Date(later.getTime() + 1))).thenRejects('invite_expired');
+    account.given([created, invited, second]).when(setup('i2', new Date(later.getTime() + 1))).then([{ ...userCreated, data: { ...userCreated.data, inviteId: 'i2', createdAt: new Date(later.getTime() + 1).toISOString() } } as AccountEvent]);
+  });
 });
