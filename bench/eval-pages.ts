@@ -9,13 +9,15 @@
 // line recall and precision by pixels (bench/lib/line-coverage.ts), the share of ground-truth
 // characters on missed lines, reading-order agreement, seconds per page.
 //
-//   node bench/eval-pages.ts [--dataset DIR] [--split val] [--dir DIR --lang eng] [--limit N]
+//   node bench/eval-pages.ts [--dataset DIR] [--split val] [--dir DIR --lang eng] [--limit N] [--source S]
 //                            [--gt-layout] [--no-tesseract] [--no-peers] [--out DIR]
 //
 // Default pages: the val split of ../shared/datasets/htr-pages (JSON ground truth in the tars).
 // --dir DIR: image + PageXML/ALTO pairs with the same stem instead (`NAME.xml` or
 // `NAME.alto.xml`); the source of a page is its name up to the first `_`.
-// --limit N: the first N pages only (in dataset order, i.e. by source and document).
+// --limit N: the first N pages only (in dataset order, i.e. by source and document);
+// --gt-only (with --gt-layout): only the ground-truth-line setups (recognition alone).
+// --source a,b: only the pages of these sources (hooker, stanford, copiste, peraire, cremma19, poilus).
 // Writes OUT/eval-pages.json (every page, every setup) and OUT/eval-pages.md (the tables).
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -80,7 +82,9 @@ async function main(): Promise<number> {
       dir: { type: 'string' },
       lang: { type: 'string', default: 'eng' },
       limit: { type: 'string' },
+      source: { type: 'string' },
       'gt-layout': { type: 'boolean', default: false },
+      'gt-only': { type: 'boolean', default: false },
       'no-tesseract': { type: 'boolean', default: false },
       'no-peers': { type: 'boolean', default: false },
       out: { type: 'string', default: path.join(os.tmpdir(), 'hwr-eval-pages') },
@@ -88,6 +92,7 @@ async function main(): Promise<number> {
   });
   mkdirSync(values.out, { recursive: true });
   let pages = values.dir ? await pagesFromDirectory(values.dir, values.lang) : pagesFromDataset(values.dataset, values.split, path.join(values.out, 'images'));
+  if (values.source) pages = pages.filter((page) => values.source!.split(',').includes(page.source));
   if (values.limit) pages = pages.slice(0, Number(values.limit));
 
   const config = loadConfig();
@@ -112,15 +117,18 @@ async function main(): Promise<number> {
       const lines = allLines(result);
       return { lines: lines.map((line) => line.text), polygons: lines.map((line) => line.polygon), ms };
     },
-    close: () => engine.close(),
+    close: async () => undefined,
   });
 
   const setups: Setup[] = [];
+  const engines: OcrEngine[] = [];
   try {
     const ours = await OcrEngine.load(spec, { ...settings, decoder: config.recognition.decoder });
+    engines.push(ours);
     setups.push(engineSetup('ours', ours, false));
     const peers = !values['no-peers'];
     const ppAlone = peers && (spec.directory !== null || spec.screening) ? await OcrEngine.load(builtinModelSpec(), { ...settings, decoder: 'greedy' }) : null;
+    if (ppAlone) engines.push(ppAlone);
     if (ppAlone) setups.push(engineSetup('PP-OCRv4 alone', ppAlone, false));
     const tesseract = values['no-tesseract'] || !peers ? null : await tesseractVersion();
     if (tesseract) {
@@ -142,10 +150,12 @@ async function main(): Promise<number> {
     }
     if (values['gt-layout']) {
       // The same engines read the ground-truth lines (a second label, same models).
-      setups.push({ ...engineSetup('ours, GT lines', ours, true), close: async () => undefined });
-      if (ppAlone) setups.push({ ...engineSetup('PP-OCRv4 alone, GT lines', ppAlone, true), close: async () => undefined });
+      setups.push(engineSetup('ours, GT lines', ours, true));
+      if (ppAlone) setups.push(engineSetup('PP-OCRv4 alone, GT lines', ppAlone, true));
     }
 
+    if (values['gt-only']) setups.splice(0, setups.length, ...setups.filter((setup) => setup.label.endsWith('GT lines')));
+    if (setups.length === 0) throw new Error('--gt-only needs --gt-layout');
     const header = [
       `# eval:pages on ${pages.length} pages (${values.dir ?? `${values.dataset} ${values.split}`})`,
       ...setups.map((setup) => `- ${setup.label}: ${setup.describe}`),
@@ -231,7 +241,7 @@ async function main(): Promise<number> {
     );
     console.error(`report: ${path.join(values.out, 'eval-pages.json')}, ${path.join(values.out, 'eval-pages.md')}`);
   } finally {
-    await Promise.all(setups.map((setup) => setup.close()));
+    await Promise.all([...setups.map((setup) => setup.close()), ...engines.map((engine) => engine.close())]);
   }
   return 0;
 }
