@@ -240,6 +240,11 @@ export function portal(runtime: Runtime): Middleware {
     if (ctx.path !== '/' && ctx.path !== '/portal' && !ctx.path.startsWith('/portal/')) return next();
     portalHeaders(ctx);
     try {
+      // Defence in depth beside the CSRF tokens: a browser's POST from another origin is refused.
+      const origin = ctx.get('Origin');
+      if (ctx.method === 'POST' && origin && origin !== `${ctx.protocol}://${ctx.host}` && origin !== new URL(runtime.config.baseUrl).origin) {
+        throw new PortalHttpError(403, 'The form did not come from this site.');
+      }
       await routes(ctx as Parameters<typeof routes>[0], async () => {
         throw new PortalHttpError(404, 'There is no such page.');
       });

@@ -20,7 +20,8 @@ export function portalHeaders(ctx: Context): void {
   ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
   ctx.set('X-Frame-Options', 'DENY');
   // Setup links carry their token in the query: never send any of our URLs to another site.
-  ctx.set('Referrer-Policy', 'no-referrer');
+  // (same-origin, not no-referrer: under no-referrer a browser's form posts say `Origin: null`.)
+  ctx.set('Referrer-Policy', 'same-origin');
   ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
   ctx.set('Cross-Origin-Resource-Policy', 'same-origin');
   ctx.set('Permissions-Policy', 'camera=(), microphone=(), geolocation=()');

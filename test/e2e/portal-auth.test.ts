@@ -3,6 +3,7 @@
 // every form, throttling per email and per address, security headers, and the security events.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { after, describe, test } from 'node:test';
 import { accountStreamId } from '../../domain/events.ts';
 import { createAccount } from '../../src/commands/accounts.ts';
@@ -53,7 +54,7 @@ describe('portal pages and headers', () => {
       assert.match(csp, /script-src 'self'(;|$)/, path);
       assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, path);
       assert.match(csp, /frame-ancestors 'none'/, path);
-      assert.equal(page.headers.get('referrer-policy'), 'no-referrer', path);
+      assert.equal(page.headers.get('referrer-policy'), 'same-origin', path);
       assert.equal(page.headers.get('x-frame-options'), 'DENY', path);
     }
     const page = await c.get('/portal/sign-in');
@@ -201,6 +202,23 @@ describe('sign-in and sessions', () => {
     const crossSite = await stranger.post('/portal/sign-in', { _csrf: csrfTokenOf(page.text, '/portal/sign-in'), email: 'csrf@example.org', password: TEST_PASSWORD });
     assert.equal(crossSite.status, 403);
     assert.equal(stranger.cookies.has('hwr_session'), false);
+    // A form posted from another origin, even with the right tokens.
+    const page2 = await c.get('/portal/settings/keys');
+    // (node:http: fetch does not let a caller set Origin.)
+    const foreignStatus = await new Promise<number>((resolve, reject) => {
+      const body = new URLSearchParams({ _csrf: csrfTokenOf(page2.text, '/portal/settings/keys'), label: 'evil' }).toString();
+      const request = http.request(`${baseUrl}/portal/settings/keys`, {
+        method: 'POST',
+        headers: { Cookie: `hwr_session=${c.cookies.get('hwr_session')}`, Origin: 'https://evil.example', 'Content-Type': 'application/x-www-form-urlencoded', ...from() },
+      });
+      request.on('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+    assert.equal(foreignStatus, 403);
     // A form that is not urlencoded.
     const json = await fetch(`${baseUrl}/portal/sign-in`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}', redirect: 'manual' });
     assert.equal(json.status, 415);
