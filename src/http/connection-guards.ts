@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import { problemType } from './problem.ts';
 
 const RATE_CHECK_MS = 5_000;
+const SMALL_BODY_BYTES = 64 * 1024;
 
 export function guardConnections(server: http.Server, config: Config['http']): void {
   if (config.maxConnectionsPerAddress > 0) capConnectionsPerAddress(server, config.maxConnectionsPerAddress);
@@ -15,7 +16,7 @@ export function guardConnections(server: http.Server, config: Config['http']): v
     if (!hasBody(request)) return;
     if (config.minBodyBytesPerSecond > 0) watchBodyRate(request, response, config);
     response.once('finish', () => {
-      if (!request.complete) closeUnreadBody(request);
+      if (!request.complete && !isSmallBody(request)) closeUnreadBody(request);
     });
   });
 }
@@ -24,7 +25,16 @@ function hasBody(request: http.IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
 }
 
-/** The response went out while the body is still arriving: stop reading it and close. */
+/**
+ * A small declared body is left to Node, which reads and drops the rest and keeps the connection
+ * alive; a large one (or one of unknown length) is not worth reading for a response already sent.
+ */
+function isSmallBody(request: http.IncomingMessage): boolean {
+  const declared = Number(request.headers['content-length']);
+  return request.headers['transfer-encoding'] === undefined && Number.isFinite(declared) && declared <= SMALL_BODY_BYTES;
+}
+
+/** The response went out while a large body is still arriving: stop reading it and close. */
 function closeUnreadBody(request: http.IncomingMessage): void {
   const socket = request.socket;
   socket.end();
@@ -49,8 +59,16 @@ function watchBodyRate(request: http.IncomingMessage, response: http.ServerRespo
     }
   }, Math.min(RATE_CHECK_MS, windowMs / 2));
   timer.unref();
-  const stop = () => clearInterval(timer);
+  // The watch ends with its request; on a kept-alive connection the socket outlives many requests,
+  // so its listener is removed again rather than left to pile up until the socket closes.
+  const stop = () => {
+    clearInterval(timer);
+    request.off('end', stop);
+    request.off('close', stop);
+    socket.off('close', stop);
+  };
   request.once('end', stop);
+  request.once('close', stop);
   socket.once('close', stop);
 }
 

@@ -2,6 +2,7 @@
 // large body behind a refused key, too many connections from one address; and the headers
 // every response carries.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
@@ -128,6 +129,39 @@ describe('disk space', () => {
       assert.equal(jobs.rows[0].n, 0);
     } finally {
       await full.close();
+    }
+  });
+});
+
+describe('kept-alive connections', () => {
+  test('many requests with bodies on one kept-alive connection leave no listeners piling up on its socket', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const used = new Set<net.Socket>();
+    try {
+      for (let n = 0; n < 40; n++) {
+        const status = await new Promise<number>((resolve, reject) => {
+          const request = http.request(
+            { host: '127.0.0.1', port, method: 'POST', path: '/v1/usage', agent, headers: { 'Content-Type': 'text/plain', 'Content-Length': 3 } },
+            (response) => {
+              response.resume();
+              response.on('end', () => resolve(response.statusCode ?? 0));
+            },
+          );
+          request.on('socket', (socket) => used.add(socket));
+          request.on('error', reject);
+          request.end('abc');
+        });
+        assert.ok(status >= 400);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(used.size, 1, 'one kept-alive connection');
+      assert.deepEqual(warnings.filter((name) => name === 'MaxListenersExceededWarning'), []);
+    } finally {
+      process.off('warning', onWarning);
+      agent.destroy();
     }
   });
 });
