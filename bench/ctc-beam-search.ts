@@ -55,7 +55,8 @@ async function modelInput(jpeg: Buffer, height: number, mean: number, std: numbe
   for (let y = 0; y < height; y += 1) {
     for (let x = 0; x < columns; x += 1) {
       let sum = 0;
-      for (let dy = 0; dy < factor; dy += 1) for (let dx = 0; dx < factor; dx += 1) sum += data[(y * factor + dy) * info.width + x * factor + dx];
+      for (let dy = 0; dy < factor; dy += 1)
+        for (let dx = 0; dx < factor; dx += 1) sum += data[(y * factor + dy) * info.width + x * factor + dx];
       out[y * width + x] = (sum / (factor * factor) / 255 - mean) / std;
     }
   }
@@ -101,14 +102,23 @@ async function main(): Promise<void> {
     run('greedy', () => decodeCtc(output.data, 0, count, steps, classes, logits));
     run('beam, no LM', () => beamSearchCtc(output.data, 0, count, steps, classes, logits, null));
     run('beam + LM (joint)', () => beamSearchCtc(output.data, 0, count, steps, classes, logits, joint));
-    run('beam + LM (per language)', () => beamSearchCtc(output.data, 0, count, steps, classes, logits, lmFile.models.get(line.lang) ?? joint));
+    run('beam + LM (per language)', () =>
+      beamSearchCtc(output.data, 0, count, steps, classes, logits, lmFile.models.get(line.lang) ?? joint),
+    );
   }
-  console.log(`${lines.length} validation lines, model ${spec.name} ${spec.version}, model ${(modelTime.ms / lines.length).toFixed(1)} ms/line (1 thread)`);
+  console.log(
+    `${lines.length} validation lines, model ${spec.name} ${spec.version}, model ${(modelTime.ms / lines.length).toFixed(1)} ms/line (1 thread)`,
+  );
   console.log(`beam options: ${JSON.stringify(DEFAULT_BEAM_SEARCH)}`);
   console.log(
     markdownTable(
       ['decoder', 'CER', 'WER', 'ms/line'],
-      Object.entries(decoders).map(([name, e]) => [name, percent(e.charEdits / e.chars), percent(e.wordEdits / e.words), (e.ms / lines.length).toFixed(2)]),
+      Object.entries(decoders).map(([name, e]) => [
+        name,
+        percent(e.charEdits / e.chars),
+        percent(e.wordEdits / e.words),
+        (e.ms / lines.length).toFixed(2),
+      ]),
     ),
   );
 }

@@ -86,7 +86,10 @@ export function defaultScore(hypothesisLines: string[], referenceLines: string[]
 
 /** Page text for scoring: lines with whitespace collapsed, joined by newlines. */
 export function scoringText(lines: string[]): string {
-  return lines.map(normalizeLineText).filter((line) => line !== '').join('\n');
+  return lines
+    .map(normalizeLineText)
+    .filter((line) => line !== '')
+    .join('\n');
 }
 
 /**
@@ -95,7 +98,10 @@ export function scoringText(lines: string[]): string {
  * text), since recognised lines need not match ground-truth lines one to one.
  * Returns null when no provider is configured.
  */
-export async function evaluateCorrection(pages: CorrectionEvalPage[], options: CorrectionEvalOptions = {}): Promise<CorrectionEvalResult | null> {
+export async function evaluateCorrection(
+  pages: CorrectionEvalPage[],
+  options: CorrectionEvalOptions = {},
+): Promise<CorrectionEvalResult | null> {
   const config = options.config ?? loadConfig().correction;
   if (config.provider === null && !options.corrector) return null;
   const corrector = options.corrector ?? createCorrector(config);
@@ -113,7 +119,13 @@ export async function evaluateCorrection(pages: CorrectionEvalPage[], options: C
     );
     const started = performance.now();
     const corrected = await corrector.correct(entry.page, {
-      options: { llmTier: tier, preset, pipelineSteps: ['layout', 'recognition', 'correction', 'export'], pdfFormat: 'none', webhookUrl: null },
+      options: {
+        llmTier: tier,
+        preset,
+        pipelineSteps: ['layout', 'recognition', 'correction', 'export'],
+        pdfFormat: 'none',
+        webhookUrl: null,
+      },
       imageBlobKey: path.basename(entry.imagePath),
       blobs: new FilesystemBlobStore(path.dirname(entry.imagePath)),
       signal: AbortSignal.timeout(30 * 60_000),
@@ -183,7 +195,9 @@ export function formatCorrectionReport(result: CorrectionEvalResult | null): str
   ];
   const table = [columns, ...rows, totals];
   const widths = columns.map((_, index) => Math.max(...table.map((row) => row[index].length)));
-  const lines = table.map((row) => row.map((cell, index) => (index === 0 ? cell.padEnd(widths[index]) : cell.padStart(widths[index]))).join('  '));
+  const lines = table.map((row) =>
+    row.map((cell, index) => (index === 0 ? cell.padEnd(widths[index]) : cell.padStart(widths[index]))).join('  '),
+  );
   const warnings = result.rows.flatMap((row) => row.warnings.map((warning) => `  ${row.name}: ${warning}`));
   return [header, ...lines, ...(warnings.length > 0 ? ['warnings:', ...warnings] : [])].join('\n');
 }
@@ -198,7 +212,9 @@ async function main(): Promise<number> {
     },
   });
   if (!(LLM_TIERS as readonly string[]).includes(values.tier) || !isPreset(values.preset) || positionals.length === 0) {
-    process.stderr.write('usage: node bench/eval-correction.ts [--tier cheap|balanced|best] [--preset NAME] [--pages DIR] PAGE_RESULT.json...\n');
+    process.stderr.write(
+      'usage: node bench/eval-correction.ts [--tier cheap|balanced|best] [--preset NAME] [--pages DIR] PAGE_RESULT.json...\n',
+    );
     return 2;
   }
   const pages: CorrectionEvalPage[] = [];

@@ -91,7 +91,9 @@ async function main(): Promise<number> {
     },
   });
   mkdirSync(values.out, { recursive: true });
-  let pages = values.dir ? await pagesFromDirectory(values.dir, values.lang) : pagesFromDataset(values.dataset, values.split, path.join(values.out, 'images'));
+  let pages = values.dir
+    ? await pagesFromDirectory(values.dir, values.lang)
+    : pagesFromDataset(values.dataset, values.split, path.join(values.out, 'images'));
   if (values.source) pages = pages.filter((page) => values.source!.split(',').includes(page.source));
   if (values.limit) pages = pages.slice(0, Number(values.limit));
 
@@ -127,7 +129,10 @@ async function main(): Promise<number> {
     engines.push(ours);
     setups.push(engineSetup('ours', ours, false));
     const peers = !values['no-peers'];
-    const ppAlone = peers && (spec.directory !== null || spec.screening) ? await OcrEngine.load(builtinModelSpec(), { ...settings, decoder: 'greedy' }) : null;
+    const ppAlone =
+      peers && (spec.directory !== null || spec.screening)
+        ? await OcrEngine.load(builtinModelSpec(), { ...settings, decoder: 'greedy' })
+        : null;
     if (ppAlone) engines.push(ppAlone);
     if (ppAlone) setups.push(engineSetup('PP-OCRv4 alone', ppAlone, false));
     const tesseract = values['no-tesseract'] || !peers ? null : await tesseractVersion();
@@ -170,7 +175,12 @@ async function main(): Promise<number> {
       const parts: string[] = [];
       for (const setup of setups) {
         const read = await setup.read(page, index + 1);
-        const coverage = lineCoverage(page.width, page.height, truthLines.map((line) => line.polygon), read.polygons);
+        const coverage = lineCoverage(
+          page.width,
+          page.height,
+          truthLines.map((line) => line.polygon),
+          read.polygons,
+        );
         const lineChars = truthLines.map((line) => [...normaliseText(line.text)].length);
         const score: PageScore = {
           ...scorePage(read.lines, reference),
@@ -186,12 +196,17 @@ async function main(): Promise<number> {
         scores.get(setup.label)!.set(page.name, score);
         parts.push(`${setup.label} ${percent(errorRate(score.characters))} (${score.found}/${score.gtLines})`);
       }
-      process.stderr.write(`[${index + 1}/${pages.length} ${((performance.now() - started) / 1000).toFixed(0)} s] ${page.name}: ${parts.join(', ')}\n`);
+      process.stderr.write(
+        `[${index + 1}/${pages.length} ${((performance.now() - started) / 1000).toFixed(0)} s] ${page.name}: ${parts.join(', ')}\n`,
+      );
     }
 
     const labels = setups.map((setup) => setup.label);
     const sources = [...new Set(pages.map((page) => page.source))];
-    const groups: [string, EvalPage[]][] = [...sources.map((source): [string, EvalPage[]] => [source, pages.filter((page) => page.source === source)]), ['all', pages]];
+    const groups: [string, EvalPage[]][] = [
+      ...sources.map((source): [string, EvalPage[]] => [source, pages.filter((page) => page.source === source)]),
+      ['all', pages],
+    ];
     const rows: string[][] = [];
     const summary: Record<string, Record<string, ReturnType<typeof summarise>>> = {};
     for (const label of labels) {
@@ -216,11 +231,35 @@ async function main(): Promise<number> {
       }
     }
     const table = markdownTable(
-      ['setup', 'source', 'pages', 'GT lines', 'GT chars', 'CER', 'WER', 'line recall', 'line precision', 'chars on missed lines', 'order', 's/page'],
+      [
+        'setup',
+        'source',
+        'pages',
+        'GT lines',
+        'GT chars',
+        'CER',
+        'WER',
+        'line recall',
+        'line precision',
+        'chars on missed lines',
+        'order',
+        's/page',
+      ],
       rows,
     );
     const wide = wideTables(labels, groups, summary);
-    const markdown = [...header, '', wide, '', '<details><summary>every setup, every measure</summary>', '', table, '', '</details>', ''].join('\n');
+    const markdown = [
+      ...header,
+      '',
+      wide,
+      '',
+      '<details><summary>every setup, every measure</summary>',
+      '',
+      table,
+      '',
+      '</details>',
+      '',
+    ].join('\n');
     console.log(`\n${wide}`);
     console.log(`\n${table}`);
     writeFileSync(path.join(values.out, 'eval-pages.md'), markdown);
@@ -251,13 +290,29 @@ async function main(): Promise<number> {
  * setup) and layout (line recall, precision, characters on missed lines, order and s/page of
  * every setup that detects lines itself).
  */
-export function wideTables(labels: string[], groups: [string, EvalPage[]][], summary: Record<string, Record<string, ReturnType<typeof summarise>>>): string {
+export function wideTables(
+  labels: string[],
+  groups: [string, EvalPage[]][],
+  summary: Record<string, Record<string, ReturnType<typeof summarise>>>,
+): string {
   const short = (label: string): string =>
     label.replace('PP-OCRv4 alone', 'PP').replace('tesseract', 'tess.').replace(', GT lines', ' (GT lines)');
   const first = summary[labels[0]];
-  const lead = (group: string, members: EvalPage[]): string[] => [group === 'all' ? '**all**' : group, String(members.length), String(first[group].gtLines), String(first[group].gtChars)];
+  const lead = (group: string, members: EvalPage[]): string[] => [
+    group === 'all' ? '**all**' : group,
+    String(members.length),
+    String(first[group].gtLines),
+    String(first[group].gtChars),
+  ];
   const text = markdownTable(
-    ['source', 'pages', 'GT lines', 'GT chars', ...labels.map((label) => `CER ${short(label)}`), ...labels.map((label) => `WER ${short(label)}`)],
+    [
+      'source',
+      'pages',
+      'GT lines',
+      'GT chars',
+      ...labels.map((label) => `CER ${short(label)}`),
+      ...labels.map((label) => `WER ${short(label)}`),
+    ],
     groups.map(([group, members]) => [
       ...lead(group, members),
       ...labels.map((label) => percent(summary[label][group].cer)),
@@ -270,7 +325,12 @@ export function wideTables(labels: string[], groups: [string, EvalPage[]][], sum
       'source',
       'pages',
       'GT lines',
-      ...detecting.flatMap((label) => [`recall ${short(label)}`, `precision ${short(label)}`, `chars missed ${short(label)}`, `order ${short(label)}`]),
+      ...detecting.flatMap((label) => [
+        `recall ${short(label)}`,
+        `precision ${short(label)}`,
+        `chars missed ${short(label)}`,
+        `order ${short(label)}`,
+      ]),
       ...labels.map((label) => `s/page ${short(label)}`),
     ],
     groups.map(([group, members]) => [
@@ -296,9 +356,24 @@ function summarise(scores: PageScore[]) {
     wer: errorRate(...scores.map((score) => score.words)),
     gtLines: sum((score) => score.gtLines),
     gtChars: sum((score) => score.gtChars),
-    recall: sum((score) => score.found) / Math.max(1, sum((score) => score.gtLines)),
-    precision: sum((score) => score.right) / Math.max(1, sum((score) => score.detected)),
-    missedShare: sum((score) => score.missedChars) / Math.max(1, sum((score) => score.gtChars)),
+    recall:
+      sum((score) => score.found) /
+      Math.max(
+        1,
+        sum((score) => score.gtLines),
+      ),
+    precision:
+      sum((score) => score.right) /
+      Math.max(
+        1,
+        sum((score) => score.detected),
+      ),
+    missedShare:
+      sum((score) => score.missedChars) /
+      Math.max(
+        1,
+        sum((score) => score.gtChars),
+      ),
     order: orders.length === 0 ? null : orders.reduce((a, b) => a + b, 0) / orders.length,
     secondsPerPage: sum((score) => score.ms) / Math.max(1, scores.length) / 1000,
   };
@@ -307,7 +382,9 @@ function summarise(scores: PageScore[]) {
 /** The htr-pages split: JSON ground truth and JPEG images from the tars (images written to `imageDir` for tesseract). */
 function pagesFromDataset(dataset: string, split: string, imageDir: string): EvalPage[] {
   mkdirSync(imageDir, { recursive: true });
-  const shards = readdirSync(dataset).filter((file) => file.startsWith(`${split}-`) && file.endsWith('.tar')).sort();
+  const shards = readdirSync(dataset)
+    .filter((file) => file.startsWith(`${split}-`) && file.endsWith('.tar'))
+    .sort();
   if (shards.length === 0) throw new Error(`no ${split}-*.tar in ${dataset} (see its README.md)`);
   const pages: EvalPage[] = [];
   for (const shard of shards) {
@@ -352,7 +429,8 @@ function truthFromJson(page: HtrPage): UploadedLayout {
       continue;
     }
     const region = page.regions.find((candidate) => candidate.id === line.region_id);
-    if (regions.at(-1)?.id !== line.region_id) regions.push({ id: line.region_id, type: region?.type ?? null, polygon: region?.polygon ?? [], lines: [] });
+    if (regions.at(-1)?.id !== line.region_id)
+      regions.push({ id: line.region_id, type: region?.type ?? null, polygon: region?.polygon ?? [], lines: [] });
     regions.at(-1)!.lines.push({ id: line.id, polygon: line.polygon, baseline: line.baseline ?? [], text: line.text });
   }
   return { format: 'page-2019', regions, warnings };

@@ -82,7 +82,10 @@ async function main(): Promise<number> {
   const spec = config.recognition.modelDir ? loadModelSpec(config.recognition.modelDir) : defaultModelSpec();
   const engineSetup = async (label: string, engine: OcrEngine): Promise<Setup> => ({
     label,
-    describe: `${engine.spec.name} ${engine.spec.version}: ${engine.models.filter((model) => model.role === 'recognition').map((model) => model.name).join(' + ')}; decoding ${engine.decoders.main}`,
+    describe: `${engine.spec.name} ${engine.spec.version}: ${engine.models
+      .filter((model) => model.role === 'recognition')
+      .map((model) => model.name)
+      .join(' + ')}; decoding ${engine.decoders.main}`,
     async read(page, pageNumber) {
       const started = performance.now();
       const { page: result } = await recognizePage(engine, await readFile(page.imagePath), {
@@ -101,8 +104,10 @@ async function main(): Promise<number> {
     const ours = await OcrEngine.load(spec, { ...settings, decoder: config.recognition.decoder });
     setups.push(await engineSetup(OURS, ours));
     if (!values['no-peers']) {
-      if (ours.decoders.main === 'beam') setups.push(await engineSetup('ours, greedy', await OcrEngine.load(spec, { ...settings, decoder: 'greedy' })));
-      if (spec.directory !== null || spec.screening) setups.push(await engineSetup('PP-OCRv4 alone', await OcrEngine.load(builtinModelSpec(), { ...settings, decoder: 'greedy' })));
+      if (ours.decoders.main === 'beam')
+        setups.push(await engineSetup('ours, greedy', await OcrEngine.load(spec, { ...settings, decoder: 'greedy' })));
+      if (spec.directory !== null || spec.screening)
+        setups.push(await engineSetup('PP-OCRv4 alone', await OcrEngine.load(builtinModelSpec(), { ...settings, decoder: 'greedy' })));
     }
     const tesseract = values['no-tesseract'] || values['no-peers'] ? null : await tesseractVersion();
     if (tesseract) {
@@ -119,7 +124,9 @@ async function main(): Promise<number> {
     console.log(`# recognition accuracy on ${pages.length} pages (${values.pages})`);
     for (const setup of setups) console.log(`- ${setup.label}: ${setup.describe}`);
     console.log('CER/WER after normalisation (bench/lib/text-metrics.ts), page text = lines in reading order');
-    console.log('GT found: ground-truth lines some recognised line overlaps; order: pairwise reading-order agreement with the ground truth (1 = same)');
+    console.log(
+      'GT found: ground-truth lines some recognised line overlaps; order: pairwise reading-order agreement with the ground truth (1 = same)',
+    );
     console.log('s/page: image decoding + layout + recognition (ours, models loaded before), or the tesseract process\n');
 
     const rows: PageRow[] = [];
@@ -140,7 +147,9 @@ async function main(): Promise<number> {
         await mkdir(values.save, { recursive: true });
         await writeFile(path.join(values.save, `${page.name}.json`), JSON.stringify(result, null, 1));
       }
-      process.stderr.write(`  ${page.name}: ${[...scores].map(([label, score]) => `${label} ${percent(errorRate(score.characters))}`).join(', ')}\n`);
+      process.stderr.write(
+        `  ${page.name}: ${[...scores].map(([label, score]) => `${label} ${percent(errorRate(score.characters))}`).join(', ')}\n`,
+      );
     }
 
     const labels = setups.map((setup) => setup.label);
@@ -222,7 +231,9 @@ async function evaluateCorrectionHook(rows: PageRow[]): Promise<void> {
     return;
   }
   const { evaluateCorrection, formatCorrectionReport } = await import(pathToFileURL(module).href);
-  const result = await evaluateCorrection(rows.map((row) => ({ name: row.page.name, page: row.result, groundTruth: row.page.groundTruth, imagePath: row.page.imagePath })));
+  const result = await evaluateCorrection(
+    rows.map((row) => ({ name: row.page.name, page: row.result, groundTruth: row.page.groundTruth, imagePath: row.page.imagePath })),
+  );
   console.log(`\n${formatCorrectionReport(result)}`);
 }
 

@@ -36,10 +36,25 @@ try {
       throw Object.assign(new Error('bench: stop here'), { retryable: false });
     },
   };
-  const noExport: ExportPipeline = { exportJob: async () => { throw new Error('unused'); } };
-  const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: path.join(dir, 'data'), LOG_LEVEL: 'silent', WORKER_CONCURRENCY: '2', WORKER_POLL_SECONDS: '2' });
-  const runtime = await startRuntime(config, createLogger('silent'), { workers: true, pipelines: async () => ({ page, export: noExport }) });
-  console.log(`# hwr engine benchmarks (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}, load ${os.loadavg()[0].toFixed(1)}, embedded PostgreSQL 18, synchronous_commit on)\n`);
+  const noExport: ExportPipeline = {
+    exportJob: async () => {
+      throw new Error('unused');
+    },
+  };
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    DATA_DIR: path.join(dir, 'data'),
+    LOG_LEVEL: 'silent',
+    WORKER_CONCURRENCY: '2',
+    WORKER_POLL_SECONDS: '2',
+  });
+  const runtime = await startRuntime(config, createLogger('silent'), {
+    workers: true,
+    pipelines: async () => ({ page, export: noExport }),
+  });
+  console.log(
+    `# hwr engine benchmarks (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}, load ${os.loadavg()[0].toFixed(1)}, embedded PostgreSQL 18, synchronous_commit on)\n`,
+  );
 
   await benchAppends(runtime, 1, 1);
   await benchAppends(runtime, 8, 1);
@@ -65,18 +80,30 @@ async function benchAppends(runtime: Pick<Runtime, 'db'>, writers: number, perTr
       const stream = `account-${randomUUID()}`;
       let version = 0;
       while (performance.now() < deadline) {
-        await appendToStream(runtime.db.pool, stream, version, Array.from({ length: perTransaction }, (_, i) => event(version + i)));
+        await appendToStream(
+          runtime.db.pool,
+          stream,
+          version,
+          Array.from({ length: perTransaction }, (_, i) => event(version + i)),
+        );
         version += perTransaction;
         appended += perTransaction;
       }
     }),
   );
-  row(`append, ${writers} writer${writers > 1 ? 's' : ''}, ${perTransaction} event${perTransaction > 1 ? 's' : ''}/transaction${label}`, `${Math.round(appended / appendSeconds).toLocaleString('en')} events/s`);
+  row(
+    `append, ${writers} writer${writers > 1 ? 's' : ''}, ${perTransaction} event${perTransaction > 1 ? 's' : ''}/transaction${label}`,
+    `${Math.round(appended / appendSeconds).toLocaleString('en')} events/s`,
+  );
 }
 
 /** The store's own cost, without waiting for the disk: a comparison, not a setting we run with. */
 async function benchAppendsWithoutSyncCommit(): Promise<void> {
-  const scratch = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg-async'), port: await freePort(), settings: ['-c', 'synchronous_commit=off'] });
+  const scratch = await startEmbeddedPostgres({
+    dataDir: path.join(dir, 'pg-async'),
+    port: await freePort(),
+    settings: ['-c', 'synchronous_commit=off'],
+  });
   const db = openDatabase(scratch.url);
   try {
     await migrate(db.pool);
@@ -95,10 +122,16 @@ async function benchPickup(runtime: Runtime, pageStarts: Map<string, number>): P
     const jobId = randomUUID();
     const submitted = performance.now();
     await runtime.bus.job(jobId, {
-      type: 'SubmitJob', jobId, accountId: account.accountId, keyId: null,
+      type: 'SubmitJob',
+      jobId,
+      accountId: account.accountId,
+      keyId: null,
       pages: [{ pageNumber: 1, name: '1.png', blobKey: `jobs/${jobId}/pages/0001.png`, sha256: '0', bytes: 1 }],
       options: { llmTier: 'cheap', preset: 'generic', pipelineSteps: ['layout', 'export'], pdfFormat: 'none', webhookUrl: null },
-      uploadKey: 'none', now: new Date(), retentionSeconds: 3600, idempotency: null,
+      uploadKey: 'none',
+      now: new Date(),
+      retentionSeconds: 3600,
+      idempotency: null,
     });
     while (!pageStarts.has(jobId)) await new Promise((resolve) => setTimeout(resolve, 1));
     latencies.push(pageStarts.get(jobId)! - submitted);
@@ -106,7 +139,10 @@ async function benchPickup(runtime: Runtime, pageStarts: Map<string, number>): P
   }
   latencies.sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))].toFixed(1);
-  row('JobQueued -> first page task started (idle workers)', `p50 ${pct(50)} ms, p99 ${pct(99)} ms (n=${latencies.length}, poll interval 2 s)`);
+  row(
+    'JobQueued -> first page task started (idle workers)',
+    `p50 ${pct(50)} ms, p99 ${pct(99)} ms (n=${latencies.length}, poll interval 2 s)`,
+  );
 }
 
 async function benchRebuild(runtime: Runtime): Promise<void> {
@@ -118,25 +154,62 @@ async function benchRebuild(runtime: Runtime): Promise<void> {
   const eventsPerJob = 2 + pagesPerJob * 4 + 2;
   const jobs = Math.ceil(missing / eventsPerJob);
   const started = performance.now();
-  await Promise.all(Array.from({ length: 8 }, async (_, worker) => {
-    for (let j = worker; j < jobs; j += 8) await writeJobHistory(runtime, account.accountId, pagesPerJob);
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, worker) => {
+      for (let j = worker; j < jobs; j += 8) await writeJobHistory(runtime, account.accountId, pagesPerJob);
+    }),
+  );
   const total = Number((await runtime.db.pool.query('select count(*) as n from events')).rows[0].n);
-  row('loading the log (8 writers, whole job histories)', `${total.toLocaleString('en')} events in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  row(
+    'loading the log (8 writers, whole job histories)',
+    `${total.toLocaleString('en')} events in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   const report = await rebuildProjections(runtime.db.pool);
-  row('rebuild (replay into scratch tables + swap)', `${Math.round(report.events / report.seconds).toLocaleString('en')} events/s (${report.events.toLocaleString('en')} events, ${report.seconds.toFixed(2)} s)`);
+  row(
+    'rebuild (replay into scratch tables + swap)',
+    `${Math.round(report.events / report.seconds).toLocaleString('en')} events/s (${report.events.toLocaleString('en')} events, ${report.seconds.toFixed(2)} s)`,
+  );
   const verifyStarted = performance.now();
   const verify = await verifyProjections(runtime.db.pool);
   const verifySeconds = (performance.now() - verifyStarted) / 1000;
-  row('verify (replay + diff with live tables)', `${Math.round(verify.events / verifySeconds).toLocaleString('en')} events/s, ${verify.differences.length} differences`);
+  row(
+    'verify (replay + diff with live tables)',
+    `${Math.round(verify.events / verifySeconds).toLocaleString('en')} events/s, ${verify.differences.length} differences`,
+  );
 }
 
 async function writeJobHistory(runtime: Runtime, accountId: string, pages: number): Promise<void> {
   const jobId = randomUUID();
   const t = new Date().toISOString();
-  const sources = Array.from({ length: pages }, (_, i) => ({ pageNumber: i + 1, name: `${i + 1}.jpg`, blobKey: `jobs/${jobId}/pages/${i + 1}.jpg`, sha256: 'x', bytes: 1 }));
+  const sources = Array.from({ length: pages }, (_, i) => ({
+    pageNumber: i + 1,
+    name: `${i + 1}.jpg`,
+    blobKey: `jobs/${jobId}/pages/${i + 1}.jpg`,
+    sha256: 'x',
+    bytes: 1,
+  }));
   const events: DomainEvent[] = [
-    { type: 'JobQueued', data: { jobId, accountId, keyId: null, pageCount: pages, pages: sources, options: { llmTier: 'balanced', preset: 'generic', pipelineSteps: ['layout', 'recognition', 'correction', 'export'], pdfFormat: 'pdfa-2b', webhookUrl: null }, uploadKey: 'u', createdAt: t, expiresAt: t, idempotency: null } },
+    {
+      type: 'JobQueued',
+      data: {
+        jobId,
+        accountId,
+        keyId: null,
+        pageCount: pages,
+        pages: sources,
+        options: {
+          llmTier: 'balanced',
+          preset: 'generic',
+          pipelineSteps: ['layout', 'recognition', 'correction', 'export'],
+          pdfFormat: 'pdfa-2b',
+          webhookUrl: null,
+        },
+        uploadKey: 'u',
+        createdAt: t,
+        expiresAt: t,
+        idempotency: null,
+      },
+    },
     { type: 'JobStarted', data: { startedAt: t } },
   ];
   for (let page = 1; page <= pages; page++) {
@@ -144,7 +217,10 @@ async function writeJobHistory(runtime: Runtime, accountId: string, pages: numbe
     events.push({ type: 'PageCompleted', data: { page, resultKey: `r${page}`, lineCount: 20, warnings: [], correction: null } });
   }
   events.push({ type: 'StepStarted', data: { page: null, step: 'export' } });
-  events.push({ type: 'JobSucceeded', data: { finishedAt: t, archiveKey: 'a', archiveBytes: 1, archiveSha256: 'x', warningMessage: null } });
+  events.push({
+    type: 'JobSucceeded',
+    data: { finishedAt: t, archiveKey: 'a', archiveBytes: 1, archiveSha256: 'x', warningMessage: null },
+  });
   // The whole history in one append: the rebuild replays it event by event all the same.
   await appendToStream(runtime.db.pool, `job-${jobId}`, 0, events);
 }

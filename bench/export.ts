@@ -61,10 +61,24 @@ async function child(count: number, format: PdfFormat): Promise<void> {
       peakHeap = Math.max(peakHeap, now.heapUsed);
     }, 20);
     const started = performance.now();
-    const outcome = await createExportPipeline().exportJob(task, { blobs, signal: new AbortController().signal, log: pino({ level: 'silent' }) });
+    const outcome = await createExportPipeline().exportJob(task, {
+      blobs,
+      signal: new AbortController().signal,
+      log: pino({ level: 'silent' }),
+    });
     const ms = performance.now() - started;
     clearInterval(sampler);
-    console.log(JSON.stringify({ count, format, ms, bytes: outcome.bytes, rssBeforeMB: before.rss / 2 ** 20, peakRssMB: peakRss / 2 ** 20, peakHeapMB: peakHeap / 2 ** 20 }));
+    console.log(
+      JSON.stringify({
+        count,
+        format,
+        ms,
+        bytes: outcome.bytes,
+        rssBeforeMB: before.rss / 2 ** 20,
+        peakRssMB: peakRss / 2 ** 20,
+        peakHeapMB: peakHeap / 2 ** 20,
+      }),
+    );
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -82,10 +96,14 @@ interface ChildReport {
 
 function runChild(count: number, format: PdfFormat): Promise<ChildReport> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--expose-gc', import.meta.filename, '--child', String(count), format], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const proc = spawn(process.execPath, ['--expose-gc', import.meta.filename, '--child', String(count), format], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     proc.stdout.on('data', (chunk) => (out += chunk));
-    proc.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!)) : reject(new Error(`child exited ${code}`))));
+    proc.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!)) : reject(new Error(`child exited ${code}`)),
+    );
   });
 }
 
@@ -97,7 +115,14 @@ async function ourPdf(pages: StagedPage[]): Promise<Array<{ name: string; ms: nu
     let bytes = 0;
     sink.on('data', (chunk: Buffer) => (bytes += chunk.length));
     const started = performance.now();
-    const pdf = await SearchablePdfWriter.start(sink, { format: 'pdfa-2b', title: page.name, producer: 'hwr bench', created: new Date(0), documentKey: page.name, ...assets });
+    const pdf = await SearchablePdfWriter.start(sink, {
+      format: 'pdfa-2b',
+      title: page.name,
+      producer: 'hwr bench',
+      created: new Date(0),
+      documentKey: page.name,
+      ...assets,
+    });
     const report = await pdf.addPage(prepareExportPage(page.result), page.image);
     await pdf.finish();
     results.push({ name: page.name, ms: performance.now() - started, bytes, route: report.imageRoute });
@@ -105,7 +130,12 @@ async function ourPdf(pages: StagedPage[]): Promise<Array<{ name: string; ms: nu
   return results;
 }
 
-async function ocrmypdf(image: string, dpi: number, ocr: boolean, output: string): Promise<{ ms: number; bytes: number } | { error: string }> {
+async function ocrmypdf(
+  image: string,
+  dpi: number,
+  ocr: boolean,
+  output: string,
+): Promise<{ ms: number; bytes: number } | { error: string }> {
   const args = ['-q', '--output-type', 'pdfa-2', '--image-dpi', String(dpi), '--jobs', '1', '-l', 'eng'];
   if (!ocr) args.push('--tesseract-timeout', '0');
   const started = performance.now();
@@ -129,9 +159,15 @@ if (process.argv[2] === '--child') {
   const large = Number(process.env.BENCH_PAGES ?? 100);
   console.log(`# export: ${os.cpus().length} CPUs, node ${process.version}`);
   console.log('job pages | pdf_format | total s | ms/page | archive MB | peak RSS MB (before) | peak heap MB');
-  for (const [count, format] of [[10, 'pdfa-2b'], [large, 'pdfa-2b'], [large, 'none']] as const) {
+  for (const [count, format] of [
+    [10, 'pdfa-2b'],
+    [large, 'pdfa-2b'],
+    [large, 'none'],
+  ] as const) {
     const r = await runChild(count, format);
-    console.log(`${count} | ${format} | ${fmt(r.ms / 1000, 1)} | ${fmt(r.ms / count)} | ${fmt(r.bytes / 2 ** 20, 1)} | ${fmt(r.peakRssMB)} (${fmt(r.rssBeforeMB)}) | ${fmt(r.peakHeapMB)}`);
+    console.log(
+      `${count} | ${format} | ${fmt(r.ms / 1000, 1)} | ${fmt(r.ms / count)} | ${fmt(r.bytes / 2 ** 20, 1)} | ${fmt(r.peakRssMB)} (${fmt(r.rssBeforeMB)}) | ${fmt(r.peakHeapMB)}`,
+    );
   }
 
   const pages = await distinctPages();
@@ -174,8 +210,12 @@ if (process.argv[2] === '--child') {
     await rm(work, { recursive: true, force: true });
   }
   const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length);
-  console.log(`\nours, all ${ours.length} images: ${fmt(mean(ours.map((page) => page.ms)))} ms/page, ${fmt(mean(ours.map((page) => page.bytes)) / 1024)} KB/page`);
+  console.log(
+    `\nours, all ${ours.length} images: ${fmt(mean(ours.map((page) => page.ms)))} ms/page, ${fmt(mean(ours.map((page) => page.bytes)) / 1024)} KB/page`,
+  );
   console.log(`time, ocrmypdf without OCR / ours (same images, summed): ${fmt(totals.plainMs / totals.oursMs, 1)}x`);
-  console.log(`time, ocrmypdf with OCR / ours (same images, summed; tesseract included, which ours does not need): ${fmt(totals.ocrMs / totals.oursOcrMs, 1)}x`);
+  console.log(
+    `time, ocrmypdf with OCR / ours (same images, summed; tesseract included, which ours does not need): ${fmt(totals.ocrMs / totals.oursOcrMs, 1)}x`,
+  );
   console.log(`size, ours / ocrmypdf without OCR (same images, summed): ${fmt(totals.oursBytes / totals.plainBytes, 2)}x`);
 }

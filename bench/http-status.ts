@@ -35,7 +35,9 @@ const seconds = option('seconds', 10);
 const connections = option('connections', 10);
 const submissions = option('submissions', 10);
 const root = path.resolve(import.meta.dirname, '..');
-const pagesDir = args.includes('--pages') ? path.resolve(args[args.indexOf('--pages') + 1]) : path.resolve(root, '../shared/fixtures/pages');
+const pagesDir = args.includes('--pages')
+  ? path.resolve(args[args.indexOf('--pages') + 1])
+  : path.resolve(root, '../shared/fixtures/pages');
 const profileDir = args.includes('--profile') ? path.resolve(args[args.indexOf('--profile') + 1]) : null;
 
 const work = await mkdtemp(path.join(os.tmpdir(), 'hwr-bench-http-'));
@@ -46,7 +48,14 @@ try {
   const dataDir = path.join(work, 'data');
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const env = { DATABASE_URL: database.url, DATA_DIR: dataDir, LOG_LEVEL: 'silent', PORT: String(port), HOST: '127.0.0.1', BASE_URL: baseUrl };
+  const env = {
+    DATABASE_URL: database.url,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    BASE_URL: baseUrl,
+  };
 
   // An account and a key, made the way `hwr accounts create` / `hwr keys create` make them.
   const admin = await startRuntime(loadConfig(env), createLogger('silent'), { workers: false });
@@ -54,7 +63,11 @@ try {
   const { key } = await createApiKey(admin.bus, 'bench', 'bench');
 
   const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  server = spawn(process.execPath, [...nodeFlags, path.join(root, 'src/cli/main.ts'), 'serve', '--role', 'api'], { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  server = spawn(process.execPath, [...nodeFlags, path.join(root, 'src/cli/main.ts'), 'serve', '--role', 'api'], {
+    cwd: root,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   await waitUntilUp(`${baseUrl}/healthz`);
 
   const zip20 = await twentyPageZip(path.join(work, 'scan-20.zip'));
@@ -116,19 +129,30 @@ try {
     row('GET /healthz (no key, no database), autocannon', health, wholeMs),
     ...(wrkHealth ? [row('GET /healthz (no key, no database), wrk', wrkHealth, ms)] : []),
   ];
-  console.log(`\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ${os.loadavg().map((value) => value.toFixed(1)).join(' ')}; Node ${process.version}`);
+  console.log(
+    `\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ${os
+      .loadavg()
+      .map((value) => value.toFixed(1))
+      .join(' ')}; Node ${process.version}`,
+  );
   console.log(`API: hwr serve --role api (own process), embedded PostgreSQL; ${connections} connections, ${seconds} s per row\n`);
   console.log(markdownTable(['load', 'requests/s', 'p50', 'p99', 'errors', 'API CPU ms/req', 'PostgreSQL CPU ms/req'], rows));
   console.log('(autocannon records latency in whole milliseconds; wrk in microseconds)');
   console.log(`\nstatus / healthz throughput: ${(status.rps / health.rps).toFixed(2)}`);
   console.log(`aim: >= 3000 status GETs/s with p99 < 20 ms: ${status.rps >= 3000 && status.p99 < 20 ? 'met' : 'NOT met'}\n`);
-  console.log(markdownTable(
-    [`submission of a 20-page ZIP (${(zipBytes / 1e6).toFixed(1)} MB), ${submissions} runs`, 'p50', 'p99'],
-    [
-      ['POST /v1/process-scan, 202 (upload, intake, store, append)', ms(percentile(submitLatencies, 50)), ms(percentile(submitLatencies, 99))],
-      ['intakeScanZip alone (same file, in process)', ms(percentile(intakeLatencies, 50)), ms(percentile(intakeLatencies, 99))],
-    ],
-  ));
+  console.log(
+    markdownTable(
+      [`submission of a 20-page ZIP (${(zipBytes / 1e6).toFixed(1)} MB), ${submissions} runs`, 'p50', 'p99'],
+      [
+        [
+          'POST /v1/process-scan, 202 (upload, intake, store, append)',
+          ms(percentile(submitLatencies, 50)),
+          ms(percentile(submitLatencies, 99)),
+        ],
+        ['intakeScanZip alone (same file, in process)', ms(percentile(intakeLatencies, 50)), ms(percentile(intakeLatencies, 99))],
+      ],
+    ),
+  );
 } finally {
   if (server && server.exitCode === null) {
     const exited = new Promise((resolve) => server!.once('exit', resolve));
@@ -155,7 +179,8 @@ async function measureCpu(apiPid: number, pgDir: string, load: () => Promise<Loa
   const result = await load();
   const after = sampleCpu(apiPid, pgDir);
   if (result === null) return null;
-  const perRequest = (a: number | null, b: number | null) => (a === null || b === null || result.requests === 0 ? null : (b - a) / result.requests);
+  const perRequest = (a: number | null, b: number | null) =>
+    a === null || b === null || result.requests === 0 ? null : (b - a) / result.requests;
   return { ...result, apiCpuMs: perRequest(before.api, after.api), postgresCpuMs: perRequest(before.postgres, after.postgres) };
 }
 
@@ -184,7 +209,14 @@ function procStat(pid: number): { pid: number; ppid: number; utime: number; stim
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The fields after the command name, which is in parentheses and may hold spaces.
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]), cutime: Number(fields[13]), cstime: Number(fields[14]) };
+    return {
+      pid,
+      ppid: Number(fields[1]),
+      utime: Number(fields[11]),
+      stime: Number(fields[12]),
+      cutime: Number(fields[13]),
+      cstime: Number(fields[14]),
+    };
   } catch {
     return null;
   }

@@ -55,7 +55,9 @@ try {
   console.log(`intakeScanZip (checks + sha256 + CRC + header read + store): ${median(ours).toFixed(0)} ms`);
   console.log(`unzip -q -d (extract only, peer):                           ${median(peer).toFixed(0)} ms`);
   console.log(`ratio intake/unzip: ${(median(ours) / median(peer)).toFixed(2)}`);
-  console.log(`per page: ${(median(ours) / pageCount).toFixed(1)} ms; throughput ${((zipBytes / 1e6) / (median(ours) / 1000)).toFixed(0)} MB/s`);
+  console.log(
+    `per page: ${(median(ours) / pageCount).toFixed(1)} ms; throughput ${(zipBytes / 1e6 / (median(ours) / 1000)).toFixed(0)} MB/s`,
+  );
 } finally {
   await rm(work, { recursive: true, force: true });
 }

@@ -37,7 +37,13 @@ const SIZES = listOption('--sizes') ?? (quick ? [10, 100] : [10, 50, 100, 1000])
 const CONCURRENCY = listOption('--concurrency') ?? (quick ? [1, 8] : [1, 8, 32, 64]);
 const workersToo = !args.includes('--commands-only');
 const STEPS = ['layout', 'recognition', 'correction'] as const;
-const OPTIONS: JobOptions = { llmTier: 'cheap', preset: 'generic', pipelineSteps: ['layout', 'recognition', 'correction', 'export'], pdfFormat: 'pdfa-2b', webhookUrl: null };
+const OPTIONS: JobOptions = {
+  llmTier: 'cheap',
+  preset: 'generic',
+  pipelineSteps: ['layout', 'recognition', 'correction', 'export'],
+  pdfFormat: 'pdfa-2b',
+  webhookUrl: null,
+};
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'hwr-bench-job-scale-'));
 const database = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort() });
@@ -58,14 +64,21 @@ try {
   const direct = await startRuntime(loadConfig(envFor(8)), createLogger('silent'), { workers: false });
   const accountId = (await createAccount(direct.bus, 'bench')).accountId;
   console.log('## 1. Page commands alone (StartStep × 3 + CompletePage per page), scoped appends vs whole-stream peer\n');
-  console.log('| pages | at once | path | completions/s | commands/s | conflicts/page | engine ms/page | p50 / p99 ms, first 10 % | p50 / p99 ms, last 10 % |');
+  console.log(
+    '| pages | at once | path | completions/s | commands/s | conflicts/page | engine ms/page | p50 / p99 ms, first 10 % | p50 / p99 ms, last 10 % |',
+  );
   console.log('|---:|---:|---|---:|---:|---:|---:|---|---|');
   for (const pages of SIZES) {
     for (const concurrency of CONCURRENCY) {
       printCommandRow(pages, concurrency, 'scoped (now)', await driveCommands(direct, accountId, pages, concurrency, 'scoped'));
       // The peer's cost grows with the square of the pages: its 1,000-page rows would take most of an hour.
       if (pages <= 100) {
-        printCommandRow(pages, concurrency, 'whole stream (before)', await driveCommands(direct, accountId, pages, concurrency, 'whole-stream'));
+        printCommandRow(
+          pages,
+          concurrency,
+          'whole stream (before)',
+          await driveCommands(direct, accountId, pages, concurrency, 'whole-stream'),
+        );
       }
     }
   }
@@ -124,7 +137,13 @@ function printCommandRow(pages: number, concurrency: number, label: string, run:
   );
 }
 
-async function driveCommands(runtime: Runtime, accountId: string, pages: number, concurrency: number, path: 'scoped' | 'whole-stream'): Promise<CommandRun> {
+async function driveCommands(
+  runtime: Runtime,
+  accountId: string,
+  pages: number,
+  concurrency: number,
+  path: 'scoped' | 'whole-stream',
+): Promise<CommandRun> {
   const jobId = await submit(runtime, accountId, pages);
   await runtime.bus.job(jobId, { type: 'StartJob', now: new Date() });
   const run: CommandRun = { seconds: 0, commands: 0, conflicts: 0, engineMs: 0, first: [], last: [] };
@@ -182,7 +201,12 @@ async function wholeStreamCommand(bus: CommandBus, jobId: string, command: PageC
   }
 }
 
-async function submit(runtime: Runtime, accountId: string, pages: number, page?: (n: number) => { name: string; body: Buffer }): Promise<string> {
+async function submit(
+  runtime: Runtime,
+  accountId: string,
+  pages: number,
+  page?: (n: number) => { name: string; body: Buffer },
+): Promise<string> {
   const jobId = randomUUID();
   const sources: PageSource[] = [];
   for (let n = 1; n <= pages; n++) {
@@ -267,4 +291,3 @@ function stubResult(pageNumber: number, name: string): PageResult {
     warnings: [],
   };
 }
-

@@ -16,7 +16,9 @@ const fixture = path.resolve(import.meta.dirname, '../test/fixtures/pages/perair
 const ordinary = await readFile(fixture);
 const large = await largePage();
 
-console.log(`# hwr memory admission (${os.cpus().length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, load ${os.loadavg()[0].toFixed(1)}; WORKER_CONCURRENCY=4)\n`);
+console.log(
+  `# hwr memory admission (${os.cpus().length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, load ${os.loadavg()[0].toFixed(1)}; WORKER_CONCURRENCY=4)\n`,
+);
 console.log('| pages | MAX_PIXELS_IN_FLIGHT | ended | wall s | service peak RSS MiB |');
 console.log('|---|---:|---|---:|---:|');
 await run('4 ordinary (14.6 Mpx JPEG)', ordinary, '.jpg', '100000000');
@@ -30,7 +32,9 @@ async function run(label: string, page: Buffer, extension: string, budget: strin
     const started = performance.now();
     const status = await service.waitForEnd(await service.submit(zip));
     const seconds = (performance.now() - started) / 1000;
-    console.log(`| ${label} | ${Number(budget).toLocaleString('en')} | ${status.state}${status.error_message ? ` (${status.error_message})` : ''} | ${seconds.toFixed(1)} | ${(await service.peakRssMiB()).toFixed(0)} |`);
+    console.log(
+      `| ${label} | ${Number(budget).toLocaleString('en')} | ${status.state}${status.error_message ? ` (${status.error_message})` : ''} | ${seconds.toFixed(1)} | ${(await service.peakRssMiB()).toFixed(0)} |`,
+    );
   } finally {
     await service.stop();
   }
@@ -38,7 +42,10 @@ async function run(label: string, page: Buffer, extension: string, budget: strin
 
 async function largePage(): Promise<Buffer> {
   const side = 10_000;
-  const strokes = Array.from({ length: 12 }, (_, i) => `<rect x="800" y="${800 + i * 700}" width="${6000 + (i % 3) * 900}" height="60" fill="#222"/>`).join('');
+  const strokes = Array.from(
+    { length: 12 },
+    (_, i) => `<rect x="800" y="${800 + i * 700}" width="${6000 + (i % 3) * 900}" height="60" fill="#222"/>`,
+  ).join('');
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${side}" height="${side}"><rect width="${side}" height="${side}" fill="#fff"/>${strokes}</svg>`;
   return sharp(Buffer.from(svg), { limitInputPixels: false }).greyscale().png({ compressionLevel: 9, palette: true }).toBuffer();
 }

@@ -85,7 +85,13 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
       results.push({ name: page.name, kind: page.kind, megapixels, lines, timings });
     }
     const decoding = engine.decoders.main === 'beam' ? ', beam search' : '';
-    return { model: `${engine.spec.name} ${engine.spec.version}${decoding}`, threads: config.recognition.threads, loadMs, pages: results, peakBytes: process.resourceUsage().maxRSS * 1024 };
+    return {
+      model: `${engine.spec.name} ${engine.spec.version}${decoding}`,
+      threads: config.recognition.threads,
+      loadMs,
+      pages: results,
+      peakBytes: process.resourceUsage().maxRSS * 1024,
+    };
   } finally {
     if (builtin) await engine.close();
     await closeSharedEngines();
@@ -95,11 +101,16 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
 async function main(): Promise<number> {
   const pages = listFixturePages(values.pages);
   const version = await tesseractVersion();
-  console.log(`# recognition speed on ${pages.length} pages, ${rounds} round(s); ${os.availableParallelism()} cores (${os.cpus()[0]?.model ?? 'unknown CPU'})`);
+  console.log(
+    `# recognition speed on ${pages.length} pages, ${rounds} round(s); ${os.availableParallelism()} cores (${os.cpus()[0]?.model ?? 'unknown CPU'})`,
+  );
   const ours = await runChild(false);
   const config = loadConfig();
-  const before = !values['no-builtin'] && (config.recognition.modelDir !== null || defaultModelSpec().screening !== null) ? await runChild(true) : null;
-  console.log(`ours: ${ours.model}, ORT_THREADS=${ours.threads}, models loaded in ${ours.loadMs.toFixed(0)} ms (once per process, not counted below)`);
+  const before =
+    !values['no-builtin'] && (config.recognition.modelDir !== null || defaultModelSpec().screening !== null) ? await runChild(true) : null;
+  console.log(
+    `ours: ${ours.model}, ORT_THREADS=${ours.threads}, models loaded in ${ours.loadMs.toFixed(0)} ms (once per process, not counted below)`,
+  );
   if (before) console.log(`before: ${before.model} alone (the default before issue 7), models loaded in ${before.loadMs.toFixed(0)} ms`);
   console.log(`peer: ${version ?? 'tesseract not installed'}\n`);
 
@@ -108,7 +119,11 @@ async function main(): Promise<number> {
     for (const page of pages) {
       const runs = [];
       for (let round = 0; round < rounds; round += 1) runs.push(await runTesseract(page.imagePath, page.language));
-      tesseract.push({ name: page.name, ms: runs.map((run) => run.ms), peakBytes: Math.max(...runs.map((run) => run.peakBytes ?? 0)) || null });
+      tesseract.push({
+        name: page.name,
+        ms: runs.map((run) => run.ms),
+        peakBytes: Math.max(...runs.map((run) => run.peakBytes ?? 0)) || null,
+      });
     }
   }
 
@@ -133,7 +148,18 @@ async function main(): Promise<number> {
   });
   console.log(
     markdownTable(
-      ['page', 'MP', 'lines', 'decode ms', 'detection ms', 'recognition ms', 'ours ms', ...(before ? ['PP-OCRv4 alone ms', 'PP/ours'] : []), 'tesseract ms', 'tess./ours'],
+      [
+        'page',
+        'MP',
+        'lines',
+        'decode ms',
+        'detection ms',
+        'recognition ms',
+        'ours ms',
+        ...(before ? ['PP-OCRv4 alone ms', 'PP/ours'] : []),
+        'tesseract ms',
+        'tess./ours',
+      ],
       rows,
     ),
   );
@@ -153,14 +179,38 @@ async function main(): Promise<number> {
     markdownTable(
       ['summary', 'ours', ...(before ? ['PP-OCRv4 alone', 'ratio (PP-OCRv4 alone / ours)'] : []), 'tesseract', 'ratio (tesseract / ours)'],
       [
-        ['pages per second', (pages.length / ourSeconds).toFixed(3), ...(before ? [(pages.length / beforeSeconds).toFixed(3), `${(beforeSeconds / ourSeconds).toFixed(2)}x`] : []), version ? (pages.length / peerSeconds).toFixed(3) : 'n/a', version ? `${(peerSeconds / ourSeconds).toFixed(2)}x` : 'n/a'],
-        ['seconds per page', (ourSeconds / pages.length).toFixed(2), ...(before ? [(beforeSeconds / pages.length).toFixed(2), ''] : []), version ? (peerSeconds / pages.length).toFixed(2) : 'n/a', ''],
-        ['seconds per handwritten page', kindSeconds(ours, 'handwritten'), ...(before ? [kindSeconds(before, 'handwritten'), ''] : []), '', ''],
+        [
+          'pages per second',
+          (pages.length / ourSeconds).toFixed(3),
+          ...(before ? [(pages.length / beforeSeconds).toFixed(3), `${(beforeSeconds / ourSeconds).toFixed(2)}x`] : []),
+          version ? (pages.length / peerSeconds).toFixed(3) : 'n/a',
+          version ? `${(peerSeconds / ourSeconds).toFixed(2)}x` : 'n/a',
+        ],
+        [
+          'seconds per page',
+          (ourSeconds / pages.length).toFixed(2),
+          ...(before ? [(beforeSeconds / pages.length).toFixed(2), ''] : []),
+          version ? (peerSeconds / pages.length).toFixed(2) : 'n/a',
+          '',
+        ],
+        [
+          'seconds per handwritten page',
+          kindSeconds(ours, 'handwritten'),
+          ...(before ? [kindSeconds(before, 'handwritten'), ''] : []),
+          '',
+          '',
+        ],
         ['seconds per printed page', kindSeconds(ours, 'printed'), ...(before ? [kindSeconds(before, 'printed'), ''] : []), '', ''],
         ['decode ms per page', perStage('decodeMs'), ...(before ? [beforeStage('decodeMs'), ''] : []), '', ''],
         ['detection ms per page', perStage('detectionMs'), ...(before ? [beforeStage('detectionMs'), ''] : []), '', ''],
         ['recognition ms per page', perStage('recognitionMs'), ...(before ? [beforeStage('recognitionMs'), ''] : []), '', ''],
-        ['peak memory (RSS)', megabytes(ours.peakBytes), ...(before ? [megabytes(before.peakBytes), ''] : []), megabytes(peerPeak), peerPeak ? `${(peerPeak / ours.peakBytes).toFixed(2)}x` : 'n/a'],
+        [
+          'peak memory (RSS)',
+          megabytes(ours.peakBytes),
+          ...(before ? [megabytes(before.peakBytes), ''] : []),
+          megabytes(peerPeak),
+          peerPeak ? `${(peerPeak / ours.peakBytes).toFixed(2)}x` : 'n/a',
+        ],
       ],
     ),
   );
@@ -169,11 +219,16 @@ async function main(): Promise<number> {
 
 function runChild(builtin: boolean): Promise<OurRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [import.meta.filename, '--child', '--pages', values.pages, '--rounds', String(rounds), ...(builtin ? ['--builtin'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      [import.meta.filename, '--child', '--pages', values.pages, '--rounds', String(rounds), ...(builtin ? ['--builtin'] : [])],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(output) as OurRun) : reject(new Error(`benchmark child exited with ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(output) as OurRun) : reject(new Error(`benchmark child exited with ${code}`)),
+    );
   });
 }
-

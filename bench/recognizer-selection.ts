@@ -27,7 +27,14 @@ import { DEFAULT_MODEL_DIR } from '../src/pipeline/models/default-model.ts';
 import { loadModelSpec, type RecognitionSpec, type SelectionSpec } from '../src/pipeline/models/model-manifest.ts';
 import { allLines } from '../src/pipeline/page-result.ts';
 import { LineRecognizer, type DecoderChoice } from '../src/pipeline/recognition/line-recognizer.ts';
-import { lineConfidence, mainReadingIsNoise, pageLooksPrinted, probeLines, screeningSuffices, screeningWins } from '../src/pipeline/recognition/select-reading.ts';
+import {
+  lineConfidence,
+  mainReadingIsNoise,
+  pageLooksPrinted,
+  probeLines,
+  screeningSuffices,
+  screeningWins,
+} from '../src/pipeline/recognition/select-reading.ts';
 import type { ModelGate } from '../src/pipeline/recognition/text-recognizer.ts';
 import { pageResultFromGroundTruth } from '../test/support/page-result-from-ground-truth.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
@@ -78,17 +85,28 @@ const gate: ModelGate = (task) => task();
 async function main(): Promise<void> {
   const spec = loadModelSpec(values.model);
   if (!spec.screening) throw new Error(`${values.model} names no screening recognizer`);
-  const configured: Rule = { keepAbove: spec.screening.keepAbove, margin: spec.screening.margin, probeLines: spec.screening.probeLines, dropBelow: spec.screening.dropBelow };
+  const configured: Rule = {
+    keepAbove: spec.screening.keepAbove,
+    margin: spec.screening.margin,
+    probeLines: spec.screening.probeLines,
+    dropBelow: spec.screening.dropBelow,
+  };
   if (values['from-json']) {
     report(JSON.parse(await readFile(values['from-json'], 'utf8')) as MeasuredLine[], configured, null);
     return;
   }
-  const load = (recognition: RecognitionSpec, source: { name: string; version: string }, decoder: DecoderChoice, languageModel = spec.languageModel) =>
-    LineRecognizer.load({ source, recognition, languageModel, decoder, threads: 2 });
+  const load = (
+    recognition: RecognitionSpec,
+    source: { name: string; version: string },
+    decoder: DecoderChoice,
+    languageModel = spec.languageModel,
+  ) => LineRecognizer.load({ source, recognition, languageModel, decoder, threads: 2 });
   const greedy = await load(spec.recognition, spec.recognitionSource, 'greedy');
   const beam = await load(spec.recognition, spec.recognitionSource, 'beam');
   const screening = await load(spec.screening.recognition, spec.screening.source, 'greedy', spec.screening.languageModel);
-  console.log(`# recognizer selection: ${spec.recognitionSource.name} ${spec.recognitionSource.version} (decoders: greedy, ${beam.decoder}) and ${spec.screening.source.name}`);
+  console.log(
+    `# recognizer selection: ${spec.recognitionSource.name} ${spec.recognitionSource.version} (decoders: greedy, ${beam.decoder}) and ${spec.screening.source.name}`,
+  );
 
   const every = Math.max(1, Number(values.every) || 1);
   const measured: MeasuredLine[] = [];
@@ -132,13 +150,23 @@ async function main(): Promise<void> {
     for (const line of truth) {
       const reference = normaliseText(line.text);
       if (reference === '') continue;
-      await measure({ set: page.kind === 'printed' ? 'fixture printed' : 'fixture handwritten', page: page.name, reference, image: prepared.raster, rect: lineRect(line.polygon) });
+      await measure({
+        set: page.kind === 'printed' ? 'fixture printed' : 'fixture handwritten',
+        page: page.name,
+        reference,
+        image: prepared.raster,
+        rect: lineRect(line.polygon),
+      });
     }
     process.stderr.write(`  ${page.name}: ${truth.length} ground-truth lines read\n`);
   }
   await Promise.all([greedy.close(), beam.close(), screening.close()]);
 
-  report(measured, configured, { greedy: ms.greedy / measured.length, beam: ms.beam / measured.length, screening: ms.screening / measured.length });
+  report(measured, configured, {
+    greedy: ms.greedy / measured.length,
+    beam: ms.beam / measured.length,
+    screening: ms.screening / measured.length,
+  });
   if (values.json) await writeFile(values.json, JSON.stringify(measured));
 }
 
@@ -156,8 +184,16 @@ type Decoder = 'mainGreedy' | 'mainBeam';
 
 /** The engine's rule (ocr-engine.ts) applied to one page's measured lines: the reading each line keeps, and who read what. */
 function applyRule(page: readonly MeasuredLine[], rule: Rule, decoder: Decoder): { kept: Reading[]; screened: number; mainRead: number } {
-  const probe = new Set(probeLines(page.map((line) => line.aspect), rule.probeLines));
-  const printed = pageLooksPrinted(page.filter((_, index) => probe.has(index)).map((line) => [placed(line.screening)]), rule);
+  const probe = new Set(
+    probeLines(
+      page.map((line) => line.aspect),
+      rule.probeLines,
+    ),
+  );
+  const printed = pageLooksPrinted(
+    page.filter((_, index) => probe.has(index)).map((line) => [placed(line.screening)]),
+    rule,
+  );
   let screened = 0;
   let mainRead = 0;
   const kept = page.map((line, index) => {
@@ -190,7 +226,10 @@ function report(lines: readonly MeasuredLine[], configured: Rule, msPerLine: Rec
     return errorRate({ errors: errorsSum, length });
   };
   console.log(`\n${lines.length} lines, ${new Set(lines.map((line) => line.page)).size} pages`);
-  if (msPerLine) console.log(`ms per line (one line per model run): main greedy ${msPerLine.greedy.toFixed(1)}, main beam ${msPerLine.beam.toFixed(1)}, screening ${msPerLine.screening.toFixed(1)}`);
+  if (msPerLine)
+    console.log(
+      `ms per line (one line per model run): main greedy ${msPerLine.greedy.toFixed(1)}, main beam ${msPerLine.beam.toFixed(1)}, screening ${msPerLine.screening.toFixed(1)}`,
+    );
   console.log('');
   const single: [string, (line: MeasuredLine) => Reading][] = [
     ['main, greedy', (line) => line.mainGreedy],
@@ -202,14 +241,23 @@ function report(lines: readonly MeasuredLine[], configured: Rule, msPerLine: Rec
       ['recognizer alone', ...bySet.map(([set, group]) => `CER ${set} (${group.length})`), ...bySet.map(([set]) => `mean conf. ${set}`)],
       single.map(([name, pick]) => [
         name,
-        ...bySet.map(([, group]) => percent(cerOf(group, group.map((line) => pick(line).text)))),
+        ...bySet.map(([, group]) =>
+          percent(
+            cerOf(
+              group,
+              group.map((line) => pick(line).text),
+            ),
+          ),
+        ),
         ...bySet.map(([, group]) => (group.reduce((sum, line) => sum + pick(line).confidence, 0) / group.length).toFixed(3)),
       ]),
     ),
   );
 
   const rules: Rule[] = [configured];
-  for (const keepAbove of [0.7, 0.75, 0.8, 0.85, 0.9]) for (const margin of [0.1, 0.2, 0.3, 1]) for (const probe of [3, 6, 1000]) rules.push({ keepAbove, margin, probeLines: probe, dropBelow: configured.dropBelow });
+  for (const keepAbove of [0.7, 0.75, 0.8, 0.85, 0.9])
+    for (const margin of [0.1, 0.2, 0.3, 1])
+      for (const probe of [3, 6, 1000]) rules.push({ keepAbove, margin, probeLines: probe, dropBelow: configured.dropBelow });
   const pages = [...new Set(lines.map((line) => line.page))].map((page) => lines.filter((line) => line.page === page));
   const rows = rules.map((rule, index) => {
     const row = [`${rule.keepAbove} / ${rule.margin} / ${rule.probeLines}${index === 0 ? ' (manifest)' : ''}`];
@@ -225,7 +273,15 @@ function report(lines: readonly MeasuredLine[], configured: Rule, msPerLine: Rec
           mainRead += result.mainRead;
         }
       }
-      for (const [, group] of bySet) row.push(percent(cerOf(group, group.map((line) => (kept.get(line) as Reading).text))));
+      for (const [, group] of bySet)
+        row.push(
+          percent(
+            cerOf(
+              group,
+              group.map((line) => (kept.get(line) as Reading).text),
+            ),
+          ),
+        );
     }
     row.push(percent(screened / lines.length), percent(mainRead / lines.length));
     return row;
@@ -233,7 +289,13 @@ function report(lines: readonly MeasuredLine[], configured: Rule, msPerLine: Rec
   console.log('');
   console.log(
     markdownTable(
-      ['rule: keepAbove / margin / probeLines', ...bySet.map(([set]) => `greedy: ${set}`), ...bySet.map(([set]) => `beam: ${set}`), 'lines screened', 'lines read by main'],
+      [
+        'rule: keepAbove / margin / probeLines',
+        ...bySet.map(([set]) => `greedy: ${set}`),
+        ...bySet.map(([set]) => `beam: ${set}`),
+        'lines screened',
+        'lines read by main',
+      ],
       rows,
     ),
   );

@@ -37,7 +37,13 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
   const next = { ...state, version: state.version + 1 };
   switch (event.type) {
     case 'AccountCreated':
-      return { ...next, exists: true, accountId: event.data.accountId, name: event.data.name, webhookSecretSha256: event.data.webhookSecretSha256 };
+      return {
+        ...next,
+        exists: true,
+        accountId: event.data.accountId,
+        name: event.data.name,
+        webhookSecretSha256: event.data.webhookSecretSha256,
+      };
     case 'ApiKeyCreated': {
       const { keyId, label, prefix, createdAt } = event.data;
       return { ...next, keys: { ...state.keys, [keyId]: { keyId, label, prefix, createdAt, revokedAt: null } } };
@@ -55,7 +61,8 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
       // A new setup link ends the user's older unused ones.
       const invites: UserState['invites'] = {};
       for (const [id, invite] of Object.entries(user.invites)) {
-        invites[id] = invite.usedAt === null && Date.parse(invite.expiresAt) > Date.parse(invitedAt) ? { ...invite, expiresAt: invitedAt } : invite;
+        invites[id] =
+          invite.usedAt === null && Date.parse(invite.expiresAt) > Date.parse(invitedAt) ? { ...invite, expiresAt: invitedAt } : invite;
       }
       invites[inviteId] = { expiresAt, usedAt: null };
       return { ...next, users: { ...state.users, [userId]: { ...user, invites } } };
@@ -70,10 +77,17 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
   }
 }
 
-function useInvite(users: Record<string, UserState>, userId: string, inviteId: string | null, at: string, created: boolean): Record<string, UserState> {
+function useInvite(
+  users: Record<string, UserState>,
+  userId: string,
+  inviteId: string | null,
+  at: string,
+  created: boolean,
+): Record<string, UserState> {
   const user = users[userId];
   if (!user) return users;
-  const invites = inviteId !== null && user.invites[inviteId] ? { ...user.invites, [inviteId]: { ...user.invites[inviteId], usedAt: at } } : user.invites;
+  const invites =
+    inviteId !== null && user.invites[inviteId] ? { ...user.invites, [inviteId]: { ...user.invites[inviteId], usedAt: at } } : user.invites;
   return { ...users, [userId]: { ...user, created: user.created || created, invites } };
 }
 
@@ -95,7 +109,12 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
     return [
       {
         type: 'AccountCreated',
-        data: { accountId: command.accountId, name: command.name, createdAt: command.now.toISOString(), webhookSecretSha256: command.webhookSecretSha256 },
+        data: {
+          accountId: command.accountId,
+          name: command.name,
+          createdAt: command.now.toISOString(),
+          webhookSecretSha256: command.webhookSecretSha256,
+        },
       },
     ];
   }
@@ -106,7 +125,13 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
       return [
         {
           type: 'ApiKeyCreated',
-          data: { keyId: command.keyId, label: command.label, prefix: command.prefix, keyHash: command.keyHash, createdAt: command.now.toISOString() },
+          data: {
+            keyId: command.keyId,
+            label: command.label,
+            prefix: command.prefix,
+            keyHash: command.keyHash,
+            createdAt: command.now.toISOString(),
+          },
         },
       ];
     case 'RevokeApiKey': {
@@ -116,7 +141,9 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
       return [{ type: 'ApiKeyRevoked', data: { keyId: command.keyId, revokedAt: command.now.toISOString() } }];
     }
     case 'RotateWebhookSecret':
-      return [{ type: 'WebhookSecretRotated', data: { webhookSecretSha256: command.webhookSecretSha256, rotatedAt: command.now.toISOString() } }];
+      return [
+        { type: 'WebhookSecretRotated', data: { webhookSecretSha256: command.webhookSecretSha256, rotatedAt: command.now.toISOString() } },
+      ];
     case 'InviteUser': {
       const existing = state.users[command.userId];
       if (existing && existing.email !== command.email) reject('user_already_exists', `user ${command.userId} has another email`);
@@ -124,7 +151,12 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
       if (other) reject('user_already_exists', `${command.email} is already a user of this account`);
       if (existing?.invites[command.inviteId]) reject('user_already_exists', `invite ${command.inviteId} exists`);
       const { userId, email, inviteId, tokenSha256 } = command;
-      return [{ type: 'UserInvited', data: { userId, email, inviteId, tokenSha256, invitedAt: command.now.toISOString(), expiresAt: command.expiresAt.toISOString() } }];
+      return [
+        {
+          type: 'UserInvited',
+          data: { userId, email, inviteId, tokenSha256, invitedAt: command.now.toISOString(), expiresAt: command.expiresAt.toISOString() },
+        },
+      ];
     }
     case 'CompleteSetup': {
       const user = state.users[command.userId];
@@ -133,7 +165,8 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
       if (invite.usedAt !== null) reject('invite_used');
       if (command.now.getTime() >= Date.parse(invite.expiresAt)) reject('invite_expired');
       const at = command.now.toISOString();
-      if (!user.created) return [{ type: 'UserCreated', data: { userId: user.userId, email: user.email, inviteId: command.inviteId, createdAt: at } }];
+      if (!user.created)
+        return [{ type: 'UserCreated', data: { userId: user.userId, email: user.email, inviteId: command.inviteId, createdAt: at } }];
       return [{ type: 'PasswordChanged', data: { userId: user.userId, inviteId: command.inviteId, changedAt: at } }];
     }
     case 'ChangePassword':
@@ -141,10 +174,20 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
       return [{ type: 'PasswordChanged', data: { userId: command.userId, inviteId: null, changedAt: command.now.toISOString() } }];
     case 'RecordSignIn':
       if (!state.users[command.userId]?.created) reject('user_not_found');
-      return [{ type: 'UserSignedIn', data: { userId: command.userId, address: command.address, sessionRef: command.sessionRef, signedInAt: command.now.toISOString() } }];
+      return [
+        {
+          type: 'UserSignedIn',
+          data: { userId: command.userId, address: command.address, sessionRef: command.sessionRef, signedInAt: command.now.toISOString() },
+        },
+      ];
     case 'RecordSignInFailure':
       if (!state.users[command.userId]) reject('user_not_found');
-      return [{ type: 'UserSignInFailed', data: { userId: command.userId, address: command.address, reason: command.reason, failedAt: command.now.toISOString() } }];
+      return [
+        {
+          type: 'UserSignInFailed',
+          data: { userId: command.userId, address: command.address, reason: command.reason, failedAt: command.now.toISOString() },
+        },
+      ];
   }
 }
 

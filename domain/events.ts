@@ -193,4 +193,3 @@ export function upcast(type: string, data: unknown, _schemaVersion: number): Dom
 
 export const jobStreamId = (jobId: string): string => `job-${jobId}`;
 export const accountStreamId = (accountId: string): string => `account-${accountId}`;
-

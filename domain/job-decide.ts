@@ -220,7 +220,8 @@ export function summariseWarnings(state: JobState): string | null {
   return [...pagesByWarning]
     .map(([warning, pages]) => {
       const sorted = pages.sort((a, b) => a - b);
-      const which = sorted.length === state.pageCount && state.pageCount > 1 ? 'all pages' : `page${sorted.length > 1 ? 's' : ''} ${sorted.join(', ')}`;
+      const which =
+        sorted.length === state.pageCount && state.pageCount > 1 ? 'all pages' : `page${sorted.length > 1 ? 's' : ''} ${sorted.join(', ')}`;
       return `${which}: ${warning}`;
     })
     .join('; ');

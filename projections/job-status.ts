@@ -118,7 +118,9 @@ export const JOB_STATUS_COLUMNS = `job_id, account_id, state, page_count, pages_
 
 /** The same columns of job_status under a table alias (for queries that join it). */
 export const jobStatusColumnsOf = (alias: string): string =>
-  JOB_STATUS_COLUMNS.split(',').map((column) => `${alias}.${column.trim()}`).join(', ');
+  JOB_STATUS_COLUMNS.split(',')
+    .map((column) => `${alias}.${column.trim()}`)
+    .join(', ');
 
 /** A job's status row; with `accountId`, only when that account owns the job. */
 export async function readJobStatus(db: Queryable, jobId: string, accountId?: string): Promise<JobStatusRow | undefined> {

@@ -48,10 +48,17 @@ async function checkArchive(zipPath: string, work: string): Promise<void> {
   }
   const manifest = JSON.parse(files.get('manifest.json')!.toString('utf8')) as Manifest;
 
-  for (const [kind, xsd] of [['page', 'pagecontent-2019-07-15.xsd'], ['alto', 'alto-4-4.xsd']] as const) {
+  for (const [kind, xsd] of [
+    ['page', 'pagecontent-2019-07-15.xsd'],
+    ['alto', 'alto-4-4.xsd'],
+  ] as const) {
     const documents = manifest.pages.map((page) => path.join(work, page.files[kind]));
     const result = await tool('xmllint', ['--nonet', '--noout', '--schema', path.join(SCHEMA_DIR, xsd), ...documents]);
-    report(result === null ? null : result.ok, `xmllint --schema ${xsd} (${documents.length} files)`, result?.ok === false ? result.out.slice(0, 2000) : '');
+    report(
+      result === null ? null : result.ok,
+      `xmllint --schema ${xsd} (${documents.length} files)`,
+      result?.ok === false ? result.out.slice(0, 2000) : '',
+    );
   }
   if (!manifest.pdf) {
     report(null, 'PDF checks', 'pdf_format=none');
@@ -59,27 +66,52 @@ async function checkArchive(zipPath: string, work: string): Promise<void> {
   }
   const pdf = path.join(work, manifest.pdf.path);
   const qpdf = await tool('qpdf', ['--check', pdf]);
-  report(qpdf === null ? null : qpdf.ok && /No syntax or stream encoding errors/.test(qpdf.out), 'qpdf --check', qpdf?.ok ? '' : qpdf?.out.slice(0, 1000));
+  report(
+    qpdf === null ? null : qpdf.ok && /No syntax or stream encoding errors/.test(qpdf.out),
+    'qpdf --check',
+    qpdf?.ok ? '' : qpdf?.out.slice(0, 1000),
+  );
 
   const info = await tool('pdfinfo', [pdf]);
   if (info) {
     const pages = Number(/^Pages:\s+(\d+)/m.exec(info.out)?.[1]);
     const encrypted = /^Encrypted:\s+no/m.test(info.out);
-    report(info.ok && pages === manifest.page_count && encrypted, 'pdfinfo: page count, not encrypted', `pages ${pages}, ${/^PDF version:.*$/m.exec(info.out)?.[0]}`);
+    report(
+      info.ok && pages === manifest.page_count && encrypted,
+      'pdfinfo: page count, not encrypted',
+      `pages ${pages}, ${/^PDF version:.*$/m.exec(info.out)?.[0]}`,
+    );
   } else report(null, 'pdfinfo', 'not installed');
 
   const fonts = await tool('pdffonts', [pdf]);
   if (fonts) {
-    const rows = fonts.out.split('\n').slice(2).filter((row) => row.trim() !== '');
+    const rows = fonts.out
+      .split('\n')
+      .slice(2)
+      .filter((row) => row.trim() !== '');
     const allEmbedded = rows.every((row) => / yes\s+(yes|no)\s+yes\s+\d+\s+\d+\s*$/.test(row));
-    report(fonts.ok && rows.length > 0 && allEmbedded, 'pdffonts: every font embedded, with ToUnicode', rows.map((row) => row.replace(/\s+/g, ' ')).join('; '));
+    report(
+      fonts.ok && rows.length > 0 && allEmbedded,
+      'pdffonts: every font embedded, with ToUnicode',
+      rows.map((row) => row.replace(/\s+/g, ' ')).join('; '),
+    );
   } else report(null, 'pdffonts', 'not installed');
 
   let textOk = true;
   let positioned = 0;
   let misplaced = 0;
   for (const page of manifest.pages) {
-    const extracted = await tool('pdftotext', ['-raw', '-enc', 'UTF-8', '-f', String(page.page_number), '-l', String(page.page_number), pdf, '-']);
+    const extracted = await tool('pdftotext', [
+      '-raw',
+      '-enc',
+      'UTF-8',
+      '-f',
+      String(page.page_number),
+      '-l',
+      String(page.page_number),
+      pdf,
+      '-',
+    ]);
     if (!extracted) {
       report(null, 'pdftotext', 'not installed');
       textOk = false;
@@ -88,16 +120,32 @@ async function checkArchive(zipPath: string, work: string): Promise<void> {
     const expected = files.get(page.files.text)!.toString('utf8');
     if (squash(extracted.out) !== squash(expected)) {
       textOk = false;
-      report(false, `pdftotext -raw page ${page.page_number} equals text/ (modulo whitespace)`, `${squash(extracted.out).slice(0, 200)} ≠ ${squash(expected).slice(0, 200)}`);
+      report(
+        false,
+        `pdftotext -raw page ${page.page_number} equals text/ (modulo whitespace)`,
+        `${squash(extracted.out).slice(0, 200)} ≠ ${squash(expected).slice(0, 200)}`,
+      );
     }
     // Word boxes: every word pdftotext finds must lie on an ALTO String box with that text.
-    const bbox = await tool('pdftotext', ['-bbox', '-enc', 'UTF-8', '-f', String(page.page_number), '-l', String(page.page_number), pdf, '-']);
+    const bbox = await tool('pdftotext', [
+      '-bbox',
+      '-enc',
+      'UTF-8',
+      '-f',
+      String(page.page_number),
+      '-l',
+      String(page.page_number),
+      pdf,
+      '-',
+    ]);
     const alto = parseXml(files.get(page.files.alto)!.toString('utf8'));
     const altoPage = descendantsNamed(alto, 'Page')[0];
     const pageWidthPt = Number(/<page width="([\d.]+)"/.exec(bbox?.out ?? '')?.[1]);
     const scale = pageWidthPt / Number(altoPage.attributes.WIDTH);
     const strings = descendantsNamed(alto, 'String').map((string) => string.attributes);
-    for (const match of (bbox?.out ?? '').matchAll(/<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)<\/word>/g)) {
+    for (const match of (bbox?.out ?? '').matchAll(
+      /<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)<\/word>/g,
+    )) {
       const [xMin, yMin, xMax, yMax] = match.slice(1, 5).map(Number);
       const text = decodeEntities(match[5]);
       const cx = (xMin + xMax) / 2 / scale;

@@ -1,6 +1,7 @@
-// `npm test`: type-check, start one embedded PostgreSQL for the whole run, run every
-// test file with node:test (each integration test file creates its own database).
-// Extra arguments select test files: `npm test -- test/unit`.
+// `npm test`: type-check, check formatting and lint (Biome: format, lint rules, import cycles)
+// and unused exports and files (knip), then start one embedded PostgreSQL for the whole run and
+// run every test file with node:test (each integration test file creates its own database).
+// Extra arguments select test files: `npm test -- test/unit`. SKIP_TYPECHECK=1 skips the checks.
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -21,6 +22,17 @@ if (!process.env.SKIP_TYPECHECK) {
   console.log('# tsc --noEmit');
   const code = await run(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', root]);
   if (code !== 0) process.exit(code);
+  // `npx biome format --write .` fixes formatting; biome.json says which rules are off and why.
+  console.log('# biome ci (format, lint, import cycles)');
+  const style = await run(process.execPath, [path.join(root, 'node_modules/@biomejs/biome/bin/biome'), 'ci', '--reporter=summary', root]);
+  if (style !== 0) process.exit(style);
+  console.log('# knip (unused files and exports)');
+  const unused = await run(process.execPath, [
+    path.join(root, 'node_modules/knip/bin/knip.js'),
+    '--include',
+    'files,exports,types,duplicates',
+  ]);
+  if (unused !== 0) process.exit(unused);
 }
 
 const clusterDir = path.join(os.tmpdir(), `hwr-test-pg-${process.pid}`);

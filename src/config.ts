@@ -320,7 +320,12 @@ function recognitionConfig(read: EnvReader, cores: number): Config['recognition'
   const threads = Math.min(cores, read.integer('ORT_THREADS', cores, 1, 256));
   const fitting = Math.max(1, Math.floor(cores / threads));
   const concurrency = Math.min(fitting, read.integer('RECOGNITION_CONCURRENCY', fitting, 1, 256));
-  return { modelDir: read.string('MODEL_DIR'), threads, concurrency, decoder: read.oneOf('RECOGNITION_DECODER', ['greedy', 'beam'] as const, 'beam') };
+  return {
+    modelDir: read.string('MODEL_DIR'),
+    threads,
+    concurrency,
+    decoder: read.oneOf('RECOGNITION_DECODER', ['greedy', 'beam'] as const, 'beam'),
+  };
 }
 
 function readBlobs(read: EnvReader, problems: string[]): Config['blobs'] {
@@ -337,10 +342,11 @@ function readBlobs(read: EnvReader, problems: string[]): Config['blobs'] {
   const sessionToken = read.string('AWS_SESSION_TOKEN');
   if (store !== 's3') return { store, s3: null };
   if (!bucket) problems.push('BLOB_STORE=s3 needs S3_BUCKET');
-  if (prefix.split('/').some((part) => part === '.' || part === '..')) problems.push(`S3_PREFIX must not contain . or .. segments, got ${JSON.stringify(prefix)}`);
-  if ((accessKeyId === null) !== (secretAccessKey === null)) problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together (or neither: the AWS default credential chain)');
-  const credentials =
-    accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } : null;
+  if (prefix.split('/').some((part) => part === '.' || part === '..'))
+    problems.push(`S3_PREFIX must not contain . or .. segments, got ${JSON.stringify(prefix)}`);
+  if ((accessKeyId === null) !== (secretAccessKey === null))
+    problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together (or neither: the AWS default credential chain)');
+  const credentials = accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } : null;
   return { store, s3: { bucket: bucket ?? '', prefix, endpoint, publicEndpoint, region, forcePathStyle, credentials } };
 }
 

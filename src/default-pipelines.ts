@@ -4,7 +4,10 @@ import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
 
-export async function defaultPipelines(config: Config, log: Logger): Promise<{ page: PagePipeline; export: ExportPipeline; close(): Promise<void> }> {
+export async function defaultPipelines(
+  config: Config,
+  log: Logger,
+): Promise<{ page: PagePipeline; export: ExportPipeline; close(): Promise<void> }> {
   const { createPagePipeline } = await import('./pipeline/page-pipeline.ts');
   const { closeSharedEngines } = await import('./pipeline/shared-engine.ts');
   const { createCorrector } = await import('./pipeline/correction/create-corrector.ts');

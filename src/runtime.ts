@@ -84,7 +84,15 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
       if (!options.pipelines) throw new Error('a worker needs pipelines');
       const pipelines = await options.pipelines();
       closePipelines = pipelines.close ?? closePipelines;
-      workers = await startWorkers({ boss, bus, blobs, config, log, pagePipeline: measuredPagePipeline(pipelines.page), exportPipeline: pipelines.export });
+      workers = await startWorkers({
+        boss,
+        bus,
+        blobs,
+        config,
+        log,
+        pagePipeline: measuredPagePipeline(pipelines.page),
+        exportPipeline: pipelines.export,
+      });
     }
     const startedBoss = boss;
     let workersStopped: Promise<void> | null = null;

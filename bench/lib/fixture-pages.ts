@@ -25,7 +25,8 @@ const IMAGE_EXTENSIONS = ['.jpg', '.jpeg', '.png', '.tif', '.tiff'];
 
 export function listFixturePages(directory: string = DEFAULT_PAGES_DIR): FixturePage[] {
   const readme = path.join(directory, 'README.md');
-  if (!existsSync(readme)) throw new Error(`no fixture pages at ${directory} (README.md missing); pass the folder of ../shared/fixtures/pages`);
+  if (!existsSync(readme))
+    throw new Error(`no fixture pages at ${directory} (README.md missing); pass the folder of ../shared/fixtures/pages`);
   const files = readdirSync(directory);
   const pages: FixturePage[] = [];
   for (const row of tableRows(readFileSync(readme, 'utf8'))) {
@@ -39,7 +40,9 @@ export function listFixturePages(directory: string = DEFAULT_PAGES_DIR): Fixture
     pages.push({
       name,
       imagePath: path.join(directory, image),
-      groundTruth: readFileSync(path.join(directory, `${name}.gt.txt`), 'utf8').replace(/\n$/, '').split('\n'),
+      groundTruth: readFileSync(path.join(directory, `${name}.gt.txt`), 'utf8')
+        .replace(/\n$/, '')
+        .split('\n'),
       xmlPath: path.join(directory, `${name}.xml`),
       language,
       kind,
@@ -53,5 +56,10 @@ function tableRows(markdown: string): string[][] {
   return markdown
     .split('\n')
     .filter((line) => /^\|\s*`[^`]+`\s*\|/.test(line))
-    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
 }

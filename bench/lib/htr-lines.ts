@@ -20,7 +20,9 @@ export interface DatasetLine {
 }
 
 export function readValidationLines(dataset: string = DEFAULT_DATASET_DIR): DatasetLine[] {
-  const [header, ...rows] = readFileSync(path.join(dataset, 'val.tsv'), 'utf8').split('\n').filter((row) => row !== '');
+  const [header, ...rows] = readFileSync(path.join(dataset, 'val.tsv'), 'utf8')
+    .split('\n')
+    .filter((row) => row !== '');
   const columns = header.split('\t');
   const at = (name: string): number => {
     const index = columns.indexOf(name);

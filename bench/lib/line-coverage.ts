@@ -35,7 +35,9 @@ export function lineCoverage(width: number, height: number, truth: readonly Poin
       else truthOwners.set(index, [line]);
     }
   });
-  const found = truthPixels.map((pixels) => pixels.length > 0 && pixels.filter((index) => detectedMask[index] === 1).length >= 0.5 * pixels.length);
+  const found = truthPixels.map(
+    (pixels) => pixels.length > 0 && pixels.filter((index) => detectedMask[index] === 1).length >= 0.5 * pixels.length,
+  );
   const matches: number[] = [];
   const right = detectedPixels.map((pixels) => {
     let inside = 0;

@@ -68,7 +68,10 @@ export async function startService(env: Record<string, string>): Promise<Service
     },
     async waitForEnd(jobId) {
       for (;;) {
-        const status = (await (await fetch(`${baseUrl}/v1/process-scan/${jobId}`, { headers })).json()) as { state: string; error_message?: string | null };
+        const status = (await (await fetch(`${baseUrl}/v1/process-scan/${jobId}`, { headers })).json()) as {
+          state: string;
+          error_message?: string | null;
+        };
         if (status.state !== 'queued' && status.state !== 'processing') return status;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }

@@ -34,7 +34,10 @@ export async function runTesseract(imagePath: string, language: string, options:
   const peak = /@@peak (\d+)/.exec(stderr);
   if (options.boxes) return { ...linesFromTsv(stdout), ms, peakBytes: peak ? Number(peak[1]) * 1024 : null };
   return {
-    lines: stdout.replace(/\f/g, '').split('\n').filter((line) => line.trim() !== ''),
+    lines: stdout
+      .replace(/\f/g, '')
+      .split('\n')
+      .filter((line) => line.trim() !== ''),
     ms,
     peakBytes: peak ? Number(peak[1]) * 1024 : null,
   };

@@ -91,7 +91,10 @@ export function errorRate(...counts: ErrorCount[]): number {
 }
 
 /** CER and WER of a page given as line lists. */
-export function scorePage(hypothesisLines: readonly string[], referenceLines: readonly string[]): { characters: ErrorCount; words: ErrorCount } {
+export function scorePage(
+  hypothesisLines: readonly string[],
+  referenceLines: readonly string[],
+): { characters: ErrorCount; words: ErrorCount } {
   const hypothesis = scoringText(hypothesisLines);
   const reference = scoringText(referenceLines);
   return { characters: characterErrors(hypothesis, reference), words: wordErrors(hypothesis, reference) };

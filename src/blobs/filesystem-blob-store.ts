@@ -116,7 +116,10 @@ export class FilesystemBlobStore implements BlobStore {
       // A write in progress (`<name>.<uuid>.tmp`, renamed into place when complete) is no blob yet.
       if (!entry.isFile() || TEMP_FILE.test(entry.name)) continue;
       const file = path.join(entry.parentPath, entry.name);
-      const size = await stat(file).then((found) => found.size, () => null);
+      const size = await stat(file).then(
+        (found) => found.size,
+        () => null,
+      );
       if (size !== null) yield { key: path.relative(this.root, file).split(path.sep).join('/'), bytes: size };
     }
   }
@@ -138,7 +141,7 @@ function notFound(error: unknown, key: string): unknown {
 
 /** The newest mtime of a file or directory and everything below it; null when it is gone. */
 export async function newestModification(file: string): Promise<Date | null> {
-  let info;
+  let info: Awaited<ReturnType<typeof stat>>;
   try {
     info = await stat(file);
   } catch (error) {

@@ -67,7 +67,10 @@ export class S3BlobStore implements BlobStore {
       requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000 },
     });
     this.client = new S3Client(clientConfig(options.endpoint));
-    this.presignClient = options.publicEndpoint && options.publicEndpoint !== options.endpoint ? new S3Client(clientConfig(options.publicEndpoint)) : this.client;
+    this.presignClient =
+      options.publicEndpoint && options.publicEndpoint !== options.endpoint
+        ? new S3Client(clientConfig(options.publicEndpoint))
+        : this.client;
   }
 
   /** The object key of a blob key. */
@@ -199,7 +202,8 @@ export class S3BlobStore implements BlobStore {
         new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
       );
       const failed = (answer.Errors ?? []).filter((error) => error.Code !== 'NoSuchKey');
-      if (failed.length > 0) throw new Error(`could not delete ${failed.length} object(s) under ${prefix}: ${failed[0].Code} ${failed[0].Message ?? ''}`);
+      if (failed.length > 0)
+        throw new Error(`could not delete ${failed.length} object(s) under ${prefix}: ${failed[0].Code} ${failed[0].Message ?? ''}`);
       batch = [];
     };
     for await (const object of this.objectsUnder(prefix)) {

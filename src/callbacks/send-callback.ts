@@ -8,7 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import packageJson from '../../package.json' with { type: 'json' };
-import { signCallbackBody } from './signature.ts';
+import { SIGNATURE_HEADER, signCallbackBody } from './signature.ts';
 import { isWebhookUrlError, resolveWebhookTarget, type ResolvedAddress, type WebhookLookup } from './webhook-url.ts';
 import { callbackAttempts, callbackOutcomeLabel } from '../metrics/metrics.ts';
 
@@ -53,7 +53,12 @@ export interface CallbackOutcome {
 export async function sendCallback(options: SendCallbackOptions): Promise<CallbackOutcome> {
   const started = performance.now();
   const outcome = (status: number | null, error: string | null): CallbackOutcome => {
-    const result = { ok: error === null && status !== null && status >= 200 && status < 300, status, error, durationMs: performance.now() - started };
+    const result = {
+      ok: error === null && status !== null && status >= 200 && status < 300,
+      status,
+      error,
+      durationMs: performance.now() - started,
+    };
     callbackAttempts.inc({ outcome: callbackOutcomeLabel(result) });
     return result;
   };
@@ -146,7 +151,7 @@ function post(
         'Content-Length': String(options.body.length),
         'User-Agent': CALLBACK_USER_AGENT,
         'X-SVC-Event': options.event,
-        'X-SVC-Signature': signCallbackBody(options.secret, options.body),
+        [SIGNATURE_HEADER]: signCallbackBody(options.secret, options.body),
         'X-SVC-Delivery': options.deliveryId,
       },
     });

@@ -5,7 +5,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 export const SIGNATURE_HEADER = 'X-SVC-Signature';
 
 function hmac(secret: string, body: Buffer | string): Buffer {
-  return createHmac('sha256', Buffer.from(secret, 'utf8')).update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body).digest();
+  return createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
+    .digest();
 }
 
 export function signCallbackBody(secret: string, body: Buffer | string): string {

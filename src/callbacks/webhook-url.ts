@@ -65,7 +65,9 @@ export async function resolveWebhookTarget(raw: string, options: WebhookUrlOptio
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && options.allowHttp)) {
     throw new WebhookUrlError(
-      options.allowHttp ? 'webhook_url must be an http or https URL' : 'webhook_url must be an https URL (http is accepted only with WEBHOOK_ALLOW_HTTP=1)',
+      options.allowHttp
+        ? 'webhook_url must be an http or https URL'
+        : 'webhook_url must be an https URL (http is accepted only with WEBHOOK_ALLOW_HTTP=1)',
     );
   }
   if (url.username !== '' || url.password !== '') throw new WebhookUrlError('webhook_url must not contain a user name or password');
@@ -91,7 +93,9 @@ export async function resolveWebhookTarget(raw: string, options: WebhookUrlOptio
       const verdict = classifyAddress(address);
       if (!verdict.allowed) {
         const what = literal !== 0 ? `host ${address} is` : `host ${hostname} resolves to ${address},`;
-        throw new WebhookUrlError(`webhook_url ${what} ${verdict.reason}; only public addresses are accepted (WEBHOOK_ALLOW_PRIVATE=1 relaxes this)`);
+        throw new WebhookUrlError(
+          `webhook_url ${what} ${verdict.reason}; only public addresses are accepted (WEBHOOK_ALLOW_PRIVATE=1 relaxes this)`,
+        );
       }
     }
   }

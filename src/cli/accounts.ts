@@ -5,7 +5,8 @@ import { withRuntime } from './context.ts';
 export async function run(args: string[]): Promise<number> {
   const { positionals } = parseArgs(args);
   const [action, name] = positionals;
-  if (!name || (action !== 'create' && action !== 'rotate-secret')) throw new UsageError('usage: hwr accounts create NAME | hwr accounts rotate-secret NAME');
+  if (!name || (action !== 'create' && action !== 'rotate-secret'))
+    throw new UsageError('usage: hwr accounts create NAME | hwr accounts rotate-secret NAME');
   return withRuntime(async (runtime) => {
     if (action === 'create') {
       const account = await createAccount(runtime.bus, name);

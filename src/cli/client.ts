@@ -80,13 +80,16 @@ function connect(parsed: ParsedArgs): Context {
   const url = option(parsed, 'url') ?? process.env.HWR_URL ?? `http://localhost:${process.env.PORT || 8080}`;
   const apiKey = option(parsed, 'key') ?? process.env.HWR_API_KEY;
   if (!apiKey) {
-    throw new UsageError('no API key: set HWR_API_KEY or --key (the first `npm start` printed one; `hwr keys create --account default --label cli` makes another)');
+    throw new UsageError(
+      'no API key: set HWR_API_KEY or --key (the first `npm start` printed one; `hwr keys create --account default --label cli` makes another)',
+    );
   }
   const tty = Boolean(process.stdout.isTTY && process.stderr.isTTY);
   const client = new HwrClient({
     url,
     apiKey,
-    onRetry: ({ attempt, waitMs, reason }) => process.stderr.write(`hwr: ${reason}; retrying in ${formatDuration(waitMs)} (retry ${attempt})\n`),
+    onRetry: ({ attempt, waitMs, reason }) =>
+      process.stderr.write(`hwr: ${reason}; retrying in ${formatDuration(waitMs)} (retry ${attempt})\n`),
   });
   return { client, url, tty };
 }
@@ -132,15 +135,26 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
     const idempotencyKey = option(parsed, 'idempotency-key') ?? randomUUID();
     const scan = await prepareScan(parsed.positionals);
     const view = wait ? viewFor(context) : null;
-    const say = (text: string, json: Record<string, unknown>) => (view ? view.note(text, json) : context.tty ? process.stderr.write(`${text}\n`) : undefined);
+    const say = (text: string, json: Record<string, unknown>) =>
+      view ? view.note(text, json) : context.tty ? process.stderr.write(`${text}\n`) : undefined;
     try {
-      if (scan.images > 0) say(`zipped ${scan.images} image${scan.images === 1 ? '' : 's'} (${formatBytes(scan.bytes)})`, { event: 'zipped', images: scan.images, bytes: scan.bytes });
+      if (scan.images > 0)
+        say(`zipped ${scan.images} image${scan.images === 1 ? '' : 's'} (${formatBytes(scan.bytes)})`, {
+          event: 'zipped',
+          images: scan.images,
+          bytes: scan.bytes,
+        });
       const interrupt = new AbortController();
       const onSigint = () => interrupt.abort();
       process.once('SIGINT', onSigint);
-      let submission;
+      let submission: Awaited<ReturnType<HwrClient['submit']>>;
       try {
-        submission = await context.client.submit(scan.zipPath, { ...options, idempotencyKey, filename: scan.filename, signal: interrupt.signal });
+        submission = await context.client.submit(scan.zipPath, {
+          ...options,
+          idempotencyKey,
+          filename: scan.filename,
+          signal: interrupt.signal,
+        });
       } catch (error) {
         if (!interrupt.signal.aborted) throw error;
         view?.close();
@@ -152,11 +166,17 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
         process.removeListener('SIGINT', onSigint);
       }
       if (!wait) {
-        if (context.tty) process.stderr.write(`job ${submission.job_id}: ${submission.page_count} pages queued; follow it with \`hwr status ${submission.job_id} --wait\`\n`);
+        if (context.tty)
+          process.stderr.write(
+            `job ${submission.job_id}: ${submission.page_count} pages queued; follow it with \`hwr status ${submission.job_id} --wait\`\n`,
+          );
         print(submission);
         return EXIT.done;
       }
-      view!.note(`job ${submission.job_id}: ${submission.page_count} page${submission.page_count === 1 ? '' : 's'} submitted to ${context.url}`, { event: 'submitted', ...submission });
+      view!.note(
+        `job ${submission.job_id}: ${submission.page_count} page${submission.page_count === 1 ? '' : 's'} submitted to ${context.url}`,
+        { event: 'submitted', ...submission },
+      );
       return await follow(context, view!, submission.job_id, out);
     } finally {
       view?.close();
@@ -240,24 +260,36 @@ async function follow(context: Context, view: ProgressView, jobId: string, out: 
   view.finish(final);
   const took = formatDuration(Date.now() - started);
   if (final.state === 'failed') {
-    view.note(`job ${jobId} failed after ${took}: ${final.error_message ?? 'no reason given'}`, { event: 'failed', job_id: jobId, error_message: final.error_message });
+    view.note(`job ${jobId} failed after ${took}: ${final.error_message ?? 'no reason given'}`, {
+      event: 'failed',
+      job_id: jobId,
+      error_message: final.error_message,
+    });
     return EXIT.failed;
   }
   if (final.state === 'cancelled') {
     view.note(`job ${jobId} was cancelled`, { event: 'cancelled', job_id: jobId });
     return EXIT.cancelled;
   }
-  if (final.warning_message) view.note(`warning: ${final.warning_message}`, { event: 'warning', job_id: jobId, warning_message: final.warning_message });
+  if (final.warning_message)
+    view.note(`warning: ${final.warning_message}`, { event: 'warning', job_id: jobId, warning_message: final.warning_message });
   if (out === undefined) {
-    view.note(`done: ${final.page_count} pages in ${took}; download with \`hwr result ${jobId} --out result.zip\``, { event: 'done', job_id: jobId, result_url: final.result_url });
+    view.note(`done: ${final.page_count} pages in ${took}; download with \`hwr result ${jobId} --out result.zip\``, {
+      event: 'done',
+      job_id: jobId,
+      result_url: final.result_url,
+    });
     return EXIT.done;
   }
   const saved = await context.client.downloadResult(jobId, out);
-  view.note(`done: ${final.page_count} pages in ${took}; saved ${path.relative(process.cwd(), path.resolve(saved.path)) || saved.path} (${formatBytes(saved.bytes)})`, {
-    event: 'downloaded',
-    job_id: jobId,
-    path: saved.path,
-    bytes: saved.bytes,
-  });
+  view.note(
+    `done: ${final.page_count} pages in ${took}; saved ${path.relative(process.cwd(), path.resolve(saved.path)) || saved.path} (${formatBytes(saved.bytes)})`,
+    {
+      event: 'downloaded',
+      job_id: jobId,
+      path: saved.path,
+      bytes: saved.bytes,
+    },
+  );
   return EXIT.done;
 }

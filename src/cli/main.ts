@@ -14,7 +14,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(args
   storage: { summary: 'storage stats                    blobs and bytes stored, by kind', load: () => import('./storage.ts') },
   recognize: { summary: 'recognize IMAGE... [--json]     run layout and recognition on images', load: () => import('./recognize.ts') },
   // Clients of a running service over HTTP (--url/HWR_URL, --key/HWR_API_KEY; docs/client.md).
-  submit: { summary: 'submit PATH... [--wait] [--out result.zip]   submit a ZIP, folder or images; follow the job', load: () => client('submit') },
+  submit: {
+    summary: 'submit PATH... [--wait] [--out result.zip]   submit a ZIP, folder or images; follow the job',
+    load: () => client('submit'),
+  },
   status: { summary: 'status JOB_ID [--wait] [--out FILE]', load: () => client('status') },
   result: { summary: 'result JOB_ID [--out FILE]        download the result archive', load: () => client('result') },
   cancel: { summary: 'cancel JOB_ID', load: () => client('cancel') },

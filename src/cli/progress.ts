@@ -40,7 +40,10 @@ export function etaMs(status: JobStatus, processingSinceMs: number | null, nowMs
 /** One progress line, at most `columns` wide. */
 export function progressLine(status: JobStatus, elapsedMs: number, eta: number | null, columns: number): string {
   const what = status.state === 'processing' ? (status.current_step ?? 'processing') : status.state;
-  const time = status.state === 'processing' || status.state === 'queued' ? `${formatDuration(elapsedMs)}  ETA ${eta === null ? '--:--' : formatDuration(eta)}` : formatDuration(elapsedMs);
+  const time =
+    status.state === 'processing' || status.state === 'queued'
+      ? `${formatDuration(elapsedMs)}  ETA ${eta === null ? '--:--' : formatDuration(eta)}`
+      : formatDuration(elapsedMs);
   const tail = ` ${status.pages_done}/${status.page_count} pages  ${what}  ${time}`;
   // A steady width (the tail's length changes with the step's name), narrower on a narrow terminal.
   const barWidth = Math.max(10, Math.min(30, columns - 52));

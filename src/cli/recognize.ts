@@ -80,10 +80,11 @@ export async function run(argv: string[]): Promise<number> {
         }
       } catch (error) {
         failures += 1;
-        const detail =
-          isPipelineError(error) ? `[${error.code}] ${error.message}`
-          : isLayoutError(error) ? `[${error.code}] ${layoutFile}: ${error.message}`
-          : (error as Error).message;
+        const detail = isPipelineError(error)
+          ? `[${error.code}] ${error.message}`
+          : isLayoutError(error)
+            ? `[${error.code}] ${layoutFile}: ${error.message}`
+            : (error as Error).message;
         process.stderr.write(`hwr recognize: ${image}: ${detail}\n`);
       }
     }

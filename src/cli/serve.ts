@@ -63,7 +63,7 @@ async function bootstrapFirstAccount(runtime: Runtime): Promise<void> {
   const account = await createAccount(runtime.bus, 'default', 'bootstrap');
   const key = await createApiKey(runtime.bus, 'default', 'first start', 'bootstrap');
   process.stdout.write(
-    [
+    `${[
       '',
       'First start: created account "default". These are shown ONCE; store them in a secret manager now.',
       `  API key:        ${key.key}`,
@@ -71,6 +71,6 @@ async function bootstrapFirstAccount(runtime: Runtime): Promise<void> {
       'Create more with `hwr keys create --account default --label NAME`.',
       `Customer portal: ${runtime.config.baseUrl}/portal; invite its first user with \`hwr users invite --account default --email YOU@EXAMPLE.ORG\` (docs/portal.md).`,
       '',
-    ].join('\n') + '\n',
+    ].join('\n')}\n`,
   );
 }

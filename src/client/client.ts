@@ -77,7 +77,12 @@ export class HwrClient {
 
   /** POST /v1/process-scan. `scan`: a ZIP as a file path, a Blob or bytes. */
   async submit(scan: string | Blob | Uint8Array, request: SubmitRequest = {}): Promise<Submission> {
-    const blob = typeof scan === 'string' ? await openAsBlob(scan, { type: 'application/zip' }) : scan instanceof Blob ? scan : new Blob([scan as Uint8Array<ArrayBuffer>], { type: 'application/zip' });
+    const blob =
+      typeof scan === 'string'
+        ? await openAsBlob(scan, { type: 'application/zip' })
+        : scan instanceof Blob
+          ? scan
+          : new Blob([scan as Uint8Array<ArrayBuffer>], { type: 'application/zip' });
     const filename = request.filename ?? (typeof scan === 'string' ? path.basename(scan) : 'scan.zip');
     const idempotencyKey = request.idempotencyKey ?? randomUUID();
     const form = () => {
@@ -89,7 +94,12 @@ export class HwrClient {
       }
       return body;
     };
-    const response = await this.#request('POST', '/v1/process-scan', { body: form, headers: { 'Idempotency-Key': idempotencyKey }, repeatable: true, signal: request.signal });
+    const response = await this.#request('POST', '/v1/process-scan', {
+      body: form,
+      headers: { 'Idempotency-Key': idempotencyKey },
+      repeatable: true,
+      signal: request.signal,
+    });
     return (await response.json()) as Submission;
   }
 
@@ -129,8 +139,16 @@ export class HwrClient {
    * following redirects (the API key goes only to the service's own origin), and checks its
    * size against Content-Length.
    */
-  async downloadResult(jobId: string, file: string, options: { signal?: AbortSignal; onProgress?: (bytes: number, total: number | null) => void } = {}): Promise<{ path: string; bytes: number }> {
-    const response = await this.#request('GET', `/v1/process-scan/${encodeURIComponent(jobId)}/result`, { repeatable: true, signal: options.signal, followRedirects: true });
+  async downloadResult(
+    jobId: string,
+    file: string,
+    options: { signal?: AbortSignal; onProgress?: (bytes: number, total: number | null) => void } = {},
+  ): Promise<{ path: string; bytes: number }> {
+    const response = await this.#request('GET', `/v1/process-scan/${encodeURIComponent(jobId)}/result`, {
+      repeatable: true,
+      signal: options.signal,
+      followRedirects: true,
+    });
     const declared = response.headers.get('content-length');
     const total = declared === null ? null : Number(declared);
     const partial = `${file}.part`;
@@ -144,7 +162,9 @@ export class HwrClient {
     });
     try {
       if (!response.body) throw new Error('the result answer has no body');
-      await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), count, createWriteStream(partial), { signal: options.signal });
+      await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), count, createWriteStream(partial), {
+        signal: options.signal,
+      });
       if (total !== null && bytes !== total) throw new Error(`the result download ended after ${bytes} of ${total} bytes`);
       await rename(partial, file);
     } catch (error) {
@@ -162,7 +182,13 @@ export class HwrClient {
   async #request(
     method: string,
     pathAndQuery: string,
-    options: { body?: () => FormData; headers?: Record<string, string>; repeatable: boolean; signal?: AbortSignal; followRedirects?: boolean },
+    options: {
+      body?: () => FormData;
+      headers?: Record<string, string>;
+      repeatable: boolean;
+      signal?: AbortSignal;
+      followRedirects?: boolean;
+    },
   ): Promise<Response> {
     for (let attempt = 1; ; attempt++) {
       let response: Response;
@@ -184,14 +210,22 @@ export class HwrClient {
     }
   }
 
-  async #send(method: string, url: string, options: { body?: () => FormData; headers?: Record<string, string>; signal?: AbortSignal; followRedirects?: boolean }): Promise<Response> {
+  async #send(
+    method: string,
+    url: string,
+    options: { body?: () => FormData; headers?: Record<string, string>; signal?: AbortSignal; followRedirects?: boolean },
+  ): Promise<Response> {
     const origin = new URL(url).origin;
     let target = url;
     for (let hop = 0; ; hop++) {
       const sameOrigin = new URL(target).origin === origin;
       const response = await this.#fetch(target, {
         method: hop === 0 ? method : 'GET',
-        headers: { Accept: 'application/json, application/zip', ...(sameOrigin ? { 'X-API-Key': this.#apiKey } : {}), ...(hop === 0 ? options.headers : {}) },
+        headers: {
+          Accept: 'application/json, application/zip',
+          ...(sameOrigin ? { 'X-API-Key': this.#apiKey } : {}),
+          ...(hop === 0 ? options.headers : {}),
+        },
         body: hop === 0 ? options.body?.() : undefined,
         redirect: 'manual',
         signal: options.signal,

@@ -51,7 +51,8 @@ export async function prepareScan(paths: string[]): Promise<ScanInput> {
   const seen = new Map<string, string>();
   for (const entry of entries) {
     const other = seen.get(entry.name);
-    if (other !== undefined) throw new ScanInputError(`two pages would be named ${entry.name} (${other} and ${entry.file}); give their folder instead`);
+    if (other !== undefined)
+      throw new ScanInputError(`two pages would be named ${entry.name} (${other} and ${entry.file}); give their folder instead`);
     seen.set(entry.name, entry.file);
   }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'hwr-submit-'));
@@ -62,7 +63,13 @@ export async function prepareScan(paths: string[]): Promise<ScanInput> {
   zip.end();
   await pipeline(zip.outputStream, createWriteStream(zipPath));
   const name = paths.length === 1 ? `${path.basename(path.resolve(paths[0])).replace(/\.[^.]*$/, '')}.zip` : 'scan.zip';
-  return { zipPath, filename: name, images: entries.length, bytes: (await stat(zipPath)).size, cleanUp: () => rm(dir, { recursive: true, force: true }) };
+  return {
+    zipPath,
+    filename: name,
+    images: entries.length,
+    bytes: (await stat(zipPath)).size,
+    cleanUp: () => rm(dir, { recursive: true, force: true }),
+  };
 }
 
 async function imagesUnder(folder: string): Promise<string[]> {

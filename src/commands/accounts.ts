@@ -24,14 +24,20 @@ export interface CreatedAccount {
 }
 
 export async function createAccount(bus: CommandBus, name: string, actor = 'cli'): Promise<CreatedAccount> {
-  if (!/^[\w.@-]{1,100}$/.test(name)) throw new AccountError('invalid_account_name', 'an account name is 1-100 letters, digits, ".", "@", "_" or "-"');
+  if (!/^[\w.@-]{1,100}$/.test(name))
+    throw new AccountError('invalid_account_name', 'an account name is 1-100 letters, digits, ".", "@", "_" or "-"');
   if (await findAccountId(bus.db.pool, name)) throw new AccountError('account_exists', `account ${name} already exists`);
   const accountId = randomUUID();
   const webhookSecret = randomBytes(32).toString('hex');
   try {
-    await bus.account(accountId, { type: 'CreateAccount', accountId, name, webhookSecretSha256: sha256Hex(webhookSecret), now: new Date() }, { actor }, async (client) => {
-      await client.query('insert into account_secrets (account_id, webhook_secret) values ($1, $2)', [accountId, webhookSecret]);
-    });
+    await bus.account(
+      accountId,
+      { type: 'CreateAccount', accountId, name, webhookSecretSha256: sha256Hex(webhookSecret), now: new Date() },
+      { actor },
+      async (client) => {
+        await client.query('insert into account_secrets (account_id, webhook_secret) values ($1, $2)', [accountId, webhookSecret]);
+      },
+    );
   } catch (error) {
     if ((error as { code?: string }).code === '23505') throw new AccountError('account_exists', `account ${name} already exists`);
     throw error;
@@ -42,13 +48,18 @@ export async function createAccount(bus: CommandBus, name: string, actor = 'cli'
 export async function rotateWebhookSecret(bus: CommandBus, name: string, actor = 'cli'): Promise<string> {
   const accountId = await requireAccountId(bus.db.pool, name);
   const webhookSecret = randomBytes(32).toString('hex');
-  await bus.account(accountId, { type: 'RotateWebhookSecret', webhookSecretSha256: sha256Hex(webhookSecret), now: new Date() }, { actor }, async (client) => {
-    await client.query(
-      `insert into account_secrets (account_id, webhook_secret) values ($1, $2)
+  await bus.account(
+    accountId,
+    { type: 'RotateWebhookSecret', webhookSecretSha256: sha256Hex(webhookSecret), now: new Date() },
+    { actor },
+    async (client) => {
+      await client.query(
+        `insert into account_secrets (account_id, webhook_secret) values ($1, $2)
        on conflict (account_id) do update set webhook_secret = excluded.webhook_secret, updated_at = now()`,
-      [accountId, webhookSecret],
-    );
-  });
+        [accountId, webhookSecret],
+      );
+    },
+  );
   return webhookSecret;
 }
 

@@ -8,7 +8,10 @@ export interface BillingLine {
 }
 
 /** Billed pages per account: done jobs only (failed and cancelled jobs have no billing row). */
-export async function billingReport(db: Queryable, filter: { accountId?: string | null; from?: Date | null; to?: Date | null }): Promise<BillingLine[]> {
+export async function billingReport(
+  db: Queryable,
+  filter: { accountId?: string | null; from?: Date | null; to?: Date | null },
+): Promise<BillingLine[]> {
   const result = await db.query<{ name: string; account_id: string; jobs: string; pages: string }>(
     `select a.name, b.account_id, count(*) as jobs, sum(b.pages) as pages
      from billing b join accounts a using (account_id)
@@ -30,7 +33,10 @@ export interface CorrectionUsageLine {
 }
 
 /** LLM correction usage of one account per provider and model (pages corrected, tokens). */
-export async function correctionUsageReport(db: Queryable, filter: { accountId: string; from?: Date | null; to?: Date | null }): Promise<CorrectionUsageLine[]> {
+export async function correctionUsageReport(
+  db: Queryable,
+  filter: { accountId: string; from?: Date | null; to?: Date | null },
+): Promise<CorrectionUsageLine[]> {
   const result = await db.query<{ provider: string; model: string; pages: string; input_tokens: string; output_tokens: string }>(
     `select provider, model, count(*) as pages, sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens
      from correction_usage

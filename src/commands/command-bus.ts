@@ -11,7 +11,14 @@
 import type { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import { foldAccount, decideAccount, type AccountCommand, type AccountState, evolveAccount } from '../../domain/account.ts';
-import { accountStreamId, jobStreamId, type AccountEvent, type EventMetadata, type JobEvent, type RecordedEvent } from '../../domain/events.ts';
+import {
+  accountStreamId,
+  jobStreamId,
+  type AccountEvent,
+  type EventMetadata,
+  type JobEvent,
+  type RecordedEvent,
+} from '../../domain/events.ts';
 import { decideJob, type JobCommand } from '../../domain/job-decide.ts';
 import { evolveJob, foldJob, type JobState } from '../../domain/job.ts';
 import { LruCache } from './lru-cache.ts';
@@ -92,7 +99,11 @@ export class CommandBus {
    * A job-level command, decided from the whole stream. Page commands go to `page`.
    * `command` may be a function of the current state (e.g. the next callback attempt number).
    */
-  async job(jobId: string, command: JobCommand | ((state: JobState) => JobCommand), metadata: EventMetadata = {}): Promise<CommandResult<JobState>> {
+  async job(
+    jobId: string,
+    command: JobCommand | ((state: JobState) => JobCommand),
+    metadata: EventMetadata = {},
+  ): Promise<CommandResult<JobState>> {
     if (typeof command !== 'function' && isPageCommand(command)) return this.page(jobId, command, metadata);
     return this.retryOnConflict(async () => {
       const before = await this.loadJob(this.db.pool, jobId);
@@ -114,7 +125,14 @@ export class CommandBus {
   async commitJobEvents(client: pg.PoolClient, before: JobState, events: JobEvent[], metadata: EventMetadata): Promise<RecordedEvent[]> {
     const after = events.reduce(evolveJob, before);
     const streamId = jobStreamId(after.jobId);
-    const recorded = await appendToStream(client, streamId, before.version, events, { accountId: after.accountId, ...metadata }, { scope: { page: null } });
+    const recorded = await appendToStream(
+      client,
+      streamId,
+      before.version,
+      events,
+      { accountId: after.accountId, ...metadata },
+      { scope: { page: null } },
+    );
     await scheduleReactions(this.boss, client, reactionsTo(events, after));
     return recorded;
   }
@@ -136,7 +154,14 @@ export class CommandBus {
       const after = events.reduce(evolveJob, before);
       const streamId = jobStreamId(jobId);
       const append = (db: Queryable, durable: boolean) =>
-        appendToStream(db, streamId, view.seenVersion, events, { accountId: after.accountId, ...metadata }, { scope: { page: command.page }, durable });
+        appendToStream(
+          db,
+          streamId,
+          view.seenVersion,
+          events,
+          { accountId: after.accountId, ...metadata },
+          { scope: { page: command.page }, durable },
+        );
       const completesPage = events.some((event) => event.type === 'PageCompleted');
       if (!completesPage && reactionsTo(events, after).length === 0) {
         // A step start: one statement, its own transaction, so the stream's append lock is held
@@ -157,7 +182,12 @@ export class CommandBus {
     });
   }
 
-  async account(accountId: string, command: AccountCommand, metadata: EventMetadata = {}, alsoInTransaction?: (client: pg.PoolClient) => Promise<void>): Promise<CommandResult<AccountState>> {
+  async account(
+    accountId: string,
+    command: AccountCommand,
+    metadata: EventMetadata = {},
+    alsoInTransaction?: (client: pg.PoolClient) => Promise<void>,
+  ): Promise<CommandResult<AccountState>> {
     return this.retryOnConflict(async () => {
       const before = await this.loadAccount(this.db.pool, accountId);
       const events = decideAccount(before, command);

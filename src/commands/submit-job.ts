@@ -27,7 +27,11 @@ export type Submission = Omit<Extract<JobCommand, { type: 'SubmitJob' }>, 'type'
 };
 
 /** The job an Idempotency-Key already names, or null. Throws IdempotencyConflict for a different request. */
-export async function findIdempotentJob(db: Queryable, accountId: string, idempotency: { key: string; requestHash: string }): Promise<string | null> {
+export async function findIdempotentJob(
+  db: Queryable,
+  accountId: string,
+  idempotency: { key: string; requestHash: string },
+): Promise<string | null> {
   const row = await findIdempotencyKey(db, accountId, idempotency.key, IDEMPOTENCY_WINDOW_HOURS);
   if (!row) return null;
   if (row.request_hash !== idempotency.requestHash) throw new IdempotencyConflict(row.job_id);
@@ -38,7 +42,10 @@ export async function findIdempotentJob(db: Queryable, accountId: string, idempo
 export async function submitJob(bus: CommandBus, submission: Submission): Promise<{ jobId: string; replayed: boolean }> {
   return bus.db.transaction(async (client) => {
     if (submission.idempotency) {
-      await client.query('select pg_advisory_xact_lock($1, hashtext($2))', [IDEMPOTENCY_LOCK_NAMESPACE, `${submission.accountId}:${submission.idempotency.key}`]);
+      await client.query('select pg_advisory_xact_lock($1, hashtext($2))', [
+        IDEMPOTENCY_LOCK_NAMESPACE,
+        `${submission.accountId}:${submission.idempotency.key}`,
+      ]);
       const existing = await findIdempotentJob(client, submission.accountId, submission.idempotency);
       if (existing) return { jobId: existing, replayed: true };
     }
@@ -52,4 +59,3 @@ export async function submitJob(bus: CommandBus, submission: Submission): Promis
     return { jobId: submission.jobId, replayed: false };
   });
 }
-

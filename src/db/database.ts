@@ -25,10 +25,9 @@ export interface DatabaseOptions {
 }
 
 /** The pg pool settings shared by our pool and pg-boss's: timeouts and TCP keepalive. */
-export function poolTimeouts(options: Pick<DatabaseOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>): Pick<
-  pg.PoolConfig,
-  'connectionTimeoutMillis' | 'statement_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'
-> {
+export function poolTimeouts(
+  options: Pick<DatabaseOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>,
+): Pick<pg.PoolConfig, 'connectionTimeoutMillis' | 'statement_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
   return {
     connectionTimeoutMillis: options.connectTimeoutMs ?? 0,
     // Sent in the startup packet, so it is the session's default: `reset statement_timeout` returns to it.
@@ -50,7 +49,10 @@ export function openDatabase(url: string, options: DatabaseOptions = {}, log?: L
   // An idle client that loses its connection (database restart) must not crash the process;
   // the pool drops it and opens a new one when needed. Logged, so an operator sees it.
   pool.on('error', (error: Error & { code?: string }) => {
-    log?.warn({ err: error, code: error.code, component: 'pg-pool', application_name: options.applicationName ?? 'hwr' }, 'idle database connection lost');
+    log?.warn(
+      { err: error, code: error.code, component: 'pg-pool', application_name: options.applicationName ?? 'hwr' },
+      'idle database connection lost',
+    );
   });
   return {
     pool,
@@ -120,7 +122,17 @@ export async function checkConnection(db: Database, connectTimeoutMs: number): P
   }
 }
 
-const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+const UNAVAILABLE_CODES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 const UNAVAILABLE_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',

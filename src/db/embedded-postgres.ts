@@ -49,7 +49,14 @@ export async function startEmbeddedPostgres(options: {
   const log = options.log ?? (() => {});
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.settings ?? [])];
   if (asRoot) {
-    return startAsPostgresUser({ requested, port, flags, log, notice: options.notice ?? log, fallbackDir: options.rootFallbackDir ?? DEFAULT_ROOT_FALLBACK_DIR });
+    return startAsPostgresUser({
+      requested,
+      port,
+      flags,
+      log,
+      notice: options.notice ?? log,
+      fallbackDir: options.rootFallbackDir ?? DEFAULT_ROOT_FALLBACK_DIR,
+    });
   }
   const clusterDir = requested;
   const EmbeddedPostgres = await loadEmbeddedPostgres();
@@ -102,7 +109,11 @@ async function startAsPostgresUser(options: {
   if (linked !== null) {
     clusterDir = path.resolve(path.dirname(requested), linked);
   } else if (!(await canEnter(ids, path.dirname(requested))) && !(await openDataDir(ids, path.dirname(requested)))) {
-    const name = path.basename(path.dirname(requested)).replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '') || 'hwr';
+    const name =
+      path
+        .basename(path.dirname(requested))
+        .replace(/[^A-Za-z0-9._-]/g, '_')
+        .replace(/^\.+/, '') || 'hwr';
     clusterDir = path.join(fallbackDir, 'postgres', `${name}-${createHash('sha256').update(requested).digest('hex').slice(0, 12)}`);
     if (existsSync(requested)) {
       // An empty directory left by an earlier failed start is replaced by the link; anything else is not ours to move.
@@ -128,7 +139,12 @@ async function startAsPostgresUser(options: {
     await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
     try {
       await chown(passwordFile, ids.uid, ids.gid);
-      await runAs(ids, binaries.initdb, [`--pgdata=${clusterDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, ...INITDB_FLAGS], options.log);
+      await runAs(
+        ids,
+        binaries.initdb,
+        [`--pgdata=${clusterDir}`, '--auth=password', `--username=${USER}`, `--pwfile=${passwordFile}`, ...INITDB_FLAGS],
+        options.log,
+      );
     } finally {
       await rm(passwordFile, { force: true });
     }
@@ -150,7 +166,9 @@ async function startAsPostgresUser(options: {
       if (output.includes('database system is ready to accept connections')) resolve();
     });
     server.once('error', reject);
-    server.once('exit', (code, signal) => reject(new Error(`PostgreSQL exited while starting (${signal ?? `code ${code}`}): ${output.trim()}`)));
+    server.once('exit', (code, signal) =>
+      reject(new Error(`PostgreSQL exited while starting (${signal ?? `code ${code}`}): ${output.trim()}`)),
+    );
   });
   return {
     url: urlFor(options.port),
@@ -182,7 +200,8 @@ async function postgresUser(): Promise<UserIds> {
   await execFileAsync('groupadd', ['-f', USER]).catch(() => {});
   await execFileAsync('useradd', ['-g', USER, '-M', '-s', '/usr/sbin/nologin', USER]).catch(() => {});
   const created = await lookup();
-  if (!created) throw new Error('running as root, the embedded PostgreSQL needs a user "postgres" and none could be created; set DATABASE_URL');
+  if (!created)
+    throw new Error('running as root, the embedded PostgreSQL needs a user "postgres" and none could be created; set DATABASE_URL');
   return created;
 }
 
@@ -210,7 +229,11 @@ async function canEnter(ids: UserIds, directory: string): Promise<boolean> {
 }
 
 /** initdb and postgres where the user can run them: node_modules, or a copy under fallbackDir. */
-async function reachableBinaries(ids: UserIds, fallbackDir: string, notice: (line: string) => void): Promise<{ initdb: string; postgres: string }> {
+async function reachableBinaries(
+  ids: UserIds,
+  fallbackDir: string,
+  notice: (line: string) => void,
+): Promise<{ initdb: string; postgres: string }> {
   const installed: { initdb: string; postgres: string } = await import(BINARIES_PACKAGE);
   const nativeDir = path.dirname(path.dirname(installed.postgres));
   if (await canRun(ids, installed.postgres)) return installed;
@@ -258,7 +281,9 @@ function runAs(ids: UserIds, command: string, args: string[], log: (line: string
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (code ${code}): ${output.trim()}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (code ${code}): ${output.trim()}`)),
+    );
   });
 }
 

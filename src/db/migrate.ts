@@ -25,7 +25,9 @@ export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
     try {
       await client.query(`create table if not exists schema_migrations (
         version integer primary key, name text not null, applied_at timestamptz not null default now())`);
-      const done = new Set((await client.query<{ version: number }>('select version from schema_migrations')).rows.map((row) => row.version));
+      const done = new Set(
+        (await client.query<{ version: number }>('select version from schema_migrations')).rows.map((row) => row.version),
+      );
       const applied: string[] = [];
       for (const migration of await listMigrations()) {
         if (done.has(migration.version)) continue;

@@ -76,9 +76,19 @@ export function renderAlto(page: ExportPage, options: XmlExportOptions): string 
   ]);
   const regions = page.regions.filter((region) => region.lines.length > 0);
   if (regions.length === 0) {
-    xml.empty('PrintSpace', [['HPOS', 0], ['VPOS', 0], ['WIDTH', page.width], ['HEIGHT', page.height]]);
+    xml.empty('PrintSpace', [
+      ['HPOS', 0],
+      ['VPOS', 0],
+      ['WIDTH', page.width],
+      ['HEIGHT', page.height],
+    ]);
   } else {
-    xml.open('PrintSpace', [['HPOS', 0], ['VPOS', 0], ['WIDTH', page.width], ['HEIGHT', page.height]]);
+    xml.open('PrintSpace', [
+      ['HPOS', 0],
+      ['VPOS', 0],
+      ['WIDTH', page.width],
+      ['HEIGHT', page.height],
+    ]);
     for (const region of regions) writeBlock(xml, region);
     xml.close();
   }
@@ -138,7 +148,11 @@ function writeLine(xml: XmlWriter, line: ExportLine): void {
     const next = line.words[index + 1];
     if (next) {
       const hpos = word.box.x + word.box.width;
-      xml.empty('SP', [['HPOS', hpos], ['VPOS', line.box.y], ['WIDTH', Math.max(0, next.box.x - hpos)]]);
+      xml.empty('SP', [
+        ['HPOS', hpos],
+        ['VPOS', line.box.y],
+        ['WIDTH', Math.max(0, next.box.x - hpos)],
+      ]);
     }
   });
   xml.close();

@@ -91,8 +91,7 @@ export function prepareExportPage(page: PageResult): ExportPage {
         wordsEstimated: modelWords === null && words.length > 0,
       };
     });
-    const regionBox =
-      boxOfPoints(region.polygon.map(clampPoint)) ?? unionOfBoxes(lines.map((line) => line.box)) ?? pageBox;
+    const regionBox = boxOfPoints(region.polygon.map(clampPoint)) ?? unionOfBoxes(lines.map((line) => line.box)) ?? pageBox;
     return {
       id: regionId,
       type: region.type ?? null,
@@ -116,12 +115,7 @@ function wordsSpellText(words: Word[], text: string): boolean {
 }
 
 /** Cuts the line text into words and spreads them over the line box by character count. */
-function estimateWords(
-  text: string,
-  lineBox: ExportBox,
-  confidence: number | null,
-  nextId: (index: number) => string,
-): ExportWord[] {
+function estimateWords(text: string, lineBox: ExportBox, confidence: number | null, nextId: (index: number) => string): ExportWord[] {
   const tokens = textTokens(text);
   if (tokens.length === 0) return [];
   const lengths = tokens.map((token) => [...token].length);

@@ -69,11 +69,9 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
       signal.throwIfAborted();
       const result = await readPageResult(blobs, resultKey, source.pageNumber);
       if (result.pageNumber !== source.pageNumber) {
-        throw new ExportError(
-          'page_result_invalid',
-          `page ${source.pageNumber}: the stored page result is for page ${result.pageNumber}`,
-          { pageNumber: source.pageNumber },
-        );
+        throw new ExportError('page_result_invalid', `page ${source.pageNumber}: the stored page result is for page ${result.pageNumber}`, {
+          pageNumber: source.pageNumber,
+        });
       }
       const page = prepareExportPage(result);
       producer ||= `${result.producer.software} ${result.producer.version}`;
@@ -161,7 +159,10 @@ async function readImage(context: ExportContext, key: string, pageNumber: number
     return await context.blobs.get(key);
   } catch (error) {
     if (error instanceof BlobNotFoundError) {
-      throw new ExportError('page_image_missing', `page ${pageNumber}: the page image is not stored (${key})`, { pageNumber, cause: error });
+      throw new ExportError('page_image_missing', `page ${pageNumber}: the page image is not stored (${key})`, {
+        pageNumber,
+        cause: error,
+      });
     }
     throw error;
   }
@@ -170,4 +171,3 @@ async function readImage(context: ExportContext, key: string, pageNumber: number
 function sha256(body: Buffer): string {
   return createHash('sha256').update(body).digest('hex');
 }
-

@@ -52,7 +52,11 @@ export class ManifestBuilder {
     this.pages.push(page);
     this.software ??= { name: result.producer.software, version: result.producer.version };
     for (const model of result.producer.models) {
-      this.models.set(`${model.role}\u0000${model.name}\u0000${model.version}`, { role: model.role, name: model.name, version: model.version });
+      this.models.set(`${model.role}\u0000${model.name}\u0000${model.version}`, {
+        role: model.role,
+        name: model.name,
+        version: model.version,
+      });
     }
     if (result.correction) {
       const { provider, model } = result.correction;

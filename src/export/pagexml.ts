@@ -9,9 +9,24 @@ export const PAGE_NAMESPACE = 'http://schema.primaresearch.org/PAGE/gts/pagecont
 const PAGE_SCHEMA_LOCATION = `${PAGE_NAMESPACE} ${PAGE_NAMESPACE}/pagecontent.xsd`;
 
 const TEXT_REGION_TYPES = new Set([
-  'paragraph', 'heading', 'caption', 'header', 'footer', 'page-number', 'drop-capital', 'credit', 'floating',
-  'signature-mark', 'catch-word', 'marginalia', 'footnote', 'footnote-continued', 'endnote', 'TOC-entry',
-  'list-label', 'other',
+  'paragraph',
+  'heading',
+  'caption',
+  'header',
+  'footer',
+  'page-number',
+  'drop-capital',
+  'credit',
+  'floating',
+  'signature-mark',
+  'catch-word',
+  'marginalia',
+  'footnote',
+  'footnote-continued',
+  'endnote',
+  'TOC-entry',
+  'list-label',
+  'other',
 ]);
 
 export interface XmlExportOptions {
@@ -35,10 +50,20 @@ export function renderPageXml(page: ExportPage, options: XmlExportOptions): stri
   xml.text('LastChange', when);
   if (result.warnings.length > 0) xml.text('Comments', result.warnings.join('\n'));
   for (const model of result.producer.models) {
-    xml.open('MetadataItem', [['type', 'processingStep'], ['name', model.role], ['value', `${model.name} ${model.version}`]]);
+    xml.open('MetadataItem', [
+      ['type', 'processingStep'],
+      ['name', model.role],
+      ['value', `${model.name} ${model.version}`],
+    ]);
     xml.open('Labels', [['externalModel', result.producer.software]]);
-    xml.empty('Label', [['value', model.name], ['type', 'model']]);
-    xml.empty('Label', [['value', model.version], ['type', 'version']]);
+    xml.empty('Label', [
+      ['value', model.name],
+      ['type', 'model'],
+    ]);
+    xml.empty('Label', [
+      ['value', model.version],
+      ['type', 'version'],
+    ]);
     xml.close().close();
   }
   if (result.correction) {
@@ -49,9 +74,18 @@ export function renderPageXml(page: ExportPage, options: XmlExportOptions): stri
       ['value', `${correction.provider} ${correction.model}`],
     ]);
     xml.open('Labels', [['externalModel', result.producer.software]]);
-    xml.empty('Label', [['value', correction.provider], ['type', 'provider']]);
-    xml.empty('Label', [['value', correction.model], ['type', 'model']]);
-    xml.empty('Label', [['value', String(correction.refusedLines.length)], ['type', 'refused-lines']]);
+    xml.empty('Label', [
+      ['value', correction.provider],
+      ['type', 'provider'],
+    ]);
+    xml.empty('Label', [
+      ['value', correction.model],
+      ['type', 'model'],
+    ]);
+    xml.empty('Label', [
+      ['value', String(correction.refusedLines.length)],
+      ['type', 'refused-lines'],
+    ]);
     xml.close().close();
   }
   xml.close();
@@ -67,8 +101,16 @@ export function renderPageXml(page: ExportPage, options: XmlExportOptions): stri
   ]);
   if (page.regions.length > 0) {
     xml.open('ReadingOrder');
-    xml.open('OrderedGroup', [['id', 'reading_order'], ['caption', 'Regions reading order']]);
-    page.regions.forEach((region, index) => xml.empty('RegionRefIndexed', [['index', index], ['regionRef', region.id]]));
+    xml.open('OrderedGroup', [
+      ['id', 'reading_order'],
+      ['caption', 'Regions reading order'],
+    ]);
+    page.regions.forEach((region, index) =>
+      xml.empty('RegionRefIndexed', [
+        ['index', index],
+        ['regionRef', region.id],
+      ]),
+    );
     xml.close().close();
   }
   for (const region of page.regions) writeRegion(xml, region);

@@ -3,7 +3,8 @@
 
 export type XmlAttributes = ReadonlyArray<readonly [name: string, value: string | number | null | undefined]>;
 
-const INVALID_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const INVALID_XML_CHARS =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /** Replaces characters that XML 1.0 cannot carry (C0 controls, lone surrogates, U+FFFE/F) with U+FFFD. */
 export function toXmlSafeText(text: string): string {

@@ -13,7 +13,6 @@ export interface AuthContext {
   actor?: string;
 }
 
-
 /** The middleware, plus `accept` for a route that finds the key in a query of its own. */
 export type Authenticate = ((ctx: Context, next: Next) => Promise<void>) & {
   /** Sets ctx.state.auth from the row a key lookup returned; no row (unknown or revoked key): 401. */

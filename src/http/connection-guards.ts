@@ -47,17 +47,20 @@ function watchBodyRate(request: http.IncomingMessage, response: http.ServerRespo
   const windowMs = config.bodyRateWindowSeconds * 1000;
   const minBytes = config.minBodyBytesPerSecond * config.bodyRateWindowSeconds;
   const samples: Array<{ at: number; bytes: number }> = [{ at: Date.now(), bytes: socket.bytesRead }];
-  const timer = setInterval(() => {
-    if (request.complete || socket.destroyed) return stop();
-    const now = Date.now();
-    samples.push({ at: now, bytes: socket.bytesRead });
-    while (samples.length > 1 && now - samples[1].at >= windowMs) samples.shift();
-    const oldest = samples[0];
-    if (now - oldest.at >= windowMs && socket.bytesRead - oldest.bytes < minBytes) {
-      stop();
-      refuseSlowBody(response, socket, config);
-    }
-  }, Math.min(RATE_CHECK_MS, windowMs / 2));
+  const timer = setInterval(
+    () => {
+      if (request.complete || socket.destroyed) return stop();
+      const now = Date.now();
+      samples.push({ at: now, bytes: socket.bytesRead });
+      while (samples.length > 1 && now - samples[1].at >= windowMs) samples.shift();
+      const oldest = samples[0];
+      if (now - oldest.at >= windowMs && socket.bytesRead - oldest.bytes < minBytes) {
+        stop();
+        refuseSlowBody(response, socket, config);
+      }
+    },
+    Math.min(RATE_CHECK_MS, windowMs / 2),
+  );
   timer.unref();
   // The watch ends with its request; on a kept-alive connection the socket outlives many requests,
   // so its listener is removed again rather than left to pile up until the socket closes.

@@ -14,7 +14,13 @@ const problem = (description: string) => ({
 
 const unauthorized = {
   ...problem('Missing or invalid API key.'),
-  headers: { 'WWW-Authenticate': { required: true, description: 'The scheme to authenticate with.', schema: { type: 'string', pattern: '^Bearer\\b' } } },
+  headers: {
+    'WWW-Authenticate': {
+      required: true,
+      description: 'The scheme to authenticate with.',
+      schema: { type: 'string', pattern: '^Bearer\\b' },
+    },
+  },
 };
 
 const JOB_ID_PARAMETER = { name: 'job_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The job id (a UUID).' };
@@ -56,12 +62,17 @@ export function openApiDocument(baseUrl: string) {
                       type: 'string',
                       format: 'binary',
                       description:
-                        'One image per page (JPEG, PNG, TIFF, WebP); not password-protected. A PageXML (2013/2019) or ALTO (v2-v4) file with the same path and name as an image but the extension .xml is that page\'s layout: its regions, lines and reading order are kept instead of detected ones (docs/intake.md).',
+                        "One image per page (JPEG, PNG, TIFF, WebP); not password-protected. A PageXML (2013/2019) or ALTO (v2-v4) file with the same path and name as an image but the extension .xml is that page's layout: its regions, lines and reading order are kept instead of detected ones (docs/intake.md).",
                     },
                     llm_tier: { type: 'string', enum: [...LLM_TIERS], default: 'balanced' },
                     preset: { type: 'string', enum: [...PRESETS], default: 'generic' },
                     webhook_url: { type: 'string', format: 'uri', description: 'HTTPS address for the callback; empty means none.' },
-                    pipeline_steps: { type: 'string', default: 'all', description: '`all` or a comma list from layout,recognition,correction,export; export always runs; each step needs the ones before it.' },
+                    pipeline_steps: {
+                      type: 'string',
+                      default: 'all',
+                      description:
+                        '`all` or a comma list from layout,recognition,correction,export; export always runs; each step needs the ones before it.',
+                    },
                     pdf_format: { type: 'string', enum: [...PDF_FORMATS], default: 'pdfa-2b' },
                   },
                 },
@@ -79,7 +90,9 @@ export function openApiDocument(baseUrl: string) {
             '409': problem('The Idempotency-Key was used for a different request.'),
             '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
             '415': problem('The body is not multipart/form-data.'),
-            '503': problem('insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); retry after Retry-After seconds.'),
+            '503': problem(
+              'insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); retry after Retry-After seconds.',
+            ),
           },
         },
       },
@@ -89,7 +102,10 @@ export function openApiDocument(baseUrl: string) {
           operationId: 'getJobStatus',
           summary: 'Get job status',
           responses: {
-            '200': { description: 'The job status.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+            '200': {
+              description: 'The job status.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
+            },
             '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),
           },
@@ -98,7 +114,10 @@ export function openApiDocument(baseUrl: string) {
           operationId: 'cancelJob',
           summary: 'Cancel a queued or processing job',
           responses: {
-            '200': { description: 'The job status (state cancelled); also for a job already cancelled.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+            '200': {
+              description: 'The job status (state cancelled); also for a job already cancelled.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
+            },
             '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem('The job has already finished (done or failed).'),
@@ -146,7 +165,10 @@ export function openApiDocument(baseUrl: string) {
           operationId: 'getJobEvents',
           summary: 'The job’s event history (for auditors)',
           responses: {
-            '200': { description: 'Every event of the job, in order.', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobEvents' } } } },
+            '200': {
+              description: 'Every event of the job, in order.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/JobEvents' } } },
+            },
             '401': unauthorized,
             '404': problem('Unknown job, or another account’s.'),
           },
@@ -157,8 +179,20 @@ export function openApiDocument(baseUrl: string) {
           operationId: 'getUsage',
           summary: 'Billed pages of the calling account (done jobs only)',
           parameters: [
-            { name: 'from', in: 'query', required: false, schema: { type: 'string' }, description: 'ISO 8601 date or timestamp (inclusive).' },
-            { name: 'to', in: 'query', required: false, schema: { type: 'string' }, description: 'ISO 8601 date or timestamp (exclusive).' },
+            {
+              name: 'from',
+              in: 'query',
+              required: false,
+              schema: { type: 'string' },
+              description: 'ISO 8601 date or timestamp (inclusive).',
+            },
+            {
+              name: 'to',
+              in: 'query',
+              required: false,
+              schema: { type: 'string' },
+              description: 'ISO 8601 date or timestamp (exclusive).',
+            },
           ],
           responses: {
             '200': { description: 'Usage.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Usage' } } } },
@@ -171,7 +205,12 @@ export function openApiDocument(baseUrl: string) {
         get: {
           operationId: 'health',
           security: [],
-          responses: { '200': { description: 'The process is alive.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } } },
+          responses: {
+            '200': {
+              description: 'The process is alive.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
+            },
+          },
         },
       },
       '/readyz': {
@@ -179,13 +218,20 @@ export function openApiDocument(baseUrl: string) {
           operationId: 'ready',
           security: [],
           responses: {
-            '200': { description: 'Ready: the database answers.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } },
+            '200': {
+              description: 'Ready: the database answers.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
+            },
             '503': { description: 'Not ready.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } },
           },
         },
       },
       '/v1/openapi.json': {
-        get: { operationId: 'openapi', security: [], responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } } },
+        get: {
+          operationId: 'openapi',
+          security: [],
+          responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } },
+        },
       },
     },
     webhooks: {
@@ -194,7 +240,13 @@ export function openApiDocument(baseUrl: string) {
           summary: 'Callback when a job reaches done or failed',
           parameters: [
             { name: 'X-SVC-Event', in: 'header', required: true, schema: { type: 'string', enum: ['job.completed', 'job.failed'] } },
-            { name: 'X-SVC-Signature', in: 'header', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' }, description: 'Lowercase hex HMAC-SHA256 of the raw body, keyed with the account webhook secret.' },
+            {
+              name: 'X-SVC-Signature',
+              in: 'header',
+              required: true,
+              schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              description: 'Lowercase hex HMAC-SHA256 of the raw body, keyed with the account webhook secret.',
+            },
             { name: 'X-SVC-Delivery', in: 'header', required: true, schema: uuid },
           ],
           requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Callback' } } } },
@@ -238,8 +290,19 @@ export function openApiDocument(baseUrl: string) {
           type: 'object',
           additionalProperties: false,
           required: [
-            'job_id', 'state', 'page_count', 'pages_done', 'current_step', 'created_at', 'started_at', 'finished_at',
-            'expires_at', 'error_message', 'warning_message', 'status_url', 'callback',
+            'job_id',
+            'state',
+            'page_count',
+            'pages_done',
+            'current_step',
+            'created_at',
+            'started_at',
+            'finished_at',
+            'expires_at',
+            'error_message',
+            'warning_message',
+            'status_url',
+            'callback',
           ],
           properties: {
             job_id: uuid,

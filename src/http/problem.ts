@@ -57,7 +57,12 @@ export function toProblem(error: unknown): HttpProblem | null {
   }
   const status = (error as { status?: number; httpCode?: number }).status ?? (error as { httpCode?: number }).httpCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new HttpProblem(status, status === 413 ? 'upload_too_large' : 'bad_request', status === 413 ? 'Upload too large' : 'Bad request', (error as Error).message);
+    return new HttpProblem(
+      status,
+      status === 413 ? 'upload_too_large' : 'bad_request',
+      status === 413 ? 'Upload too large' : 'Bad request',
+      (error as Error).message,
+    );
   }
   return null;
 }
@@ -66,8 +71,10 @@ export function toProblem(error: unknown): HttpProblem | null {
 export async function problemMiddleware(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) throw new HttpProblem(404, 'not_found', 'Not found', `No route for ${ctx.method} ${ctx.path}`);
-    if (ctx.status === 405 && ctx.body === undefined) throw new HttpProblem(405, 'method_not_allowed', 'Method not allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+    if (ctx.status === 404 && ctx.body === undefined)
+      throw new HttpProblem(404, 'not_found', 'Not found', `No route for ${ctx.method} ${ctx.path}`);
+    if (ctx.status === 405 && ctx.body === undefined)
+      throw new HttpProblem(405, 'method_not_allowed', 'Method not allowed', `${ctx.method} is not allowed on ${ctx.path}`);
   } catch (error) {
     let problem = toProblem(error);
     if (!problem) {

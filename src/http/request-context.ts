@@ -15,7 +15,16 @@ export function requestContext(log: Logger) {
       await next();
     } finally {
       const level = ctx.status >= 500 ? 'error' : 'debug';
-      ctx.state.log[level]({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), account_id: ctx.state.auth?.accountId }, 'request');
+      ctx.state.log[level](
+        {
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          ms: Math.round(performance.now() - started),
+          account_id: ctx.state.auth?.accountId,
+        },
+        'request',
+      );
     }
   };
 }

@@ -1,7 +1,15 @@
 // The optional fields of POST /v1/process-scan, validated into JobOptions.
 import { checkWebhookUrl } from '../callbacks/webhook-url.ts';
 import type { Config } from '../config.ts';
-import { LLM_TIERS, PDF_FORMATS, PIPELINE_STEPS, type JobOptions, type LlmTier, type PdfFormat, type PipelineStep } from '../pipeline/pipeline.ts';
+import {
+  LLM_TIERS,
+  PDF_FORMATS,
+  PIPELINE_STEPS,
+  type JobOptions,
+  type LlmTier,
+  type PdfFormat,
+  type PipelineStep,
+} from '../pipeline/pipeline.ts';
 import { DEFAULT_PRESET, isPreset, PRESETS } from '../pipeline/correction/presets.ts';
 import { HttpProblem } from './problem.ts';
 
@@ -24,17 +32,27 @@ export async function parseSubmissionOptions(fields: Fields, config: Config): Pr
 export function parsePipelineSteps(raw: string): PipelineStep[] {
   const value = raw.trim().toLowerCase();
   if (value === 'all') return [...PIPELINE_STEPS];
-  const requested = value.split(',').map((step) => step.trim()).filter(Boolean);
+  const requested = value
+    .split(',')
+    .map((step) => step.trim())
+    .filter(Boolean);
   for (const step of requested) {
     if (!(PIPELINE_STEPS as readonly string[]).includes(step)) {
-      throw invalid('invalid_pipeline_steps', `pipeline_steps has an unknown step ${JSON.stringify(step)}; use all or a comma list of ${PIPELINE_STEPS.join(', ')}`);
+      throw invalid(
+        'invalid_pipeline_steps',
+        `pipeline_steps has an unknown step ${JSON.stringify(step)}; use all or a comma list of ${PIPELINE_STEPS.join(', ')}`,
+      );
     }
   }
   const pageSteps = PIPELINE_STEPS.filter((step) => step !== 'export' && requested.includes(step));
-  if (pageSteps.length === 0) throw invalid('invalid_pipeline_steps', 'pipeline_steps must include layout (export alone has nothing to export)');
+  if (pageSteps.length === 0)
+    throw invalid('invalid_pipeline_steps', 'pipeline_steps must include layout (export alone has nothing to export)');
   const expected = PIPELINE_STEPS.slice(0, pageSteps.length);
   if (pageSteps.some((step, index) => step !== expected[index])) {
-    throw invalid('invalid_pipeline_steps', `each step needs the ones before it: ${pageSteps.join(',')} skips ${expected.filter((step) => !pageSteps.includes(step)).join(', ')}`);
+    throw invalid(
+      'invalid_pipeline_steps',
+      `each step needs the ones before it: ${pageSteps.join(',')} skips ${expected.filter((step) => !pageSteps.includes(step)).join(', ')}`,
+    );
   }
   return [...pageSteps, 'export'];
 }

@@ -19,7 +19,15 @@ export function checkEntryPath(name: string): EntryPathCheck {
 }
 
 /** Files and folders that operating systems add to archives; never pages. */
-const JUNK_FOLDERS = new Set(['__MACOSX', '.Spotlight-V100', '.Trashes', '.fseventsd', '.TemporaryItems', '$RECYCLE.BIN', 'System Volume Information']);
+const JUNK_FOLDERS = new Set([
+  '__MACOSX',
+  '.Spotlight-V100',
+  '.Trashes',
+  '.fseventsd',
+  '.TemporaryItems',
+  '$RECYCLE.BIN',
+  'System Volume Information',
+]);
 const JUNK_FILES = new Set(['.ds_store', 'thumbs.db', 'ehthumbs.db', 'ehthumbs_vista.db', 'desktop.ini', '.directory', 'icon\r']);
 
 export function isJunkPath(path: string): boolean {

@@ -53,10 +53,7 @@ export function isIntakeError(error: unknown): error is IntakeError {
 
 /** For the HTTP layer, which enforces MAX_UPLOAD_BYTES while the upload streams to disk. */
 export function uploadTooLargeError(maxUploadBytes: number, uploadName = 'scan_zip'): IntakeError {
-  return new IntakeError(
-    'upload_too_large',
-    `${uploadName} is larger than the ${maxUploadBytes}-byte limit (MAX_UPLOAD_BYTES)`,
-  );
+  return new IntakeError('upload_too_large', `${uploadName} is larger than the ${maxUploadBytes}-byte limit (MAX_UPLOAD_BYTES)`);
 }
 
 /**

@@ -63,7 +63,10 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
     const entries = await readCandidates(zip, limits, uploadName, size);
     const { candidates, layouts } = pairLayouts(entries);
     if (candidates.length === 0) {
-      throw new IntakeError('no_images', `${quoteName(uploadName)} contains no images (OS junk such as __MACOSX/ and .DS_Store is ignored)`);
+      throw new IntakeError(
+        'no_images',
+        `${quoteName(uploadName)} contains no images (OS junk such as __MACOSX/ and .DS_Store is ignored)`,
+      );
     }
     if (candidates.length > limits.maxPages) {
       throw new IntakeError(
@@ -204,7 +207,9 @@ function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: stri
       if (isDirectoryEntry(entry, path) || isJunkPath(path)) return null;
       if (isSymbolicLink(entry)) throw new IntakeError('unsafe_path', `entry ${quoteName(path)} is a symbolic link`, { entry: path });
       if (entry.isEncrypted()) {
-        throw new IntakeError('encrypted_zip', `entry ${quoteName(path)} is encrypted (password-protected); submit an unencrypted ZIP`, { entry: path });
+        throw new IntakeError('encrypted_zip', `entry ${quoteName(path)} is encrypted (password-protected); submit an unencrypted ZIP`, {
+          entry: path,
+        });
       }
       if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
         throw new IntakeError(
@@ -230,7 +235,13 @@ function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: stri
   });
 }
 
-function checkInflatedSize(path: string, inflated: number, compressed: number, limits: Config['limits'], verb: 'declares' | 'inflates to'): void {
+function checkInflatedSize(
+  path: string,
+  inflated: number,
+  compressed: number,
+  limits: Config['limits'],
+  verb: 'declares' | 'inflates to',
+): void {
   if (inflated > limits.maxUncompressedBytes) {
     throw new IntakeError(
       'zip_bomb',
@@ -246,7 +257,6 @@ function checkInflatedSize(path: string, inflated: number, compressed: number, l
     );
   }
 }
-
 
 /**
  * The ratio rule for the archive as a whole: many small entries, each under the per-entry grace,
@@ -279,7 +289,10 @@ function entryReadError(error: unknown, path: string): unknown {
   if (error instanceof IntakeError || (error as Error)?.name === 'AbortError') return error;
   const message = error instanceof Error ? error.message : String(error);
   if (/too many bytes in the stream/i.test(message)) {
-    return new IntakeError('zip_bomb', `entry ${quoteName(path)} inflates to more bytes than its header declares`, { entry: path, cause: error });
+    return new IntakeError('zip_bomb', `entry ${quoteName(path)} inflates to more bytes than its header declares`, {
+      entry: path,
+      cause: error,
+    });
   }
   return new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged: ${message}`, { entry: path, cause: error });
 }
@@ -315,9 +328,13 @@ async function storePage(
     checkInflatedSize(path, bytes, entry.compressedSize, limits, 'inflates to');
     checkArchiveRatio(options.uploadName ?? 'scan_zip', progress.inflatedBytes, progress.archiveBytes, limits, 'inflates to', path);
     if (progress.inflatedBytes > limits.maxUncompressedBytes) {
-      throw new IntakeError('zip_bomb', `the archive inflates to more than ${limits.maxUncompressedBytes} bytes in total (MAX_UNCOMPRESSED_BYTES)`, {
-        entry: path,
-      });
+      throw new IntakeError(
+        'zip_bomb',
+        `the archive inflates to more than ${limits.maxUncompressedBytes} bytes in total (MAX_UNCOMPRESSED_BYTES)`,
+        {
+          entry: path,
+        },
+      );
     }
     hash.update(chunk);
     crc = crc32(chunk, crc);
@@ -344,7 +361,9 @@ async function storePage(
     }
     if (type.kind === 'unknown') {
       const what = head.length === 0 ? 'is empty' : 'is not an image';
-      throw new IntakeError('not_an_image', `entry ${quoteName(path)} ${what}; pages must be JPEG, PNG, TIFF or WebP images`, { entry: path });
+      throw new IntakeError('not_an_image', `entry ${quoteName(path)} ${what}; pages must be JPEG, PNG, TIFF or WebP images`, {
+        entry: path,
+      });
     }
 
     const blobKey = `${keyStem}.${type.extension}`;
@@ -365,26 +384,39 @@ async function storePage(
 }
 
 /** Checks the header; returns the size of the page as the pipeline sees it (EXIF orientation applied). */
-async function checkImageHeader(file: string, path: string, format: string, limits: Config['limits']): Promise<{ width: number; height: number }> {
+async function checkImageHeader(
+  file: string,
+  path: string,
+  format: string,
+  limits: Config['limits'],
+): Promise<{ width: number; height: number }> {
   let metadata: Metadata;
   try {
     // No pixel limit here: the image is measured below to give our own error.
     metadata = await sharp(file, { limitInputPixels: false }).metadata();
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw new IntakeError('unreadable_image', `entry ${quoteName(path)} looks like ${format.toUpperCase()} but its header cannot be read (${reason})`, {
-      entry: path,
-      cause: error,
-    });
+    throw new IntakeError(
+      'unreadable_image',
+      `entry ${quoteName(path)} looks like ${format.toUpperCase()} but its header cannot be read (${reason})`,
+      {
+        entry: path,
+        cause: error,
+      },
+    );
   }
   const { width, height } = metadata;
   if (!width || !height) {
     throw new IntakeError('unreadable_image', `entry ${quoteName(path)} has no readable width and height`, { entry: path });
   }
   if ((metadata.pages ?? 1) > 1) {
-    throw new IntakeError('multi_page_image', `entry ${quoteName(path)} holds ${metadata.pages} pages or frames; submit one image per page`, {
-      entry: path,
-    });
+    throw new IntakeError(
+      'multi_page_image',
+      `entry ${quoteName(path)} holds ${metadata.pages} pages or frames; submit one image per page`,
+      {
+        entry: path,
+      },
+    );
   }
   if (width * height > limits.maxImagePixels) {
     throw new IntakeError(
@@ -412,7 +444,11 @@ async function storeLayout(
   const { path, entry } = candidate;
   const { limits, signal } = options;
   if (entry.uncompressedSize > MAX_LAYOUT_BYTES) {
-    throw new IntakeError('layout_too_large', `entry ${quoteName(path)} declares ${entry.uncompressedSize} bytes; a layout file may have at most ${MAX_LAYOUT_BYTES}`, { entry: path });
+    throw new IntakeError(
+      'layout_too_large',
+      `entry ${quoteName(path)} declares ${entry.uncompressedSize} bytes; a layout file may have at most ${MAX_LAYOUT_BYTES}`,
+      { entry: path },
+    );
   }
   const stream = await openEntryStream(zip, candidate);
   const chunks: Buffer[] = [];
@@ -424,7 +460,11 @@ async function storeLayout(
       bytes += chunk.length;
       progress.inflatedBytes += chunk.length;
       if (bytes > MAX_LAYOUT_BYTES) {
-        throw new IntakeError('layout_too_large', `entry ${quoteName(path)} is larger than ${MAX_LAYOUT_BYTES} bytes, the most a layout file may have`, { entry: path });
+        throw new IntakeError(
+          'layout_too_large',
+          `entry ${quoteName(path)} is larger than ${MAX_LAYOUT_BYTES} bytes, the most a layout file may have`,
+          { entry: path },
+        );
       }
       checkInflatedSize(path, bytes, entry.compressedSize, limits, 'inflates to');
       checkArchiveRatio(options.uploadName ?? 'scan_zip', progress.inflatedBytes, progress.archiveBytes, limits, 'inflates to', path);
@@ -436,12 +476,14 @@ async function storeLayout(
   } finally {
     stream.destroy();
   }
-  if (crc >>> 0 !== entry.crc32 >>> 0) throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
+  if (crc >>> 0 !== entry.crc32 >>> 0)
+    throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
   const xml = Buffer.concat(chunks);
   try {
     parseUploadedLayout(xml, imageSize);
   } catch (error) {
-    if (isLayoutError(error)) throw new IntakeError(error.code, `entry ${quoteName(path)}: ${error.message}`, { entry: path, cause: error });
+    if (isLayoutError(error))
+      throw new IntakeError(error.code, `entry ${quoteName(path)}: ${error.message}`, { entry: path, cause: error });
     throw error;
   }
   await options.blobs.put(blobKey, Readable.from([xml]));

@@ -20,10 +20,29 @@ const JOB_STATES = ['queued', 'processing', 'done', 'failed', 'cancelled'];
 export function databaseMetrics(runtime: Runtime): { registry: client.Registry; refresh(): Promise<void> } {
   const registry = new client.Registry();
   const queues = Object.values(QUEUES);
-  const up = new client.Gauge({ name: 'hwr_database_up', help: 'Whether the last scrape could read the database (1) or not (0)', registers: [registry] });
-  const jobs = new client.Gauge({ name: 'hwr_jobs', help: 'Jobs by state (job_status)', labelNames: ['state'] as const, registers: [registry] });
-  const ready = new client.Gauge({ name: 'hwr_queue_ready_tasks', help: 'Tasks waiting to run now, per pg-boss queue', labelNames: ['queue'] as const, registers: [registry] });
-  const active = new client.Gauge({ name: 'hwr_queue_active_tasks', help: 'Tasks running, per pg-boss queue', labelNames: ['queue'] as const, registers: [registry] });
+  const up = new client.Gauge({
+    name: 'hwr_database_up',
+    help: 'Whether the last scrape could read the database (1) or not (0)',
+    registers: [registry],
+  });
+  const jobs = new client.Gauge({
+    name: 'hwr_jobs',
+    help: 'Jobs by state (job_status)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+  });
+  const ready = new client.Gauge({
+    name: 'hwr_queue_ready_tasks',
+    help: 'Tasks waiting to run now, per pg-boss queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
+  const active = new client.Gauge({
+    name: 'hwr_queue_active_tasks',
+    help: 'Tasks running, per pg-boss queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
   const oldest = new client.Gauge({
     name: 'hwr_queue_oldest_ready_task_age_seconds',
     help: 'Age of the oldest task waiting to run now, per pg-boss queue (0 when none waits)',
@@ -70,13 +89,16 @@ export async function startMetricsServer(runtime: Runtime, port: number, host: s
       response.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: GET /metrics\n');
       return;
     }
-    database.refresh().then(() => registry.metrics()).then(
-      (text) => response.writeHead(200, { 'Content-Type': registry.contentType }).end(request.method === 'HEAD' ? undefined : text),
-      (error: unknown) => {
-        runtime.log.error({ err: error, component: 'metrics' }, 'metrics: scrape failed');
-        response.writeHead(500, { 'Content-Type': 'text/plain' }).end('scrape failed\n');
-      },
-    );
+    database
+      .refresh()
+      .then(() => registry.metrics())
+      .then(
+        (text) => response.writeHead(200, { 'Content-Type': registry.contentType }).end(request.method === 'HEAD' ? undefined : text),
+        (error: unknown) => {
+          runtime.log.error({ err: error, component: 'metrics' }, 'metrics: scrape failed');
+          response.writeHead(500, { 'Content-Type': 'text/plain' }).end('scrape failed\n');
+        },
+      );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -108,7 +130,10 @@ export async function startConfiguredMetricsServer(runtime: Runtime): Promise<Me
     runtime.log.info({ component: 'metrics', host, port: server.port }, 'metrics on /metrics');
     return server;
   } catch (error) {
-    runtime.log.warn({ err: error, component: 'metrics', host, port }, 'metrics: could not listen, /metrics is off in this process (set METRICS_PORT per process on one host)');
+    runtime.log.warn(
+      { err: error, component: 'metrics', host, port },
+      'metrics: could not listen, /metrics is off in this process (set METRICS_PORT per process on one host)',
+    );
     return null;
   }
 }

@@ -42,7 +42,8 @@ export function parseCharNgramFile(raw: unknown, where = 'language model', only?
   const document = raw as Record<string, unknown>;
   if (document.format !== CHAR_NGRAM_FORMAT) throw invalid(`format must be "${CHAR_NGRAM_FORMAT}", got ${JSON.stringify(document.format)}`);
   const order = document.order;
-  if (typeof order !== 'number' || !Number.isInteger(order) || order < 1 || order > 16) throw invalid('order must be an integer from 1 to 16');
+  if (typeof order !== 'number' || !Number.isInteger(order) || order < 1 || order > 16)
+    throw invalid('order must be an integer from 1 to 16');
   const boundary = document.boundary;
   if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
   const stored = document.models;

@@ -83,12 +83,15 @@ export function beamSearchCtc(
     return beam.state;
   };
 
-  let beams = new Map<string, Beam>([['', { blank: 0, nonBlank: NEG, last: null, lastScore: 0, state: states ? states.start() : -1, parentState: -1, extendedBy: -1 }]]);
+  let beams = new Map<string, Beam>([
+    ['', { blank: 0, nonBlank: NEG, last: null, lastScore: 0, state: states ? states.start() : -1, parentState: -1, extendedBy: -1 }],
+  ]);
   for (let t = 0; t < steps; t += 1) {
     readLogRow(scores, offset + t * stride, count, logits, frame);
     const blankScore = frame[classes.blank];
     const candidates: number[] = [];
-    for (let k = 0; k < count; k += 1) if (k !== classes.blank && frame[k] >= logPrune && (!classes.allowed || classes.allowed[k])) candidates.push(k);
+    for (let k = 0; k < count; k += 1)
+      if (k !== classes.blank && frame[k] >= logPrune && (!classes.allowed || classes.allowed[k])) candidates.push(k);
     if (candidates.length === 0) {
       // A frame where only the blank is likely (most frames of a line): every prefix just
       // ends in blank now, and their order cannot change. Same result as the general step.
@@ -158,7 +161,8 @@ export function beamSearchCtc(
     }
   }
   const result: DecodedCharacter[] = [];
-  for (let e = best ? best[1].last : null; e; e = e.previous) result.push({ text: e.text, start: e.start, end: e.end, confidence: e.confidence });
+  for (let e = best ? best[1].last : null; e; e = e.previous)
+    result.push({ text: e.text, start: e.start, end: e.end, confidence: e.confidence });
   return result.reverse();
 }
 

@@ -15,7 +15,14 @@ import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
 import { upsideDown } from './recognition/orientation.ts';
-import { lineConfidence, mainReadingIsNoise, pageLooksPrinted, probeLines, screeningSuffices, screeningWins } from './recognition/select-reading.ts';
+import {
+  lineConfidence,
+  mainReadingIsNoise,
+  pageLooksPrinted,
+  probeLines,
+  screeningSuffices,
+  screeningWins,
+} from './recognition/select-reading.ts';
 import type { ModelGate } from './recognition/text-recognizer.ts';
 
 export interface EngineSettings {
@@ -67,16 +74,29 @@ export class OcrEngine {
     const { threads } = settings;
     const loaded = await Promise.allSettled([
       createSession(spec.detection.file, threads),
-      LineRecognizer.load({ source: spec.recognitionSource, recognition: spec.recognition, languageModel: spec.languageModel, decoder, threads }),
+      LineRecognizer.load({
+        source: spec.recognitionSource,
+        recognition: spec.recognition,
+        languageModel: spec.languageModel,
+        decoder,
+        threads,
+      }),
       spec.screening
-        ? LineRecognizer.load({ source: spec.screening.source, recognition: spec.screening.recognition, languageModel: spec.screening.languageModel, decoder, threads })
+        ? LineRecognizer.load({
+            source: spec.screening.source,
+            recognition: spec.screening.recognition,
+            languageModel: spec.screening.languageModel,
+            decoder,
+            threads,
+          })
         : Promise.resolve(null),
       spec.orientation ? createSession(spec.orientation.file, threads) : Promise.resolve(null),
     ] as const);
     const failed = loaded.find((result) => result.status === 'rejected');
     if (failed) {
       // Release what did load before reporting the first failure.
-      const release = (part: InferenceSession | LineRecognizer | null): Promise<void> | undefined => (part instanceof LineRecognizer ? part.close() : part?.release());
+      const release = (part: InferenceSession | LineRecognizer | null): Promise<void> | undefined =>
+        part instanceof LineRecognizer ? part.close() : part?.release();
       await Promise.all(loaded.map((result) => (result.status === 'fulfilled' ? release(result.value) : undefined)));
       throw failed.reason;
     }
@@ -127,26 +147,56 @@ export class OcrEngine {
   async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<Map<DetectedBox, PieceReading>> {
     const lines = regions.flatMap((region) => region.lines);
     const pieces = lines.flatMap((line) => line.fragments);
-    const flips = this.orientation && this.spec.orientation ? await upsideDown(this.orientation, this.spec.orientation, image, pieces, this.gate) : pieces.map(() => false);
+    const flips =
+      this.orientation && this.spec.orientation
+        ? await upsideDown(this.orientation, this.spec.orientation, image, pieces, this.gate)
+        : pieces.map(() => false);
     const flipOf = new Map(pieces.map((piece, index) => [piece, flips[index]]));
     const readings = new Map<DetectedBox, PieceReading>();
-    const readLines = async (recognizer: LineRecognizer, which: PieceReading['recognizer'], chosen: readonly LayoutLine[]): Promise<Map<LayoutLine, PieceReading[]>> => {
+    const readLines = async (
+      recognizer: LineRecognizer,
+      which: PieceReading['recognizer'],
+      chosen: readonly LayoutLine[],
+    ): Promise<Map<LayoutLine, PieceReading[]>> => {
       if (recognizer.spec.readWholeLines) {
         // One crop per line; its reading goes to the first piece, the others read nothing.
         const whole = chosen.map((line) => enclosingRect(line.fragments, line.angle));
-        const read = await recognizer.read(image, whole, this.gate, chosen.map((line) => flipOf.get(line.fragments[0]) ?? false));
-        return new Map(chosen.map((line, index) => [line, line.fragments.map((_, piece) => ({ crop: read[index].crop, characters: piece === 0 ? read[index].characters : [], recognizer: which }))]));
+        const read = await recognizer.read(
+          image,
+          whole,
+          this.gate,
+          chosen.map((line) => flipOf.get(line.fragments[0]) ?? false),
+        );
+        return new Map(
+          chosen.map((line, index) => [
+            line,
+            line.fragments.map((_, piece) => ({
+              crop: read[index].crop,
+              characters: piece === 0 ? read[index].characters : [],
+              recognizer: which,
+            })),
+          ]),
+        );
       }
       const batch = chosen.flatMap((line) => line.fragments);
-      const read = await recognizer.read(image, batch, this.gate, batch.map((piece) => flipOf.get(piece) ?? false));
+      const read = await recognizer.read(
+        image,
+        batch,
+        this.gate,
+        batch.map((piece) => flipOf.get(piece) ?? false),
+      );
       const byLine = new Map<LayoutLine, PieceReading[]>();
       let next = 0;
       for (const line of chosen) {
-        byLine.set(line, line.fragments.map(() => ({ ...read[next++], recognizer: which })));
+        byLine.set(
+          line,
+          line.fragments.map(() => ({ ...read[next++], recognizer: which })),
+        );
       }
       return byLine;
     };
-    const keep = (line: LayoutLine, reads: readonly PieceReading[]): void => line.fragments.forEach((piece, index) => readings.set(piece, reads[index]));
+    const keep = (line: LayoutLine, reads: readonly PieceReading[]): void =>
+      line.fragments.forEach((piece, index) => readings.set(piece, reads[index]));
     const confidence = (reads: readonly PieceReading[]): number => lineConfidence(reads.map((read) => read.characters));
 
     if (!this.screening) {
@@ -157,7 +207,10 @@ export class OcrEngine {
     const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
     const probe = probeLines(widths, selection.probeLines).map((index) => lines[index]);
     const screened = await readLines(recognizer, 'screening', probe);
-    const printed = pageLooksPrinted([...screened.values()].map((reads) => reads.map((read) => read.characters)), selection);
+    const printed = pageLooksPrinted(
+      [...screened.values()].map((reads) => reads.map((read) => read.characters)),
+      selection,
+    );
     if (printed) {
       const rest = lines.filter((line) => !screened.has(line));
       for (const [line, reads] of await readLines(recognizer, 'screening', rest)) screened.set(line, reads);

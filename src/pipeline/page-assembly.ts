@@ -16,7 +16,11 @@ import type { UploadedLayout } from './layout/uploaded-layout.ts';
  * With `readings` (recognition ran), lines in which nothing was read are dropped:
  * they are specks, rules or stains the detector took for writing.
  */
-export function assembleRegions(image: RgbImage, layout: readonly LayoutRegion[], readings: Map<DetectedBox, PieceReading> | null): TextRegion[] {
+export function assembleRegions(
+  image: RgbImage,
+  layout: readonly LayoutRegion[],
+  readings: Map<DetectedBox, PieceReading> | null,
+): TextRegion[] {
   const regions: TextRegion[] = [];
   for (const region of layout) {
     const regionId = `r${regions.length + 1}`;
@@ -50,7 +54,11 @@ function assembleLine(image: RgbImage, line: LayoutLine, id: string, readings: M
   for (const fragment of line.fragments) {
     const reading = readings?.get(fragment);
     if (!reading) continue;
-    const text = reading.characters.map((character) => character.text).join('').replace(/\s+/g, ' ').trim();
+    const text = reading.characters
+      .map((character) => character.text)
+      .join('')
+      .replace(/\s+/g, ' ')
+      .trim();
     if (text) texts.push(text);
     for (const character of reading.characters) {
       if (character.text.trim() === '') continue;
@@ -103,8 +111,12 @@ export function assembleUploadedRegions(
       const assembled = assembleLine(image, layout[regionIndex].lines[lineIndex], line.id, readings);
       return { ...assembled, polygon: line.polygon, baseline: line.baseline.length >= 2 ? line.baseline : assembled.baseline };
     });
-    const outline = region.polygon.length >= 3 ? region.polygon : clampPolygon(convexHull(lines.flatMap((line) => line.polygon)), image.width, image.height);
-    if (lines.length > 0 || outline.length >= 3) regions.push({ id: region.id, ...(region.type ? { type: region.type } : {}), polygon: outline, lines });
+    const outline =
+      region.polygon.length >= 3
+        ? region.polygon
+        : clampPolygon(convexHull(lines.flatMap((line) => line.polygon)), image.width, image.height);
+    if (lines.length > 0 || outline.length >= 3)
+      regions.push({ id: region.id, ...(region.type ? { type: region.type } : {}), polygon: outline, lines });
   });
   return regions;
 }

@@ -7,7 +7,7 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import type { PageResult } from './page-result.ts';
 
 // The job options and page sources travel in the JobQueued event: the domain owns them.
-export { LLM_TIERS, PAGE_STEPS, PDF_FORMATS, PIPELINE_STEPS } from '../../domain/events.ts';
+export { LLM_TIERS, PDF_FORMATS, PIPELINE_STEPS } from '../../domain/events.ts';
 export type { JobOptions, LlmTier, PageSource, PageStep, PdfFormat, PipelineStep } from '../../domain/events.ts';
 
 export interface PageTask {

@@ -55,7 +55,8 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   signal?.throwIfAborted();
 
   start = performance.now();
-  const uploaded: UploadedLayout | null = options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
+  const uploaded: UploadedLayout | null =
+    options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
   const layout = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(prepared.raster);
   let detectionMs = performance.now() - start;
   signal?.throwIfAborted();
@@ -70,7 +71,9 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     signal?.throwIfAborted();
   }
   start = performance.now();
-  const regions = uploaded ? assembleUploadedRegions(prepared.raster, uploaded, layout, readings) : assembleRegions(prepared.raster, layout, readings);
+  const regions = uploaded
+    ? assembleUploadedRegions(prepared.raster, uploaded, layout, readings)
+    : assembleRegions(prepared.raster, layout, readings);
   // Baselines count as layout, word boxes as recognition: one pass does both, so the
   // pass is booked to the last stage that ran.
   if (readings) recognitionMs += performance.now() - start;

@@ -31,5 +31,12 @@ function loadEngine(recognition: Config['recognition']): Promise<OcrEngine> {
 export async function closeSharedEngines(): Promise<void> {
   const loaded = [...engines.values()];
   engines.clear();
-  await Promise.all(loaded.map((engine) => engine.then((value) => value.close(), () => undefined)));
+  await Promise.all(
+    loaded.map((engine) =>
+      engine.then(
+        (value) => value.close(),
+        () => undefined,
+      ),
+    ),
+  );
 }

@@ -12,12 +12,22 @@ import { checkSignIn } from './users.ts';
 export function registerAccountPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
 
-  const webhookPage = (ctx: Context, session: Session, shown: { title: string; secret: string } | null, error: string | null, status = 200) =>
+  const webhookPage = (
+    ctx: Context,
+    session: Session,
+    shown: { title: string; secret: string } | null,
+    error: string | null,
+    status = 200,
+  ) =>
     pc.render(
       ctx,
       'Webhook secret',
-      html`${notice('error', error)}${shown ? html`<section class="notice ok" role="status"><h2>${shown.title}</h2><p class="secret" id="webhook-secret">${shown.secret}</p>
-<button type="button" class="quiet" data-copy="webhook-secret" hidden>Copy</button></section>` : ''}
+      html`${notice('error', error)}${
+        shown
+          ? html`<section class="notice ok" role="status"><h2>${shown.title}</h2><p class="secret" id="webhook-secret">${shown.secret}</p>
+<button type="button" class="quiet" data-copy="webhook-secret" hidden>Copy</button></section>`
+          : ''
+      }
 <p>Callbacks to your <code>webhook_url</code> are signed with this secret (HMAC-SHA256, <code>X-SVC-Signature</code>; docs/callbacks.md). Enter your password to see it or to replace it.</p>
 <form class="stack" method="post" action="/portal/settings/webhook/reveal">${csrfField(session.csrfToken)}
 <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
@@ -46,7 +56,10 @@ export function registerAccountPages(router: Router, pc: PortalContext): void {
     const form = await pc.signedInForm(ctx, session);
     const refused = await reauthenticate(ctx, session, form.get('password') ?? '');
     if (refused) return webhookPage(ctx, session, null, refused, 403);
-    const { rows } = await runtime.db.pool.query<{ webhook_secret: string }>('select webhook_secret from account_secrets where account_id = $1', [session.accountId]);
+    const { rows } = await runtime.db.pool.query<{ webhook_secret: string }>(
+      'select webhook_secret from account_secrets where account_id = $1',
+      [session.accountId],
+    );
     webhookPage(ctx, session, { title: 'Your webhook secret', secret: rows[0]?.webhook_secret ?? '' }, null);
   });
 
@@ -85,10 +98,32 @@ export function registerAccountPages(router: Router, pc: PortalContext): void {
       ctx,
       'Usage',
       html`<p class="muted">Billed pages are those of done jobs (docs/billing.md), counted when they finished (UTC).</p>
-${table('Billed pages per month', ['Month', 'Jobs', 'Pages'], byMonth.rows.map((r) => html`<tr><td>${r.month}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`), 'Nothing billed yet.')}
-${table('Billed pages per day, last 31 days', ['Day', 'Jobs', 'Pages'], byDay.rows.map((r) => html`<tr><td>${r.day}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`), 'Nothing billed in the last 31 days.')}
-${table('Not billed', ['State', 'Jobs', 'Pages'], notBilled.rows.map((r) => html`<tr><td>${r.state}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`), 'No failed or cancelled jobs.')}
-${table('Correction tokens by model', ['Provider', 'Model', 'Pages', 'Input tokens', 'Output tokens'], tokens.map((t) => html`<tr><td>${t.provider}</td><td>${t.model}</td><td>${t.pages}</td><td>${t.input_tokens}</td><td>${t.output_tokens}</td></tr>`), 'No LLM correction yet.')}`,
+${table(
+  'Billed pages per month',
+  ['Month', 'Jobs', 'Pages'],
+  byMonth.rows.map((r) => html`<tr><td>${r.month}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
+  'Nothing billed yet.',
+)}
+${table(
+  'Billed pages per day, last 31 days',
+  ['Day', 'Jobs', 'Pages'],
+  byDay.rows.map((r) => html`<tr><td>${r.day}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
+  'Nothing billed in the last 31 days.',
+)}
+${table(
+  'Not billed',
+  ['State', 'Jobs', 'Pages'],
+  notBilled.rows.map((r) => html`<tr><td>${r.state}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
+  'No failed or cancelled jobs.',
+)}
+${table(
+  'Correction tokens by model',
+  ['Provider', 'Model', 'Pages', 'Input tokens', 'Output tokens'],
+  tokens.map(
+    (t) => html`<tr><td>${t.provider}</td><td>${t.model}</td><td>${t.pages}</td><td>${t.input_tokens}</td><td>${t.output_tokens}</td></tr>`,
+  ),
+  'No LLM correction yet.',
+)}`,
       session,
       'usage',
     );

@@ -63,5 +63,8 @@ export function notice(kind: 'error' | 'ok', text: string | null | undefined): H
 export function time(date: Date | string | null | undefined): Html {
   if (!date) return html`—`;
   const iso = typeof date === 'string' ? date : date.toISOString();
-  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$/, ' UTC').replace(/Z$/, ' UTC')}</time>`;
+  return html`<time datetime="${iso}">${iso
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC')
+    .replace(/Z$/, ' UTC')}</time>`;
 }

@@ -37,7 +37,9 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     );
     const more = result.rows.length > JOBS_PER_PAGE;
     const rows = result.rows.slice(0, JOBS_PER_PAGE).map(
-      (job) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a></td><td class="state-${job.state}">${job.state}</td>
+      (
+        job,
+      ) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a></td><td class="state-${job.state}">${job.state}</td>
 <td>${job.pages_done} / ${job.page_count}</td><td>${job.current_step ?? '—'}</td><td>${time(job.created_at)}</td><td>${time(job.finished_at)}</td></tr>`,
     );
     pc.render(
@@ -65,12 +67,15 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     const events = await readStream(runtime.db.pool, jobStreamId(job.job_id));
     const pages = await readJobPages(pc, job.job_id);
     const thumbnails = pages.map(
-      (p) => html`<li><a href="/portal/jobs/${job.job_id}/pages/${p.page_number}"><img src="/portal/jobs/${job.job_id}/pages/${p.page_number}/image?w=160" alt="" width="160" loading="lazy">
+      (
+        p,
+      ) => html`<li><a href="/portal/jobs/${job.job_id}/pages/${p.page_number}"><img src="/portal/jobs/${job.job_id}/pages/${p.page_number}/image?w=160" alt="" width="160" loading="lazy">
 <span>${p.page_number}. ${p.name}</span><span class="muted">${p.completed ? `${p.line_count ?? 0} lines` : 'not done'}</span></a></li>`,
     );
     const downloadable = job.state === 'done' && !job.result_expired && job.archive_key && Date.now() < job.expires_at.getTime();
     const timeline = events.map(
-      (event) => html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${JSON.stringify(event.data, null, 1)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
+      (event) =>
+        html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${JSON.stringify(event.data, null, 1)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
     );
     pc.render(
       ctx,
@@ -95,7 +100,11 @@ ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Do
     await pc.signedInForm(ctx, session);
     const job = await ownJob(ctx, session.accountId);
     try {
-      await runtime.bus.job(job.job_id, { type: 'CancelJob', now: new Date() }, { actor: `user:${session.userId}`, requestId: ctx.state.requestId });
+      await runtime.bus.job(
+        job.job_id,
+        { type: 'CancelJob', now: new Date() },
+        { actor: `user:${session.userId}`, requestId: ctx.state.requestId },
+      );
     } catch (error) {
       if (error instanceof Rejection) throw new PortalHttpError(409, `The job cannot be cancelled: ${error.message}`);
       throw error;
@@ -109,12 +118,20 @@ ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Do
     const session = await pc.requireSession(ctx);
     const job = await ownJob(ctx, session.accountId);
     if (job.state !== 'done') throw new PortalHttpError(409, `The job is ${job.state}; its result exists once it is done.`);
-    if (job.result_expired || Date.now() >= job.expires_at.getTime() || !job.archive_key) throw new PortalHttpError(410, 'The result has expired.');
+    if (job.result_expired || Date.now() >= job.expires_at.getTime() || !job.archive_key)
+      throw new PortalHttpError(410, 'The result has expired.');
     const { blobs } = runtime;
     if (runtime.config.results.redirect && blobs.presignedGetUrl) {
       const ttl = Math.max(1, Math.min(runtime.config.results.urlTtlSeconds, Math.floor((job.expires_at.getTime() - Date.now()) / 1000)));
       ctx.status = 302;
-      ctx.set('Location', await blobs.presignedGetUrl(job.archive_key, { expiresInSeconds: ttl, filename: `${job.job_id}.zip`, contentType: 'application/zip' }));
+      ctx.set(
+        'Location',
+        await blobs.presignedGetUrl(job.archive_key, {
+          expiresInSeconds: ttl,
+          filename: `${job.job_id}.zip`,
+          contentType: 'application/zip',
+        }),
+      );
       ctx.set('Cache-Control', 'no-store');
       ctx.body = '';
       return;

@@ -15,10 +15,18 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function registerKeyPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
 
-  async function keysPage(ctx: Context, session: Session, created: (CreatedKey & { label: string }) | null, message: { kind: 'ok' | 'error'; text: string } | null, status = 200) {
+  async function keysPage(
+    ctx: Context,
+    session: Session,
+    created: (CreatedKey & { label: string }) | null,
+    message: { kind: 'ok' | 'error'; text: string } | null,
+    status = 200,
+  ) {
     const keys = await listApiKeys(runtime.db.pool, session.accountName);
     const rows = keys.map(
-      (key) => html`<tr><td>${key.label}</td><td><code>${key.prefix}…</code></td><td>${time(key.created_at)}</td><td>${time(key.last_used_at)}</td>
+      (
+        key,
+      ) => html`<tr><td>${key.label}</td><td><code>${key.prefix}…</code></td><td>${time(key.created_at)}</td><td>${time(key.last_used_at)}</td>
 <td>${key.revoked_at ? html`revoked ${time(key.revoked_at)}` : html`<form class="inline" method="post" action="/portal/settings/keys/${key.id}/revoke" data-confirm="${`Revoke the key “${key.label}”? Requests with it fail from now on.`}">${csrfField(session.csrfToken)}<button type="submit" class="danger" aria-label="${`Revoke ${key.label}`}">Revoke</button></form>`}</td></tr>`,
     );
     const shown = created
@@ -60,7 +68,8 @@ export function registerKeyPages(router: Router, pc: PortalContext): void {
     await pc.signedInForm(ctx, session);
     const keyId = String(ctx.params.keyId);
     // Another account's key does not exist for this user.
-    if (!UUID.test(keyId) || (await findKeyAccountId(runtime.db.pool, keyId)) !== session.accountId) throw new PortalHttpError(404, 'There is no such key.');
+    if (!UUID.test(keyId) || (await findKeyAccountId(runtime.db.pool, keyId)) !== session.accountId)
+      throw new PortalHttpError(404, 'There is no such key.');
     await revokeApiKey(runtime.bus, keyId, `user:${session.userId}`);
     await keysPage(ctx, session, null, { kind: 'ok', text: 'The key is revoked.' });
   });

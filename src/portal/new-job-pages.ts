@@ -37,7 +37,8 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
   const submit = inner.routes();
 
   const form = (ctx: Context, session: Session, error: string | null, status = 200) => {
-    const options = (values: readonly string[], chosen: string) => values.map((value) => html`<option${value === chosen ? html` selected` : ''}>${value}</option>`);
+    const options = (values: readonly string[], chosen: string) =>
+      values.map((value) => html`<option${value === chosen ? html` selected` : ''}>${value}</option>`);
     pc.render(
       ctx,
       'New job',
@@ -59,7 +60,8 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
 
   router.post('/portal/jobs/new', async (ctx) => {
     const session = await pc.requireSession(ctx);
-    if (!sameToken(String(ctx.query._csrf ?? ''), session.csrfToken)) throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
+    if (!sameToken(String(ctx.query._csrf ?? ''), session.csrfToken))
+      throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
     ctx.state.portalSession = session;
     const path = ctx.path;
     try {

@@ -54,7 +54,12 @@ export function portal(runtime: Runtime): Middleware {
     ctx.status = status;
     ctx.type = 'text/html; charset=utf-8';
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = page({ title, body, nav, user: session && { email: session.email, accountName: session.accountName, csrfToken: session.csrfToken } });
+    ctx.body = page({
+      title,
+      body,
+      nav,
+      user: session && { email: session.email, accountName: session.accountName, csrfToken: session.csrfToken },
+    });
   };
   const pc: PortalContext = {
     runtime,
@@ -162,7 +167,14 @@ export function portal(runtime: Runtime): Middleware {
     render(
       ctx,
       'Setup link not valid',
-      notice('error', reason === 'used' ? 'This setup link has already been used.' : reason === 'expired' ? 'This setup link has expired. Ask for a new one.' : 'This setup link is not valid.'),
+      notice(
+        'error',
+        reason === 'used'
+          ? 'This setup link has already been used.'
+          : reason === 'expired'
+            ? 'This setup link has expired. Ask for a new one.'
+            : 'This setup link is not valid.',
+      ),
       null,
       undefined,
       410,
@@ -225,7 +237,10 @@ export function portal(runtime: Runtime): Middleware {
       throw error;
     }
     // The other sessions end; this one goes on.
-    await runtime.db.pool.query('update portal_sessions set revoked_at = now() where user_id = $1 and session_sha256 <> $2 and revoked_at is null', [session.userId, session.sessionSha256]);
+    await runtime.db.pool.query(
+      'update portal_sessions set revoked_at = now() where user_id = $1 and session_sha256 <> $2 and revoked_at is null',
+      [session.userId, session.sessionSha256],
+    );
     accountPage(ctx, session, { kind: 'ok', text: 'Your password is changed; your other sessions are signed out.' });
   });
 
@@ -242,7 +257,12 @@ export function portal(runtime: Runtime): Middleware {
     try {
       // Defence in depth beside the CSRF tokens: a browser's POST from another origin is refused.
       const origin = ctx.get('Origin');
-      if (ctx.method === 'POST' && origin && origin !== `${ctx.protocol}://${ctx.host}` && origin !== new URL(runtime.config.baseUrl).origin) {
+      if (
+        ctx.method === 'POST' &&
+        origin &&
+        origin !== `${ctx.protocol}://${ctx.host}` &&
+        origin !== new URL(runtime.config.baseUrl).origin
+      ) {
         throw new PortalHttpError(403, 'The form did not come from this site.');
       }
       await routes(ctx as Parameters<typeof routes>[0], async () => {
@@ -253,7 +273,14 @@ export function portal(runtime: Runtime): Middleware {
       const status = error instanceof PortalHttpError ? error.status : 500;
       if (status === 500) runtime.log.error({ err: error, path: ctx.path }, 'portal error');
       const session = status === 500 ? null : await currentSession(ctx, runtime, names).catch(() => null);
-      render(ctx, status === 404 ? 'Not found' : status === 403 ? 'Refused' : 'Error', notice('error', status === 500 ? 'Something went wrong on our side.' : (error as Error).message), session, undefined, status);
+      render(
+        ctx,
+        status === 404 ? 'Not found' : status === 403 ? 'Refused' : 'Error',
+        notice('error', status === 500 ? 'Something went wrong on our side.' : (error as Error).message),
+        session,
+        undefined,
+        status,
+      );
     }
   };
 }

@@ -20,7 +20,12 @@ export interface Session {
   csrfToken: string;
 }
 
-export async function createSession(db: Queryable, userId: string, accountId: string, address: string): Promise<{ id: string; csrfToken: string }> {
+export async function createSession(
+  db: Queryable,
+  userId: string,
+  accountId: string,
+  address: string,
+): Promise<{ id: string; csrfToken: string }> {
   const id = randomBytes(32).toString('base64url');
   const csrfToken = randomBytes(32).toString('base64url');
   await db.query(
@@ -34,7 +39,15 @@ export async function createSession(db: Queryable, userId: string, accountId: st
 /** The live session of this cookie value, or null (unknown, revoked, idle too long, past its absolute expiry). */
 export async function loadSession(db: Queryable, id: string): Promise<Session | null> {
   if (!/^[\w-]{43}$/.test(id)) return null;
-  const result = await db.query<{ session_sha256: string; user_id: string; account_id: string; csrf_token: string; email: string; name: string; last_seen_at: Date }>(
+  const result = await db.query<{
+    session_sha256: string;
+    user_id: string;
+    account_id: string;
+    csrf_token: string;
+    email: string;
+    name: string;
+    last_seen_at: Date;
+  }>(
     `select s.session_sha256, s.user_id, s.account_id, s.csrf_token, u.email, a.name, s.last_seen_at
      from portal_sessions s join portal_users u using (user_id) join accounts a on a.account_id = s.account_id
      where s.session_sha256 = $1 and s.revoked_at is null and s.expires_at > now()
@@ -46,7 +59,14 @@ export async function loadSession(db: Queryable, id: string): Promise<Session | 
   if (Date.now() - row.last_seen_at.getTime() > TOUCH_INTERVAL_MS) {
     await db.query('update portal_sessions set last_seen_at = now() where session_sha256 = $1', [row.session_sha256]);
   }
-  return { sessionSha256: row.session_sha256, userId: row.user_id, accountId: row.account_id, email: row.email, accountName: row.name, csrfToken: row.csrf_token };
+  return {
+    sessionSha256: row.session_sha256,
+    userId: row.user_id,
+    accountId: row.account_id,
+    email: row.email,
+    accountName: row.name,
+    csrfToken: row.csrf_token,
+  };
 }
 
 export async function revokeSession(db: Queryable, sessionSha256: string): Promise<void> {

@@ -28,7 +28,13 @@ export interface Invitation {
 }
 
 /** Invites `email` to `accountName`'s portal; an existing user of the account gets a new setup link (a reset). */
-export async function inviteUser(bus: CommandBus, accountName: string, rawEmail: string, baseUrl: string, actor = 'cli'): Promise<Invitation> {
+export async function inviteUser(
+  bus: CommandBus,
+  accountName: string,
+  rawEmail: string,
+  baseUrl: string,
+  actor = 'cli',
+): Promise<Invitation> {
   const email = normalizeEmail(rawEmail);
   if (!EMAIL.test(email)) throw new AccountError('invalid_email', `not an email address: ${rawEmail}`);
   const accountId = await requireAccountId(bus.db.pool, accountName);
@@ -39,7 +45,11 @@ export async function inviteUser(bus: CommandBus, accountName: string, rawEmail:
   const now = new Date();
   const expiresAt = new Date(now.getTime() + INVITE_TTL_MS);
   try {
-    await bus.account(accountId, { type: 'InviteUser', userId, email, inviteId: randomUUID(), tokenSha256: sha256Hex(token), expiresAt, now }, { actor });
+    await bus.account(
+      accountId,
+      { type: 'InviteUser', userId, email, inviteId: randomUUID(), tokenSha256: sha256Hex(token), expiresAt, now },
+      { actor },
+    );
   } catch (error) {
     if ((error as { code?: string }).code === '23505') throw new AccountError('user_exists', `${email} is already a user`);
     throw error;
@@ -74,9 +84,14 @@ export async function completeSetup(bus: CommandBus, token: string, password: st
   if (problem) throw new PortalError('weak_password', problem);
   const hash = await hashPassword(password);
   try {
-    await bus.account(invite.account_id, { type: 'CompleteSetup', userId: invite.user_id, inviteId: invite.invite_id, now: new Date() }, { actor: `user:${invite.user_id}`, causationId: actor }, async (client) => {
-      await savePasswordHash(client, invite.user_id, hash);
-    });
+    await bus.account(
+      invite.account_id,
+      { type: 'CompleteSetup', userId: invite.user_id, inviteId: invite.invite_id, now: new Date() },
+      { actor: `user:${invite.user_id}`, causationId: actor },
+      async (client) => {
+        await savePasswordHash(client, invite.user_id, hash);
+      },
+    );
   } catch (error) {
     if (error instanceof Rejection) throw new PortalError(error.code, setupRefusal(error.code));
     throw error;
@@ -107,11 +122,14 @@ export async function changePassword(bus: CommandBus, userId: string, current: s
   const problem = passwordProblem(next, user.email);
   if (problem) throw new PortalError('weak_password', problem);
   const hash = await hashPassword(next);
-  await bus.account(user.account_id, { type: 'ChangePassword', userId, now: new Date() }, { actor: `user:${userId}` }, (client) => savePasswordHash(client, userId, hash));
+  await bus.account(user.account_id, { type: 'ChangePassword', userId, now: new Date() }, { actor: `user:${userId}` }, (client) =>
+    savePasswordHash(client, userId, hash),
+  );
 }
 
 async function passwordHashOf(bus: CommandBus, userId: string): Promise<string | undefined> {
-  return (await bus.db.pool.query<{ password_hash: string }>('select password_hash from portal_passwords where user_id = $1', [userId])).rows[0]?.password_hash;
+  return (await bus.db.pool.query<{ password_hash: string }>('select password_hash from portal_passwords where user_id = $1', [userId]))
+    .rows[0]?.password_hash;
 }
 
 export type SignInResult = { ok: true; user: UserRow } | { ok: false; reason: 'invalid' | 'throttled' };
@@ -131,7 +149,8 @@ export async function checkSignIn(bus: CommandBus, rawEmail: string, password: s
     [email, address, since],
   );
   const { by_email, by_address } = counts.rows[0];
-  if (Number(by_email) >= MAX_FAILURES_PER_EMAIL || Number(by_address) >= MAX_FAILURES_PER_ADDRESS) return { ok: false, reason: 'throttled' };
+  if (Number(by_email) >= MAX_FAILURES_PER_EMAIL || Number(by_address) >= MAX_FAILURES_PER_ADDRESS)
+    return { ok: false, reason: 'throttled' };
   const user = await findUserByEmail(pool, email);
   const stored = user ? await passwordHashOf(bus, user.user_id) : undefined;
   const ok = user && stored ? await verifyPassword(password.slice(0, 1024), stored) : await verifyDecoy(password.slice(0, 1024));
@@ -139,7 +158,11 @@ export async function checkSignIn(bus: CommandBus, rawEmail: string, password: s
   await pool.query(`delete from portal_sign_in_attempts where attempted_at < now() - interval '1 day'`);
   if (!user) return { ok: false, reason: 'invalid' };
   if (!ok) {
-    await bus.account(user.account_id, { type: 'RecordSignInFailure', userId: user.user_id, address, reason: stored ? 'wrong_password' : 'no_password', now: new Date() }, { actor: 'portal' });
+    await bus.account(
+      user.account_id,
+      { type: 'RecordSignInFailure', userId: user.user_id, address, reason: stored ? 'wrong_password' : 'no_password', now: new Date() },
+      { actor: 'portal' },
+    );
     return { ok: false, reason: 'invalid' };
   }
   return { ok: true, user };
@@ -148,5 +171,9 @@ export async function checkSignIn(bus: CommandBus, rawEmail: string, password: s
 /** Records the sign-in; `sessionId` is referred to by a short hash prefix only. */
 export async function recordSignIn(bus: CommandBus, user: UserRow, address: string, sessionId: string): Promise<void> {
   const sessionRef = createHash('sha256').update(sessionId).digest('hex').slice(0, 12);
-  await bus.account(user.account_id, { type: 'RecordSignIn', userId: user.user_id, address, sessionRef, now: new Date() }, { actor: `user:${user.user_id}` });
+  await bus.account(
+    user.account_id,
+    { type: 'RecordSignIn', userId: user.user_id, address, sessionRef, now: new Date() },
+    { actor: `user:${user.user_id}` },
+  );
 }

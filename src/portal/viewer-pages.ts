@@ -59,7 +59,8 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     const session = await pc.requireSession(ctx);
     const { job, page } = await ownPage(ctx, session.accountId);
     const width = Number(ctx.query.w ?? IMAGE_WIDTHS[1]);
-    if (!(IMAGE_WIDTHS as readonly number[]).includes(width)) throw new PortalHttpError(400, `Images are served ${IMAGE_WIDTHS.join(' or ')} pixels wide.`);
+    if (!(IMAGE_WIDTHS as readonly number[]).includes(width))
+      throw new PortalHttpError(400, `Images are served ${IMAGE_WIDTHS.join(' or ')} pixels wide.`);
     const etag = `"${page.sha256.slice(0, 32)}-${width}"`;
     ctx.set('ETag', etag);
     // The page image of a job never changes; it is the user's, so private to the browser.
@@ -105,8 +106,14 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     const nav = html`<nav class="pager" aria-label="Pages">${page.page_number > 1 ? html`<a href="/portal/jobs/${job.job_id}/pages/${page.page_number - 1}">Previous page</a>` : ''}
 <a href="/portal/jobs/${job.job_id}">Back to the job</a>${page.page_number < job.page_count ? html`<a href="/portal/jobs/${job.job_id}/pages/${page.page_number + 1}">Next page</a>` : ''}</nav>`;
     if (!result) {
-      pc.render(ctx, `Page ${page.page_number}: ${page.name}`, html`<p>${page.completed ? 'The page result is no longer stored.' : 'This page is not recognised yet.'}</p>
-<img class="page-only" src="${base}/image?w=1200" alt="${`Page ${page.page_number}`}">${nav}`, session, 'jobs');
+      pc.render(
+        ctx,
+        `Page ${page.page_number}: ${page.name}`,
+        html`<p>${page.completed ? 'The page result is no longer stored.' : 'This page is not recognised yet.'}</p>
+<img class="page-only" src="${base}/image?w=1200" alt="${`Page ${page.page_number}`}">${nav}`,
+        session,
+        'jobs',
+      );
       return;
     }
     const { width, height } = result.image;
@@ -119,7 +126,10 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
           html`<a href="#text-${line.id}" aria-label="${`Line: ${line.text}`}"><polygon class="line" id="line-${line.id}" data-line="${line.id}" points="${points(line.polygon)}"></polygon></a>`,
         );
         const words = line.words.length
-          ? line.words.map((word, index) => html`${index > 0 ? ' ' : ''}${word.confidence < LOW_CONFIDENCE ? html`<mark class="low" title="${`confidence ${word.confidence.toFixed(2)}`}">${word.text}</mark>` : word.text}`)
+          ? line.words.map(
+              (word, index) =>
+                html`${index > 0 ? ' ' : ''}${word.confidence < LOW_CONFIDENCE ? html`<mark class="low" title="${`confidence ${word.confidence.toFixed(2)}`}">${word.text}</mark>` : word.text}`,
+            )
           : [html`${line.text}`];
         // The words are the recognised reading; a corrected line shows its corrected text, and the reading under it.
         const corrected = line.recognizedText !== undefined && line.recognizedText !== line.text;

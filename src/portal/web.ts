@@ -1,6 +1,6 @@
 // The portal's HTTP plumbing: security headers, cookies, form bodies, CSRF, the session.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { Runtime } from '../runtime.ts';
 import { loadSession, type Session } from './sessions.ts';
 
@@ -99,12 +99,14 @@ export function anonymousCsrfToken(ctx: Context, names: CookieNames): string {
 
 /** A POST of a signed-out form: its _csrf must equal the CSRF cookie. */
 export function checkAnonymousCsrf(ctx: Context, names: CookieNames, form: URLSearchParams): void {
-  if (!sameToken(form.get('_csrf'), readCookie(ctx, names.csrf))) throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
+  if (!sameToken(form.get('_csrf'), readCookie(ctx, names.csrf)))
+    throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
 }
 
 /** A POST of a signed-in form: its _csrf must equal the session's token. */
 export function checkSessionCsrf(session: Session, form: URLSearchParams): void {
-  if (!sameToken(form.get('_csrf'), session.csrfToken)) throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
+  if (!sameToken(form.get('_csrf'), session.csrfToken))
+    throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
 }
 
 export async function currentSession(ctx: Context, runtime: Runtime, names: CookieNames): Promise<Session | null> {
@@ -117,5 +119,3 @@ export function redirect(ctx: Context, location: string): void {
   ctx.set('Location', location);
   ctx.body = '';
 }
-
-export type Next_ = Next;

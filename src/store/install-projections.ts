@@ -79,7 +79,9 @@ end$body$;`);
   await client.query('begin');
   try {
     for (const statement of statements) await client.query(statement);
-    await client.query('insert into projection_versions (version) values ($1) on conflict (version) do update set installed_at = now()', [version]);
+    await client.query('insert into projection_versions (version) values ($1) on conflict (version) do update set installed_at = now()', [
+      version,
+    ]);
     await dropOldVersions(client);
     await client.query('commit');
   } catch (error) {
@@ -90,7 +92,9 @@ end$body$;`);
 }
 
 async function dropOldVersions(client: pg.PoolClient): Promise<void> {
-  const old = await client.query<{ version: string }>('select version from projection_versions order by installed_at desc offset $1', [VERSIONS_KEPT]);
+  const old = await client.query<{ version: string }>('select version from projection_versions order by installed_at desc offset $1', [
+    VERSIONS_KEPT,
+  ]);
   for (const { version } of old.rows) {
     const functions = await client.query<{ signature: string }>(
       `select p.oid::regprocedure::text as signature from pg_proc p

@@ -3,5 +3,5 @@ export const MIGRATION_LOCK = 7285000;
 /** Taken shared by every append (hwr_append_to_stream), exclusively by rebuild/verify's catch-up. */
 export const APPEND_LOCK = 7285001;
 export const IDEMPOTENCY_LOCK_NAMESPACE = 7285002;
-/** With hashtext(stream_id): taken by every append until commit, so one stream's appends queue (hwr_append_to_stream). */
-export const STREAM_APPEND_LOCK_NAMESPACE = 7285003;
+// 7285003, with hashtext(stream_id): taken by every append until commit, so one stream's appends
+// queue (in SQL only: hwr_append_to_stream, migrations/0006_page_scoped_appends.sql).

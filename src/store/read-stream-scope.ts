@@ -28,6 +28,8 @@ export async function readStreamHead(db: Queryable, streamId: string): Promise<R
  */
 export async function countStreamEvents(db: Queryable, streamId: string, type: string): Promise<number> {
   if (!isEventType(type)) throw new Error(`unknown event type ${type}`);
-  const result = await db.query<{ n: number }>(`select count(*)::int as n from events where stream_id = $1 and type = '${type}'`, [streamId]);
+  const result = await db.query<{ n: number }>(`select count(*)::int as n from events where stream_id = $1 and type = '${type}'`, [
+    streamId,
+  ]);
   return result.rows[0].n;
 }

@@ -11,7 +11,8 @@ export interface EventRow {
   recorded_at: Date;
 }
 
-export const EVENT_COLUMNS = 'global_position, stream_id, stream_version, type, data, metadata, transaction_id::text as transaction_id, recorded_at';
+export const EVENT_COLUMNS =
+  'global_position, stream_id, stream_version, type, data, metadata, transaction_id::text as transaction_id, recorded_at';
 
 export function toRecordedEvent(row: EventRow): RecordedEvent {
   const event = upcast(row.type, row.data, row.metadata?.schemaVersion ?? 1);

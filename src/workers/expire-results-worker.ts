@@ -12,7 +12,6 @@ export interface ExpireResultsDeps {
   log: Logger;
 }
 
-
 export async function expireResults(deps: ExpireResultsDeps, now = new Date()): Promise<number> {
   const due = await deps.bus.db.pool.query<{ job_id: string }>(
     `select job_id from job_status

@@ -21,7 +21,6 @@ export interface ExportWorkerDeps {
   databaseOutageWaitMs?: number;
 }
 
-
 export function createExportHandler(deps: ExportWorkerDeps) {
   return ridingOutDatabaseOutages<Job<ExportTaskData>>(deps, async (task) => {
     const { jobId } = task.data;
@@ -35,7 +34,11 @@ export function createExportHandler(deps: ExportWorkerDeps) {
     const signal = AbortSignal.any([task.signal, watch.signal]);
     const archiveKey = archiveKeyOf(jobId);
     try {
-      await deps.bus.job(jobId, { type: 'StartStep', page: null, step: 'export', now: new Date() }, { actor: 'worker', causationId: task.id });
+      await deps.bus.job(
+        jobId,
+        { type: 'StartStep', page: null, step: 'export', now: new Date() },
+        { actor: 'worker', causationId: task.id },
+      );
       const outcome = await deps.pipeline.exportJob(
         {
           jobId,

@@ -84,7 +84,10 @@ export function createLostCallbackHandler(deps: LostTaskDeps) {
     const delivery = state.callback;
     if (!delivery || isTerminalCallbackState(delivery.state) || attempt !== delivery.attempts + 1 || !state.options?.webhookUrl) return;
     const reason = lostReason(attemptsOf(task), task.sourceOutput);
-    deps.log.warn({ job_id: jobId, attempt, reason, webhook_url: redactUrl(state.options.webhookUrl) }, 'callback task lost: recording the attempt as failed');
+    deps.log.warn(
+      { job_id: jobId, attempt, reason, webhook_url: redactUrl(state.options.webhookUrl) },
+      'callback task lost: recording the attempt as failed',
+    );
     try {
       await deps.bus.job(
         jobId,
@@ -190,14 +193,24 @@ export async function sweepStrandedJobs(deps: { bus: CommandBus; log: Logger; sc
 }
 
 /** Registers the dead-letter workers and the sweep (a cron task, every minute). */
-export async function startLostTaskWorkers(boss: PgBoss, deps: LostTaskDeps, polling: { pollingIntervalSeconds: number }): Promise<string[]> {
+export async function startLostTaskWorkers(
+  boss: PgBoss,
+  deps: LostTaskDeps,
+  polling: { pollingIntervalSeconds: number },
+): Promise<string[]> {
   const log = deps.log.child({ component: 'lost-tasks' });
-  const each = <T>(handler: (task: JobWithMetadata<T>) => Promise<void>) => async (tasks: JobWithMetadata<T>[]) => {
-    for (const task of tasks) await handler(task);
-  };
+  const each =
+    <T>(handler: (task: JobWithMetadata<T>) => Promise<void>) =>
+    async (tasks: JobWithMetadata<T>[]) => {
+      for (const task of tasks) await handler(task);
+    };
   await boss.work(QUEUES.pageLost, { ...polling, batchSize: 1, includeMetadata: true }, each(createLostPageHandler({ ...deps, log })));
   await boss.work(QUEUES.exportLost, { ...polling, batchSize: 1, includeMetadata: true }, each(createLostExportHandler({ ...deps, log })));
-  await boss.work(QUEUES.callbackLost, { ...polling, batchSize: 1, includeMetadata: true }, each(createLostCallbackHandler({ ...deps, log })));
+  await boss.work(
+    QUEUES.callbackLost,
+    { ...polling, batchSize: 1, includeMetadata: true },
+    each(createLostCallbackHandler({ ...deps, log })),
+  );
   await boss.work(QUEUES.sweepStranded, { ...polling, batchSize: 1 }, async () => {
     await sweepStrandedJobs({ bus: deps.bus, log });
   });

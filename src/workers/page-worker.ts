@@ -21,7 +21,6 @@ export interface PageWorkerDeps {
   databaseOutageWaitMs?: number;
 }
 
-
 /** Times one attempt runs a page again after the database went away under it. */
 export const DATABASE_OUTAGE_ROUNDS = 3;
 
@@ -43,7 +42,10 @@ export function ridingOutDatabaseOutages<T extends { signal: AbortSignal }>(
       } catch (error) {
         if (!isDatabaseUnavailable(error) || round > DATABASE_OUTAGE_ROUNDS || task.signal.aborted) throw error;
         const waitMs = deps.databaseOutageWaitMs ?? 30_000;
-        deps.log.warn({ err: error, round, task_id: (task as { id?: string }).id }, 'database unavailable mid-task: waiting for it, then running the task again in the same attempt');
+        deps.log.warn(
+          { err: error, round, task_id: (task as { id?: string }).id },
+          'database unavailable mid-task: waiting for it, then running the task again in the same attempt',
+        );
         if (!(await waitForDatabase(deps.bus.db.pool, waitMs, task.signal))) throw error;
       }
     }
@@ -81,7 +83,12 @@ export function createPageHandler(deps: PageWorkerDeps) {
           log,
           enterStep: async (step) => {
             signal.throwIfAborted();
-            ({ view } = await deps.bus.page(jobId, { type: 'StartStep', page, step, now: new Date() }, { actor: 'worker', causationId: task.id }, view ?? undefined));
+            ({ view } = await deps.bus.page(
+              jobId,
+              { type: 'StartStep', page, step, now: new Date() },
+              { actor: 'worker', causationId: task.id },
+              view ?? undefined,
+            ));
           },
         },
       );
@@ -118,7 +125,8 @@ export function createPageHandler(deps: PageWorkerDeps) {
       );
       log.info('page completed');
     } catch (error) {
-      if (spent && spent.input_tokens + spent.output_tokens > 0) log.warn({ correction: spent }, 'correction tokens spent by an attempt that did not complete (not in usage)');
+      if (spent && spent.input_tokens + spent.output_tokens > 0)
+        log.warn({ correction: spent }, 'correction tokens spent by an attempt that did not complete (not in usage)');
       if (wasHandedBack(task.signal)) {
         log.info('page task handed back: the worker is stopping');
         return;
@@ -139,7 +147,13 @@ export function createPageHandler(deps: PageWorkerDeps) {
   });
 }
 
-export async function failJob(bus: CommandBus, jobId: string, errorMessage: string, page: number | null, causationId: string): Promise<void> {
+export async function failJob(
+  bus: CommandBus,
+  jobId: string,
+  errorMessage: string,
+  page: number | null,
+  causationId: string,
+): Promise<void> {
   try {
     await bus.job(jobId, { type: 'FailJob', errorMessage, page, now: new Date() }, { actor: 'worker', causationId });
   } catch (error) {

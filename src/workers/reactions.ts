@@ -19,7 +19,12 @@ export function reactionsTo(events: readonly DomainEvent[], after: JobState, pag
     switch (event.type) {
       case 'JobQueued':
         for (const page of event.data.pages) {
-          reactions.push({ kind: 'send', queue: QUEUES.page, id: pageTaskId(after.jobId, page.pageNumber), data: { jobId: after.jobId, page: page.pageNumber } });
+          reactions.push({
+            kind: 'send',
+            queue: QUEUES.page,
+            id: pageTaskId(after.jobId, page.pageNumber),
+            data: { jobId: after.jobId, page: page.pageNumber },
+          });
         }
         break;
       case 'PageCompleted':
@@ -31,7 +36,12 @@ export function reactionsTo(events: readonly DomainEvent[], after: JobState, pag
       case 'JobSucceeded':
       case 'JobFailed':
         if (after.callback) {
-          reactions.push({ kind: 'send', queue: QUEUES.callback, id: callbackTaskId(after.jobId, 1), data: { jobId: after.jobId, attempt: 1 } });
+          reactions.push({
+            kind: 'send',
+            queue: QUEUES.callback,
+            id: callbackTaskId(after.jobId, 1),
+            data: { jobId: after.jobId, attempt: 1 },
+          });
         }
         if (event.type === 'JobFailed') reactions.push(cancelPendingTasks(after));
         break;

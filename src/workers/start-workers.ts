@@ -51,12 +51,32 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
     // While the queue's cached backlog says more pages wait, fetch the next one at once instead
     // of after the poll interval: a job of many short pages is not paced by the interval.
     { ...polling, localConcurrency: config.workers.pageConcurrency, batchSize: 1, burstWhenReadyExceeds: 1 },
-    onePerCall(QUEUES.page, createPageHandler({ bus: deps.bus, blobs: deps.blobs, pipeline: deps.pagePipeline, retryLimit: config.workers.pageRetryLimit, log, databaseOutageWaitMs: config.workers.heartbeatSeconds * 1000 })),
+    onePerCall(
+      QUEUES.page,
+      createPageHandler({
+        bus: deps.bus,
+        blobs: deps.blobs,
+        pipeline: deps.pagePipeline,
+        retryLimit: config.workers.pageRetryLimit,
+        log,
+        databaseOutageWaitMs: config.workers.heartbeatSeconds * 1000,
+      }),
+    ),
   );
   await boss.work<ExportTaskData>(
     QUEUES.export,
     { ...polling, localConcurrency: config.workers.exportConcurrency, batchSize: 1 },
-    onePerCall(QUEUES.export, createExportHandler({ bus: deps.bus, blobs: deps.blobs, pipeline: deps.exportPipeline, retryLimit: config.workers.pageRetryLimit, log, databaseOutageWaitMs: config.workers.heartbeatSeconds * 1000 })),
+    onePerCall(
+      QUEUES.export,
+      createExportHandler({
+        bus: deps.bus,
+        blobs: deps.blobs,
+        pipeline: deps.exportPipeline,
+        retryLimit: config.workers.pageRetryLimit,
+        log,
+        databaseOutageWaitMs: config.workers.heartbeatSeconds * 1000,
+      }),
+    ),
   );
   await boss.work<CallbackTaskData>(
     QUEUES.callback,

@@ -93,11 +93,18 @@ describe('revoked keys', () => {
 describe('job visibility', () => {
   test('another account’s job is 404 on status, result, events and DELETE, and is left untouched', async () => {
     const { body: job } = await client.submit(await pagesZip(['1.jpg', '2.jpg']), { key: alice.key });
-    for (const [method, suffix] of [['GET', ''], ['GET', '/result'], ['GET', '/events'], ['DELETE', '']] as const) {
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['GET', '/result'],
+      ['GET', '/events'],
+      ['DELETE', ''],
+    ] as const) {
       const response = await client.request(method, `/v1/process-scan/${job.job_id}${suffix}`, { auth: { key: bob.key } });
       assert.equal(response.status, 404, `${method} ${suffix}`);
       assert.equal(response.body.code, 'job_not_found');
-      const unknown = await client.request(method, `/v1/process-scan/00000000-0000-4000-8000-000000000001${suffix}`, { auth: { key: bob.key } });
+      const unknown = await client.request(method, `/v1/process-scan/00000000-0000-4000-8000-000000000001${suffix}`, {
+        auth: { key: bob.key },
+      });
       assert.deepEqual(
         { ...response.body, detail: '', instance: '' },
         { ...unknown.body, detail: '', instance: '' },
@@ -118,7 +125,17 @@ describe('job visibility', () => {
     // Workers that finish jobs (this file's server has none), each page corrected at 100 + 40 tokens.
     const worked = await startApiServer(databaseUrl, {
       pipelines: {
-        page: testPagePipeline({ worker: 'usage', correction: { provider: 'fake', model: 'fake-balanced', refusedLines: [], inputTokens: 100, outputTokens: 40, outcome: 'applied' } }),
+        page: testPagePipeline({
+          worker: 'usage',
+          correction: {
+            provider: 'fake',
+            model: 'fake-balanced',
+            refusedLines: [],
+            inputTokens: 100,
+            outputTokens: 40,
+            outcome: 'applied',
+          },
+        }),
         export: testExportPipeline(),
       },
     });
@@ -140,7 +157,9 @@ describe('job visibility', () => {
     // Carol's one job of 3 pages, and nothing of dave's 7 pages or alice's.
     assert.equal(usage.body.jobs, 1);
     assert.equal(usage.body.pages, 3);
-    assert.deepEqual(usage.body.correction, [{ provider: 'fake', model: 'fake-balanced', pages: 3, input_tokens: 300, output_tokens: 120 }]);
+    assert.deepEqual(usage.body.correction, [
+      { provider: 'fake', model: 'fake-balanced', pages: 3, input_tokens: 300, output_tokens: 120 },
+    ]);
     const daves = await client.get('/v1/usage', { key: dave.key });
     assert.equal(daves.body.jobs, 2);
     assert.equal(daves.body.pages, 7);

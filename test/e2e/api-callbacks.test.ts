@@ -11,7 +11,15 @@ import { rotateWebhookSecret } from '../../src/commands/accounts.ts';
 import { CALLBACK_RETRY_DELAYS_SECONDS } from '../../domain/job-decide.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';
-import { API_TEST_ENV, createCredentials, pagesZip, startApiServer, waitForStatus, type ApiServer, type Auth } from '../support/http-client.ts';
+import {
+  API_TEST_ENV,
+  createCredentials,
+  pagesZip,
+  startApiServer,
+  waitForStatus,
+  type ApiServer,
+  type Auth,
+} from '../support/http-client.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
 const RETRY_SCALE = Number(API_TEST_ENV.CALLBACK_RETRY_SCALE);
@@ -82,11 +90,19 @@ after(async () => {
 });
 
 function waitForDelivery(server: ApiServer, jobId: string, states: string[], timeoutMs = 60_000) {
-  return waitForStatus(server.client, auth, jobId, (body) => states.includes(body.callback?.state), `callback ${states.join('|')}`, timeoutMs);
+  return waitForStatus(
+    server.client,
+    auth,
+    jobId,
+    (body) => states.includes(body.callback?.state),
+    `callback ${states.join('|')}`,
+    timeoutMs,
+  );
 }
 
 async function callbackEvents(server: ApiServer, jobId: string) {
-  const events: Array<{ type: string; data: Record<string, any> }> = (await server.client.get(`/v1/process-scan/${jobId}/events`, auth)).body.events;
+  const events: Array<{ type: string; data: Record<string, any> }> = (await server.client.get(`/v1/process-scan/${jobId}/events`, auth))
+    .body.events;
   return events.filter((event) => event.type.startsWith('Callback'));
 }
 
@@ -116,12 +132,22 @@ describe('a job that reaches done', () => {
     assert.deepEqual(status.callback, { state: 'delivered', attempts: 2, last_status: 200, next_attempt_at: null });
 
     const deliveries = receiver.forJob(job.job_id);
-    assert.deepEqual(deliveries.map((delivery) => delivery.answered), [500, 200], 'the retry came, and nothing after the 200');
+    assert.deepEqual(
+      deliveries.map((delivery) => delivery.answered),
+      [500, 200],
+      'the retry came, and nothing after the 200',
+    );
     for (const delivery of deliveries) {
       assertSignedDelivery(delivery, 'job.completed');
       assert.equal(delivery.path, '/flaky');
       assert.deepEqual(
-        { job_id: delivery.body.job_id, state: delivery.body.state, page_count: delivery.body.page_count, result_url: delivery.body.result_url, event: delivery.body.event },
+        {
+          job_id: delivery.body.job_id,
+          state: delivery.body.state,
+          page_count: delivery.body.page_count,
+          result_url: delivery.body.result_url,
+          event: delivery.body.event,
+        },
         { job_id: job.job_id, state: 'done', page_count: 2, result_url: job.result_url, event: 'job.completed' },
       );
       assert.ok(!('error_message' in delivery.body));
@@ -130,10 +156,13 @@ describe('a job that reaches done', () => {
     assert.equal(deliveries[0].headers['x-svc-delivery'], deliveries[1].headers['x-svc-delivery']);
 
     const events = await callbackEvents(service, job.job_id);
-    assert.deepEqual(events.map((event) => [event.type, event.data.attempt, event.data.ok, event.data.httpStatus]), [
-      ['CallbackAttempted', 1, false, 500],
-      ['CallbackAttempted', 2, true, 200],
-    ]);
+    assert.deepEqual(
+      events.map((event) => [event.type, event.data.attempt, event.data.ok, event.data.httpStatus]),
+      [
+        ['CallbackAttempted', 1, false, 500],
+        ['CallbackAttempted', 2, true, 200],
+      ],
+    );
     assert.ok(deliveries[1].receivedAt >= Date.parse(events[0].data.nextAttemptAt) - 50, 'the retry waited for its time');
     assert.equal(await pendingCallbackTasks(service, job.job_id), 0);
 
@@ -174,8 +203,14 @@ describe('a receiver that never answers well', () => {
     assert.equal(new Set(deliveries.map((delivery) => delivery.body.event_id)).size, 1);
 
     const events = await callbackEvents(service, job.job_id);
-    assert.deepEqual(events.map((event) => event.type), [...Array(6).fill('CallbackAttempted'), 'CallbackAbandoned']);
-    assert.deepEqual(events.slice(0, 6).map((event) => event.data.attempt), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      events.map((event) => event.type),
+      [...Array(6).fill('CallbackAttempted'), 'CallbackAbandoned'],
+    );
+    assert.deepEqual(
+      events.slice(0, 6).map((event) => event.data.attempt),
+      [1, 2, 3, 4, 5, 6],
+    );
     assert.equal(events[5].data.nextAttemptAt, null);
     assert.equal(events[6].data.attempts, 6);
     for (let retry = 1; retry < 6; retry++) {
@@ -205,7 +240,9 @@ describe('webhook secret and address', () => {
     const status = await waitForStatus(service.client, auth, job.job_id, (body) => body.state === 'done', 'done');
     assert.equal(status.callback, null);
     assert.equal(await pendingCallbackTasks(service, job.job_id), 0);
-    const tasks = await service.runtime.db.pool.query(`select 1 from pgboss.job where name = 'hwr-callback' and data->>'jobId' = $1`, [job.job_id]);
+    const tasks = await service.runtime.db.pool.query(`select 1 from pgboss.job where name = 'hwr-callback' and data->>'jobId' = $1`, [
+      job.job_id,
+    ]);
     assert.equal(tasks.rowCount, 0);
     assert.deepEqual(await callbackEvents(service, job.job_id), []);
     assert.equal(receiver.forJob(job.job_id).length, 0);
@@ -216,17 +253,28 @@ describe('webhook secret and address', () => {
     // database, workers configured without that relaxation.
     const otherDatabase = await createTestDatabase();
     const api = await startApiServer(otherDatabase);
-    const workers = await startTestRuntime(await testConfig(otherDatabase, { ...API_TEST_ENV, WEBHOOK_ALLOW_PRIVATE: '0' }, api.config.dataDir), scriptedPipelines());
+    const workers = await startTestRuntime(
+      await testConfig(otherDatabase, { ...API_TEST_ENV, WEBHOOK_ALLOW_PRIVATE: '0' }, api.config.dataDir),
+      scriptedPipelines(),
+    );
     try {
       const other = await createCredentials(api.runtime, 'hooked');
       const { body: job } = await api.client.submit(await pagesZip(['1.jpg']), { key: other.key }, { webhook_url: `${receiverUrl}/ok` });
       assert.ok(job.job_id);
-      const status = await waitForStatus(api.client, { key: other.key }, job.job_id, (body) => ['delivered', 'abandoned'].includes(body.callback?.state), 'delivery ended');
+      const status = await waitForStatus(
+        api.client,
+        { key: other.key },
+        job.job_id,
+        (body) => ['delivered', 'abandoned'].includes(body.callback?.state),
+        'delivery ended',
+      );
       assert.equal(status.state, 'done');
       assert.equal(status.callback.state, 'abandoned');
       assert.equal(status.callback.last_status, null, 'no HTTP answer: never connected');
       assert.equal(receiver.forJob(job.job_id).length, 0);
-      const events: Array<{ type: string; data: Record<string, any> }> = (await api.client.get(`/v1/process-scan/${job.job_id}/events`, { key: other.key })).body.events;
+      const events: Array<{ type: string; data: Record<string, any> }> = (
+        await api.client.get(`/v1/process-scan/${job.job_id}/events`, { key: other.key })
+      ).body.events;
       const attempts = events.filter((event) => event.type === 'CallbackAttempted');
       assert.equal(attempts.length, 6);
       for (const attempt of attempts) assert.match(attempt.data.error, /^invalid_webhook_url: .*loopback/i);

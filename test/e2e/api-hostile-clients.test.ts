@@ -144,7 +144,14 @@ describe('kept-alive connections', () => {
       for (let n = 0; n < 40; n++) {
         const status = await new Promise<number>((resolve, reject) => {
           const request = http.request(
-            { host: '127.0.0.1', port, method: 'POST', path: '/v1/usage', agent, headers: { 'Content-Type': 'text/plain', 'Content-Length': 3 } },
+            {
+              host: '127.0.0.1',
+              port,
+              method: 'POST',
+              path: '/v1/usage',
+              agent,
+              headers: { 'Content-Type': 'text/plain', 'Content-Length': 3 },
+            },
             (response) => {
               response.resume();
               response.on('end', () => resolve(response.statusCode ?? 0));
@@ -158,7 +165,10 @@ describe('kept-alive connections', () => {
       }
       await new Promise((resolve) => setImmediate(resolve));
       assert.equal(used.size, 1, 'one kept-alive connection');
-      assert.deepEqual(warnings.filter((name) => name === 'MaxListenersExceededWarning'), []);
+      assert.deepEqual(
+        warnings.filter((name) => name === 'MaxListenersExceededWarning'),
+        [],
+      );
     } finally {
       process.off('warning', onWarning);
       agent.destroy();

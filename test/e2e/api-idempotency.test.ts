@@ -16,7 +16,10 @@ const bob = await createCredentials(runtime, 'bob');
 const aliceAuth: Auth = { key: alice.key };
 
 async function jobsOf(accountId: string): Promise<string[]> {
-  const result = await runtime.db.pool.query<{ job_id: string }>('select job_id from job_status where account_id = $1 order by created_at', [accountId]);
+  const result = await runtime.db.pool.query<{ job_id: string }>(
+    'select job_id from job_status where account_id = $1 order by created_at',
+    [accountId],
+  );
   return result.rows.map((row) => row.job_id);
 }
 
@@ -25,7 +28,10 @@ async function assertNoOrphanedFiles(): Promise<void> {
   const folders = await readdir(path.join(server.config.dataDir, 'blobs', 'jobs'));
   const jobs = await runtime.db.pool.query<{ job_id: string }>('select job_id from job_status');
   const known = new Set(jobs.rows.map((row) => row.job_id));
-  assert.deepEqual(folders.filter((folder) => !known.has(folder)), []);
+  assert.deepEqual(
+    folders.filter((folder) => !known.has(folder)),
+    [],
+  );
 }
 
 async function jobEvents(): Promise<number> {
@@ -93,7 +99,10 @@ describe('Idempotency-Key', () => {
     const zip = await pagesZip(['1.jpg', '2.jpg', '3.jpg']);
     const before = (await jobsOf(alice.accountId)).length;
     const responses = await Promise.all(Array.from({ length: 5 }, () => submitWithKey(zip, 'order-race')));
-    assert.deepEqual(responses.map((response) => response.status), Array(5).fill(202));
+    assert.deepEqual(
+      responses.map((response) => response.status),
+      Array(5).fill(202),
+    );
     assert.equal(new Set(responses.map((response) => response.body.job_id)).size, 1);
     assert.equal((await jobsOf(alice.accountId)).length, before + 1);
     // The losers stored their pages before losing the race; they are removed again.

@@ -7,7 +7,15 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, pagesZip, readZipFixture, startApiServer, type ApiResponse, type ApiServer, type Auth } from '../support/http-client.ts';
+import {
+  createCredentials,
+  pagesZip,
+  readZipFixture,
+  startApiServer,
+  type ApiResponse,
+  type ApiServer,
+  type Auth,
+} from '../support/http-client.ts';
 import { tempUploadDir } from '../../src/intake/temp-uploads.ts';
 
 const databaseUrl = await createTestDatabase();
@@ -71,7 +79,13 @@ describe('intake checks through HTTP', () => {
   }
 
   test('a password-protected ZIP is 400 with Bearer auth too (the spec’s own example)', async () => {
-    const response = await server.client.submit(await readZipFixture('encrypted.zip'), { key: auth!.key, scheme: 'bearer' }, {}, {}, 'secret.zip');
+    const response = await server.client.submit(
+      await readZipFixture('encrypted.zip'),
+      { key: auth!.key, scheme: 'bearer' },
+      {},
+      {},
+      'secret.zip',
+    );
     assertProblem(response, 400, 'encrypted_zip', /encrypted/);
   });
 
@@ -87,14 +101,25 @@ describe('intake checks through HTTP', () => {
       const response = await submitFixture(fixture);
       assert.equal(response.status, 202, `${fixture}: ${JSON.stringify(response.body)}`);
       assert.equal(response.body.page_count, names.length, fixture);
-      const events: Array<{ data: { pages: Array<{ name: string }> } }> = (await server.client.get(`/v1/process-scan/${response.body.job_id}/events`, auth)).body.events;
-      assert.deepEqual(events[0].data.pages.map((page) => page.name), names, fixture);
+      const events: Array<{ data: { pages: Array<{ name: string }> } }> = (
+        await server.client.get(`/v1/process-scan/${response.body.job_id}/events`, auth)
+      ).body.events;
+      assert.deepEqual(
+        events[0].data.pages.map((page) => page.name),
+        names,
+        fixture,
+      );
     }
   });
 
   test('limits from the configuration: MAX_PAGES, MAX_IMAGE_PIXELS, MAX_UNCOMPRESSED_BYTES', async () => {
     const limited = await serverWith({ MAX_PAGES: '4', MAX_IMAGE_PIXELS: '10000' });
-    assertProblem(await submitFixture('natural-order.zip', limited), 400, 'too_many_pages', /"natural-order\.zip" has 5 files; at most 4 pages/);
+    assertProblem(
+      await submitFixture('natural-order.zip', limited),
+      400,
+      'too_many_pages',
+      /"natural-order\.zip" has 5 files; at most 4 pages/,
+    );
     assertProblem(await submitFixture('valid-mixed.zip', limited), 400, 'image_too_large', /entry "scans\/1\.jpg" is 320×44 pixels/);
     const small = await serverWith({ MAX_UNCOMPRESSED_BYTES: '5000' });
     assertProblem(await submitFixture('natural-order.zip', small), 400, 'zip_bomb', /declares more than 5000 bytes uncompressed in total/);
@@ -103,7 +128,12 @@ describe('intake checks through HTTP', () => {
   test('an upload over MAX_UPLOAD_BYTES is 413, while streaming and from Content-Length alone', async () => {
     const tiny = await serverWith({ MAX_UPLOAD_BYTES: '5000' });
     // 21 KB: the multipart parser stops at the limit.
-    assertProblem(await submitFixture('valid-mixed.zip', tiny), 413, 'upload_too_large', /larger than the 5000-byte limit \(MAX_UPLOAD_BYTES\)/);
+    assertProblem(
+      await submitFixture('valid-mixed.zip', tiny),
+      413,
+      'upload_too_large',
+      /larger than the 5000-byte limit \(MAX_UPLOAD_BYTES\)/,
+    );
     // Far over the limit: refused from Content-Length before the body is read.
     const big = Buffer.alloc(3 * 1024 * 1024, 7);
     assertProblem(await tiny.client.submit(big, auth, {}, {}, 'big.zip'), 413, 'upload_too_large', /5000-byte limit/);
@@ -113,7 +143,9 @@ describe('intake checks through HTTP', () => {
 
   test('a refused upload leaves no temporary file and no stored page behind', async () => {
     const clean = await serverWith({ MAX_UPLOAD_BYTES: '5000' });
-    for (const [fixture] of REFUSED.filter(([name]) => name !== 'bomb-ratio.zip' && name !== 'bomb-lying-size.zip' && name !== 'gif.zip' && name !== 'multi-page-tiff.zip')) {
+    for (const [fixture] of REFUSED.filter(
+      ([name]) => name !== 'bomb-ratio.zip' && name !== 'bomb-lying-size.zip' && name !== 'gif.zip' && name !== 'multi-page-tiff.zip',
+    )) {
       await submitFixture(fixture, clean);
     }
     await submitFixture('valid-mixed.zip', clean); // 413 while streaming
@@ -138,7 +170,11 @@ describe('the multipart body', () => {
   });
 
   test('a body that is not multipart/form-data: 415', async () => {
-    const response = await server.client.request('POST', '/v1/process-scan', { auth, headers: { 'Content-Type': 'application/zip' }, body: new Blob([new Uint8Array(await pagesZip(['1.jpg']))]) });
+    const response = await server.client.request('POST', '/v1/process-scan', {
+      auth,
+      headers: { 'Content-Type': 'application/zip' },
+      body: new Blob([new Uint8Array(await pagesZip(['1.jpg']))]),
+    });
     assertProblem(response, 415, 'unsupported_media_type', /multipart\/form-data/);
   });
 });
@@ -188,14 +224,27 @@ describe('webhook_url rules', () => {
   test('WEBHOOK_ALLOW_HTTP=1 accepts http, still only public addresses', async () => {
     const httpOnly = await serverWith({ WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '0' });
     assert.equal((await httpOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'http://93.184.215.14/hook' })).status, 202);
-    assertProblem(await httpOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'http://127.0.0.1:9/hook' }), 400, 'invalid_webhook_url', /loopback/i);
+    assertProblem(
+      await httpOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'http://127.0.0.1:9/hook' }),
+      400,
+      'invalid_webhook_url',
+      /loopback/i,
+    );
   });
 
   test('WEBHOOK_ALLOW_PRIVATE=1 accepts private and loopback addresses, still only https', async () => {
     const privateOnly = await serverWith({ WEBHOOK_ALLOW_HTTP: '0', WEBHOOK_ALLOW_PRIVATE: '1' });
-    assert.equal((await privateOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'https://127.0.0.1:9/hook' })).status, 202);
+    assert.equal(
+      (await privateOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'https://127.0.0.1:9/hook' })).status,
+      202,
+    );
     assert.equal((await privateOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'https://10.1.2.3/hook' })).status, 202);
-    assertProblem(await privateOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'http://127.0.0.1:9/hook' }), 400, 'invalid_webhook_url', /https/);
+    assertProblem(
+      await privateOnly.client.submit(await pagesZip(['1.jpg']), auth, { webhook_url: 'http://127.0.0.1:9/hook' }),
+      400,
+      'invalid_webhook_url',
+      /https/,
+    );
   });
 
   test('an empty webhook_url means no callback', async () => {

@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, pagesZip, startApiServer, waitForState, waitForStatus, type ApiResponse, type Auth } from '../support/http-client.ts';
+import {
+  createCredentials,
+  pagesZip,
+  startApiServer,
+  waitForState,
+  waitForStatus,
+  type ApiResponse,
+  type Auth,
+} from '../support/http-client.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
 const idle = await startApiServer(await createTestDatabase());
@@ -20,7 +28,18 @@ const idleAuth: Auth = { key: (await createCredentials(idle.runtime)).key };
 const busyAuth: Auth = { key: (await createCredentials(busy.runtime)).key };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const STATUS_FIELDS = ['job_id', 'state', 'page_count', 'current_step', 'created_at', 'started_at', 'finished_at', 'expires_at', 'error_message', 'warning_message'];
+const STATUS_FIELDS = [
+  'job_id',
+  'state',
+  'page_count',
+  'current_step',
+  'created_at',
+  'started_at',
+  'finished_at',
+  'expires_at',
+  'error_message',
+  'warning_message',
+];
 
 async function eventTypes(server: typeof busy, auth: Auth, jobId: string): Promise<string[]> {
   const response = await server.client.get(`/v1/process-scan/${jobId}/events`, auth);
@@ -83,7 +102,13 @@ describe('queued → cancelled: DELETE while not yet processing', () => {
 describe('processing → cancelled: DELETE while being processed', () => {
   test('200 with state cancelled; the job never reaches done and is not billed', async () => {
     const { body: job } = await busy.client.submit(await pagesZip(['1.jpg', 'hold-2.jpg']), busyAuth);
-    const processing = await waitForStatus(busy.client, busyAuth, job.job_id, (body) => body.state === 'processing' && body.pages_done === 1, 'page 1 done, page 2 held');
+    const processing = await waitForStatus(
+      busy.client,
+      busyAuth,
+      job.job_id,
+      (body) => body.state === 'processing' && body.pages_done === 1,
+      'page 1 done, page 2 held',
+    );
     assert.equal(processing.current_step, 'layout', 'the earliest step an unfinished page is at');
     assert.ok(processing.started_at);
     assert.equal(processing.finished_at, null);
@@ -189,13 +214,21 @@ describe('processing → failed (reached)', () => {
 
 describe('GET /v1/process-scan/<job_id>/events', () => {
   test('the whole history in order, with positions, versions and metadata (no key anywhere)', async () => {
-    const { body: job } = await busy.client.submit(await pagesZip(['1.jpg', '2.jpg']), busyAuth, {}, { 'X-Request-Id': 'events-test-0001' });
+    const { body: job } = await busy.client.submit(
+      await pagesZip(['1.jpg', '2.jpg']),
+      busyAuth,
+      {},
+      { 'X-Request-Id': 'events-test-0001' },
+    );
     await waitForState(busy.client, busyAuth, job.job_id, ['done']);
     const response = await busy.client.get(`/v1/process-scan/${job.job_id}/events`, busyAuth);
     assert.equal(response.status, 200);
     assert.equal(response.body.job_id, job.job_id);
     const events = response.body.events;
-    assert.deepEqual(events.map((event: { version: number }) => event.version), events.map((_: unknown, index: number) => index + 1));
+    assert.deepEqual(
+      events.map((event: { version: number }) => event.version),
+      events.map((_: unknown, index: number) => index + 1),
+    );
     assert.equal(events[0].type, 'JobQueued');
     assert.equal(events[0].metadata.requestId, 'events-test-0001', 'the request id that caused the event');
     assert.equal(events.at(-1).type, 'JobSucceeded');
@@ -211,8 +244,15 @@ describe('status codes of the error table', () => {
 
   test('404 for an unknown job id, a malformed id, on every job endpoint', async () => {
     for (const id of [unknown, 'not-a-uuid', `${unknown}x`]) {
-      for (const [method, suffix] of [['GET', ''], ['GET', '/result'], ['GET', '/events'], ['DELETE', '']] as const) {
-        const response: ApiResponse = await busy.client.request(method, `/v1/process-scan/${encodeURIComponent(id)}${suffix}`, { auth: busyAuth });
+      for (const [method, suffix] of [
+        ['GET', ''],
+        ['GET', '/result'],
+        ['GET', '/events'],
+        ['DELETE', ''],
+      ] as const) {
+        const response: ApiResponse = await busy.client.request(method, `/v1/process-scan/${encodeURIComponent(id)}${suffix}`, {
+          auth: busyAuth,
+        });
         assert.equal(response.status, 404, `${method} ${id}${suffix}`);
         assert.equal(response.body.code, 'job_not_found');
         assert.equal(response.headers.get('content-type'), 'application/problem+json');
@@ -222,7 +262,12 @@ describe('status codes of the error table', () => {
 
   test('401 without a key on every job endpoint and on submission', async () => {
     const { body: job } = await idle.client.submit(await pagesZip(['1.jpg']), idleAuth);
-    for (const [method, suffix] of [['GET', ''], ['GET', '/result'], ['GET', '/events'], ['DELETE', '']] as const) {
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['GET', '/result'],
+      ['GET', '/events'],
+      ['DELETE', ''],
+    ] as const) {
       const response = await idle.client.request(method, `/v1/process-scan/${job.job_id}${suffix}`);
       assert.equal(response.status, 401, `${method} ${suffix}`);
       assert.equal(response.body.code, 'missing_api_key');

@@ -20,7 +20,10 @@ import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
 const s3 = await startTestS3Server();
 const databaseUrl = await createTestDatabase();
-const service = await startApiServer(databaseUrl, { pipelines: scriptedPipelines(), env: { ...s3.env('hwr'), RESULT_URL_TTL_SECONDS: '120' } });
+const service = await startApiServer(databaseUrl, {
+  pipelines: scriptedPipelines(),
+  env: { ...s3.env('hwr'), RESULT_URL_TTL_SECONDS: '120' },
+});
 const streaming = await startApiServer(databaseUrl, { env: { ...s3.env('hwr'), RESULT_REDIRECT: '0' } });
 after(async () => {
   await streaming.close();
@@ -38,7 +41,10 @@ describe('BLOB_STORE=s3', () => {
     await waitForState(service.client, auth, job.job_id, ['done']);
 
     const stored = (await bucket.list(`jobs/${job.job_id}`)).sort();
-    assert.deepEqual(stored, ['pages', 'result.zip', 'results', 'upload.zip'].filter((name) => stored.includes(name)));
+    assert.deepEqual(
+      stored,
+      ['pages', 'result.zip', 'results', 'upload.zip'].filter((name) => stored.includes(name)),
+    );
     assert.ok(stored.includes('upload.zip') && stored.includes('pages') && stored.includes('results'), stored.join(','));
     assert.equal((await bucket.list(`jobs/${job.job_id}/pages`)).length, 2);
     assert.equal(existsSync(path.join(service.config.dataDir, 'blobs')), false, 'nothing under DATA_DIR/blobs');
@@ -80,7 +86,12 @@ describe('BLOB_STORE=s3', () => {
 
     const counted = await storageStats(bucket);
     assert.deepEqual(
-      { uploads: counted.kinds.uploads.blobs, pages: counted.kinds.page_images.blobs, results: counted.kinds.page_results.blobs, archives: counted.kinds.archives.blobs },
+      {
+        uploads: counted.kinds.uploads.blobs,
+        pages: counted.kinds.page_images.blobs,
+        results: counted.kinds.page_results.blobs,
+        archives: counted.kinds.archives.blobs,
+      },
       { uploads: 1, pages: 2, results: 2, archives: 1 },
     );
     assert.ok(counted.total.bytes > 0);

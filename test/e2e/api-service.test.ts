@@ -9,7 +9,16 @@ import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { openApiDocument } from '../../src/http/openapi.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, FIXTURES, pagesZip, scanForm, startApiServer, waitForState, type ApiServer, type Auth } from '../support/http-client.ts';
+import {
+  createCredentials,
+  FIXTURES,
+  pagesZip,
+  scanForm,
+  startApiServer,
+  waitForState,
+  type ApiServer,
+  type Auth,
+} from '../support/http-client.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -44,7 +53,14 @@ describe('GET /v1/usage', () => {
     const tomorrow = new Date(Date.now() + 24 * 3600 * 1000).toISOString().slice(0, 10);
     const yesterday = new Date(Date.now() - 24 * 3600 * 1000).toISOString().slice(0, 10);
     const inRange = await client.get(`/v1/usage?from=${yesterday}&to=${tomorrow}`, auth);
-    assert.deepEqual(inRange.body, { account_id: payer.accountId, from: `${yesterday}T00:00:00.000Z`, to: `${tomorrow}T00:00:00.000Z`, jobs: 2, pages: 4, correction: [] });
+    assert.deepEqual(inRange.body, {
+      account_id: payer.accountId,
+      from: `${yesterday}T00:00:00.000Z`,
+      to: `${tomorrow}T00:00:00.000Z`,
+      jobs: 2,
+      pages: 4,
+      correction: [],
+    });
     assert.equal((await client.get(`/v1/usage?from=${tomorrow}`, auth)).body.pages, 0);
     assert.equal((await client.get(`/v1/usage?to=${yesterday}`, auth)).body.pages, 0);
     const now = new Date().toISOString();
@@ -61,7 +77,14 @@ describe('GET /v1/usage', () => {
 
   test('another account sees only its own usage', async () => {
     const other = await createCredentials(runtime, 'other');
-    assert.deepEqual((await client.get('/v1/usage', { key: other.key })).body, { account_id: other.accountId, from: null, to: null, jobs: 0, pages: 0, correction: [] });
+    assert.deepEqual((await client.get('/v1/usage', { key: other.key })).body, {
+      account_id: other.accountId,
+      from: null,
+      to: null,
+      jobs: 0,
+      pages: 0,
+      correction: [],
+    });
   });
 });
 
@@ -110,7 +133,9 @@ describe('GET /v1/openapi.json', () => {
     assert.deepEqual(document.components.securitySchemes.ApiKeyHeader, { type: 'apiKey', in: 'header', name: 'X-API-Key' });
     assert.deepEqual(document.components.securitySchemes.BearerAuth, { type: 'http', scheme: 'bearer' });
     const operations = Object.entries(document.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
-      Object.keys(item).filter((key) => key !== 'parameters').map((method) => `${method.toUpperCase()} ${path}`),
+      Object.keys(item)
+        .filter((key) => key !== 'parameters')
+        .map((method) => `${method.toUpperCase()} ${path}`),
     );
     assert.deepEqual(operations.sort(), [
       'DELETE /v1/process-scan/{job_id}',
@@ -123,7 +148,9 @@ describe('GET /v1/openapi.json', () => {
       'GET /v1/usage',
       'POST /v1/process-scan',
     ]);
-    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>)) {
+    for (const [path, item] of Object.entries(
+      document.paths as Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>,
+    )) {
       for (const [method, operation] of Object.entries(item)) {
         if (method === 'parameters') continue;
         const open = Array.isArray(operation.security) && operation.security.length === 0;
@@ -132,13 +159,22 @@ describe('GET /v1/openapi.json', () => {
     }
     assert.ok(document.webhooks.jobFinished, 'the callback is documented');
     const form = document.paths['/v1/process-scan'].post.requestBody.content['multipart/form-data'].schema;
-    assert.deepEqual(Object.keys(form.properties).sort(), ['llm_tier', 'pdf_format', 'pipeline_steps', 'preset', 'scan_zip', 'webhook_url']);
+    assert.deepEqual(Object.keys(form.properties).sort(), [
+      'llm_tier',
+      'pdf_format',
+      'pipeline_steps',
+      'preset',
+      'scan_zip',
+      'webhook_url',
+    ]);
   });
 });
 
 describe('request ids', () => {
   test('an incoming X-Request-Id is echoed and names the request in problem+json instance', async () => {
-    const response = await client.get('/v1/process-scan/00000000-0000-4000-8000-000000000000', auth, { 'X-Request-Id': 'client-req-12345' });
+    const response = await client.get('/v1/process-scan/00000000-0000-4000-8000-000000000000', auth, {
+      'X-Request-Id': 'client-req-12345',
+    });
     assert.equal(response.status, 404);
     assert.equal(response.headers.get('x-request-id'), 'client-req-12345');
     assert.equal(response.body.instance, 'urn:hwr:request:client-req-12345');
@@ -188,17 +224,25 @@ describe('TLS', () => {
   }
 
   test('TLS_CERT_FILE and TLS_KEY_FILE serve HTTPS; the URLs handed out are https', async () => {
-    const secure = await startApiServer(server.runtime.db.url, { env: { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, DATA_DIR: server.config.dataDir } });
+    const secure = await startApiServer(server.runtime.db.url, {
+      env: { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, DATA_DIR: server.config.dataDir },
+    });
     try {
       assert.match(secure.baseUrl, /^https:/);
       const health = await httpsRequest(secure, 'GET', `${secure.baseUrl}/healthz`, {});
       assert.equal(health.status, 200);
       // A submission over HTTPS: the multipart body as fetch would send it.
       const form = new Request('https://unused.invalid/', { method: 'POST', body: scanForm(await pagesZip(['1.jpg'])) });
-      const submitted = await httpsRequest(secure, 'POST', `${secure.baseUrl}/v1/process-scan`, {
-        'X-API-Key': payer.key,
-        'Content-Type': form.headers.get('content-type') ?? '',
-      }, Buffer.from(await form.arrayBuffer()));
+      const submitted = await httpsRequest(
+        secure,
+        'POST',
+        `${secure.baseUrl}/v1/process-scan`,
+        {
+          'X-API-Key': payer.key,
+          'Content-Type': form.headers.get('content-type') ?? '',
+        },
+        Buffer.from(await form.arrayBuffer()),
+      );
       assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
       assert.equal(submitted.body.status_url, `${secure.baseUrl}/v1/process-scan/${submitted.body.job_id}`);
       const status = await httpsRequest(secure, 'GET', submitted.body.status_url, { Authorization: `Bearer ${payer.key}` });

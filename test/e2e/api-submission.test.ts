@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
-import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { PRESETS } from '../../src/pipeline/correction/presets.ts';
 import { LLM_TIERS, PDF_FORMATS } from '../../src/pipeline/pipeline.ts';
@@ -58,7 +57,10 @@ describe('the 202 body', () => {
     const zip = await pagesZip(['b/2.jpg', 'b/10.jpg', 'a.jpg']);
     const { body: job } = await client.submit(zip, auth);
     const queued = await queuedEvent(job.job_id);
-    assert.deepEqual(queued.pages.map((page: { name: string }) => page.name), ['a.jpg', 'b/2.jpg', 'b/10.jpg']);
+    assert.deepEqual(
+      queued.pages.map((page: { name: string }) => page.name),
+      ['a.jpg', 'b/2.jpg', 'b/10.jpg'],
+    );
     assert.ok((await runtime.blobs.get(queued.uploadKey)).equals(zip));
     for (const page of queued.pages) {
       const stored = await runtime.blobs.get(page.blobKey);
@@ -71,7 +73,11 @@ describe('the 202 body', () => {
 describe('accepted option values', () => {
   test('every llm_tier, preset and pdf_format', async () => {
     const zip = await pagesZip(['1.jpg']);
-    for (const [field, values, key] of [['llm_tier', LLM_TIERS, 'llmTier'], ['preset', PRESETS, 'preset'], ['pdf_format', PDF_FORMATS, 'pdfFormat']] as const) {
+    for (const [field, values, key] of [
+      ['llm_tier', LLM_TIERS, 'llmTier'],
+      ['preset', PRESETS, 'preset'],
+      ['pdf_format', PDF_FORMATS, 'pdfFormat'],
+    ] as const) {
       for (const value of values) {
         const response = await client.submit(zip, auth, { [field]: value });
         assert.equal(response.status, 202, `${field}=${value}: ${JSON.stringify(response.body)}`);
@@ -111,7 +117,10 @@ describe('concurrency and shutdown', () => {
   test('parallel submissions each get their own job', async () => {
     const zip = await pagesZip(['1.jpg', '2.jpg']);
     const responses = await Promise.all(Array.from({ length: 6 }, () => client.submit(zip, auth)));
-    assert.deepEqual(responses.map((response) => response.status), Array(6).fill(202));
+    assert.deepEqual(
+      responses.map((response) => response.status),
+      Array(6).fill(202),
+    );
     assert.equal(new Set(responses.map((response) => response.body.job_id)).size, 6);
   });
 
@@ -132,7 +141,11 @@ describe('concurrency and shutdown', () => {
       signal: controller.signal,
     } as RequestInit);
     pending.catch(() => {});
-    push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="scan_zip"; filename="partial.zip"\r\nContent-Type: application/zip\r\n\r\n`));
+    push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="scan_zip"; filename="partial.zip"\r\nContent-Type: application/zip\r\n\r\n`,
+      ),
+    );
     push((await pagesZip(['1.jpg', '2.jpg'])).subarray(0, 1500));
     const uploads = tempUploadDir(server.config.dataDir);
     await until(async () => (await readdir(uploads).catch(() => [])).length > 0, 'the upload started');
@@ -168,7 +181,9 @@ describe('concurrency and shutdown', () => {
     const closing = await startApiServer(databaseUrl);
     const zip = await pagesZip(['1.jpg', '2.jpg', '3.jpg']);
     const boundary = '----hwr-test-boundary';
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="scan_zip"; filename="slow.zip"\r\nContent-Type: application/zip\r\n\r\n`);
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="scan_zip"; filename="slow.zip"\r\nContent-Type: application/zip\r\n\r\n`,
+    );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     let push!: (chunk: Buffer | null) => void;
     const body = new ReadableStream<Uint8Array>({

@@ -52,7 +52,10 @@ test('a page with its own ALTO keeps its regions, lines and order; the manifest 
   const pageXml = checked.files.get(zola.files.page)!.toString('utf8');
   const exportedLineIds = [...pageXml.matchAll(/<TextLine[^>]*id="([^"]+)"/g)].map((match) => match[1]);
   assert.deepEqual(exportedLineIds, fileLineIds);
-  assert.deepEqual([...pageXml.matchAll(/<TextRegion[^>]*id="([^"]+)"/g)].map((match) => match[1]), fileBlockIds);
+  assert.deepEqual(
+    [...pageXml.matchAll(/<TextRegion[^>]*id="([^"]+)"/g)].map((match) => match[1]),
+    fileBlockIds,
+  );
   // Recognition ran on them: the page has text.
   assert.ok(checked.pages[0].text.replace(/\s/g, '').length > 200, checked.pages[0].text);
   // The printed page without a layout file is detected and read as before.
@@ -64,7 +67,11 @@ test('an unusable layout file is refused at upload: 400 problem+json with its co
   const cases: { xml: string | Buffer; code: string; detail: RegExp }[] = [
     { xml: xxe, code: 'layout_unsafe_xml', detail: /entry "scans\/1.xml": .*document type declaration/ },
     { xml: '<html/>', code: 'layout_invalid', detail: /entry "scans\/1.xml": .*root element is <html>/ },
-    { xml: (await readFile(path.join(FIXTURES, 'ocrd_kant_aufklaerung_1784_0017.xml'))), code: 'layout_size_mismatch', detail: /entry "scans\/1.xml": .*1457×2083 page/ },
+    {
+      xml: await readFile(path.join(FIXTURES, 'ocrd_kant_aufklaerung_1784_0017.xml')),
+      code: 'layout_size_mismatch',
+      detail: /entry "scans\/1.xml": .*1457×2083 page/,
+    },
   ];
   for (const { xml, code, detail } of cases) {
     const zip = await makeZip([

@@ -50,7 +50,11 @@ function hwr(args: string[], extra: Record<string, string> = {}): Promise<Run> {
 }
 
 function jsonLines(text: string): any[] {
-  return text.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+  return text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 }
 
 async function ok(args: string[], extra?: Record<string, string>): Promise<string> {
@@ -74,7 +78,9 @@ describe('hwr accounts and keys', () => {
     assert.equal(account.name, 'acme');
     assert.match(account.webhook_secret, /^[0-9a-f]{64}$/);
     webhookSecret = account.webhook_secret;
-    const stored = await service.runtime.db.pool.query('select webhook_secret from account_secrets where account_id = $1', [account.account_id]);
+    const stored = await service.runtime.db.pool.query('select webhook_secret from account_secrets where account_id = $1', [
+      account.account_id,
+    ]);
     assert.equal(stored.rows[0].webhook_secret, webhookSecret);
 
     const again = await hwr(['accounts', 'create', 'acme']);
@@ -128,14 +134,22 @@ describe('hwr accounts and keys', () => {
     assert.match(stdout, /^[0-9a-f]{64}\n$/);
     const secret = stdout.trim();
     assert.notEqual(secret, webhookSecret);
-    const rotated = await service.runtime.db.pool.query(`select data from events where type = 'WebhookSecretRotated' order by global_position desc limit 1`);
+    const rotated = await service.runtime.db.pool.query(
+      `select data from events where type = 'WebhookSecretRotated' order by global_position desc limit 1`,
+    );
     assert.equal(rotated.rows[0].data.webhookSecretSha256, sha256(secret));
-    const stored = await service.runtime.db.pool.query(`select s.webhook_secret from account_secrets s join accounts a using (account_id) where a.name = 'acme'`);
+    const stored = await service.runtime.db.pool.query(
+      `select s.webhook_secret from account_secrets s join accounts a using (account_id) where a.name = 'acme'`,
+    );
     assert.equal(stored.rows[0].webhook_secret, secret);
   });
 
   test('usage errors exit non-zero with a message on stderr', async () => {
-    for (const args of [['keys', 'create', '--account', 'acme'], ['accounts', 'frobnicate', 'x'], ['keys', 'list', '--account', 'nobody']]) {
+    for (const args of [
+      ['keys', 'create', '--account', 'acme'],
+      ['accounts', 'frobnicate', 'x'],
+      ['keys', 'list', '--account', 'nobody'],
+    ]) {
       const run = await hwr(args);
       assert.notEqual(run.code, 0, args.join(' '));
       assert.equal(run.stdout, '');
@@ -182,7 +196,10 @@ describe('hwr jobs, projections and billing', () => {
     assert.equal(byAccount.acme.jobs, 1);
     assert.equal(byAccount.acme.pages, 3);
     assert.equal(byAccount.globex.pages, 1);
-    assert.deepEqual(jsonLines(await ok(['billing', '--account', 'globex'])).map((line) => [line.account, line.jobs, line.pages]), [['globex', 1, 1]]);
+    assert.deepEqual(
+      jsonLines(await ok(['billing', '--account', 'globex'])).map((line) => [line.account, line.jobs, line.pages]),
+      [['globex', 1, 1]],
+    );
     const tomorrow = new Date(Date.now() + 24 * 3600 * 1000).toISOString().slice(0, 10);
     assert.equal((await ok(['billing', '--from', tomorrow])).trim(), '');
     assert.equal((await hwr(['billing', '--from', 'someday'])).code, 1);
@@ -210,16 +227,21 @@ describe('hwr jobs, projections and billing', () => {
 });
 
 /** Starts `hwr serve` as a child process and waits for its "hwr listening" log line. */
-async function startServe(args: string[], extra: Record<string, string>): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
+async function startServe(
+  args: string[],
+  extra: Record<string, string>,
+): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
   const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', ...args], { cwd: root, env: cliEnv(extra) });
   children.add(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    children.delete(child);
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      children.delete(child);
+      resolve(code);
+    }),
+  );
   const deadline = Date.now() + 120_000;
   while (!output.includes('"hwr listening"')) {
     if (child.exitCode !== null) throw new Error(`hwr serve exited with ${child.exitCode}:\n${output}`);
@@ -246,10 +268,16 @@ describe('hwr serve', () => {
 
     serve.child.kill('SIGTERM');
     assert.equal(await serve.exited, 0);
-    const lines = serve.output().trim().split('\n').map((line) => JSON.parse(line));
+    const lines = serve
+      .output()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     const requests = lines.filter((line) => line.msg === 'request');
     assert.ok(requests.some((line) => line.request_id === 'cli-serve-test-1' && line.path === '/v1/usage' && line.status === 200));
-    assert.ok(lines.some((line) => line.msg === 'job submitted' && line.job_id === submitted.body.job_id && typeof line.request_id === 'string'));
+    assert.ok(
+      lines.some((line) => line.msg === 'job submitted' && line.job_id === submitted.body.job_id && typeof line.request_id === 'string'),
+    );
     assert.ok(lines.some((line) => line.msg === 'stopped'));
     assert.ok(!serve.output().includes(key.slice(4)), 'the key never reaches the logs');
   });
@@ -257,7 +285,13 @@ describe('hwr serve', () => {
   test('first start on the embedded PostgreSQL creates account "default" and prints one key and the webhook secret once', async () => {
     const embeddedDir = await mkdtemp(path.join(os.tmpdir(), 'hwr-first-start-'));
     try {
-      const env = { DATABASE_URL: '', DATA_DIR: embeddedDir, EMBEDDED_POSTGRES_PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'info' };
+      const env = {
+        DATABASE_URL: '',
+        DATA_DIR: embeddedDir,
+        EMBEDDED_POSTGRES_PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+      };
       const port = await freePort();
       const first = await startServe(['--role', 'api'], { ...env, PORT: String(port), BASE_URL: `http://127.0.0.1:${port}` });
       const printed = first.output();

@@ -27,13 +27,20 @@ const children = new Set<ChildProcess>();
 
 // A service with the scripted pipelines (fast; `fail-*` pages fail, `hold-*` pages wait).
 const scripted = scriptedPipelines();
-const service = await startApiServer(await createTestDatabase(), { pipelines: scripted, env: { DATA_DIR: path.join(work, 'scripted-data') } });
+const service = await startApiServer(await createTestDatabase(), {
+  pipelines: scripted,
+  env: { DATA_DIR: path.join(work, 'scripted-data') },
+});
 await createAccount(service.runtime.bus, 'cli');
 const key = (await createApiKey(service.runtime.bus, 'cli', 'client cli')).key;
 
 // A service with the real pipelines, for the two real scans.
 const realPort = await freePort();
-const realConfig = await testConfig(await createTestDatabase(), { BASE_URL: `http://127.0.0.1:${realPort}`, WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '0' }, path.join(work, 'real-data'));
+const realConfig = await testConfig(
+  await createTestDatabase(),
+  { BASE_URL: `http://127.0.0.1:${realPort}`, WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '0' },
+  path.join(work, 'real-data'),
+);
 const realRuntime = await startTestRuntime(realConfig, await defaultPipelines(realConfig, createLogger('silent')));
 const realServer = await startHttpServer(realRuntime, realPort, '127.0.0.1');
 await createAccount(realRuntime.bus, 'real');
@@ -50,7 +57,8 @@ after(async () => {
 async function pagesDir(name: string, pages: string[]): Promise<string> {
   const dir = path.join(work, name);
   await mkdir(dir, { recursive: true });
-  for (const [index, page] of pages.entries()) await copyFile(path.join(ZIP_FIXTURES, 'images', `line-${(index % 5) + 1}.jpg`), path.join(dir, page));
+  for (const [index, page] of pages.entries())
+    await copyFile(path.join(ZIP_FIXTURES, 'images', `line-${(index % 5) + 1}.jpg`), path.join(dir, page));
   return dir;
 }
 
@@ -64,7 +72,11 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, HWR_URL: service.baseUrl, HWR_API_KEY: key, ...extra };
 }
 
-function start(args: string[], extra: Record<string, string> = {}, node = process.execPath): { child: ChildProcess; done: Promise<Run>; stdout: () => string } {
+function start(
+  args: string[],
+  extra: Record<string, string> = {},
+  node = process.execPath,
+): { child: ChildProcess; done: Promise<Run>; stdout: () => string } {
   const child = spawn(node, [path.join(root, 'bin/hwr.js'), ...args], { cwd: work, env: env(extra) });
   children.add(child);
   let stdout = '';
@@ -82,7 +94,12 @@ function start(args: string[], extra: Record<string, string> = {}, node = proces
 }
 
 const hwr = (args: string[], extra: Record<string, string> = {}): Promise<Run> => start(args, extra).done;
-const jsonLines = (text: string): any[] => text.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+const jsonLines = (text: string): any[] =>
+  text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 
 async function until(what: string, check: () => boolean, timeoutMs = 60_000, output = () => ''): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -99,7 +116,10 @@ describe('hwr submit on real scans', () => {
     await copyFile(path.join(root, 'test/fixtures/export/fondue_en_print_dracula_page_51.png'), path.join(dir, '10_dracula.png'));
     await copyFile(path.join(root, 'test/fixtures/export/cremma19_zola_f207.jpg'), path.join(dir, '2_zola.jpg'));
     const out = path.join(work, 'r.zip');
-    const run = await hwr(['submit', dir, '--wait', '--out', out, '--pdf-format', 'pdfa-2b'], { HWR_URL: realConfig.baseUrl, HWR_API_KEY: realKey });
+    const run = await hwr(['submit', dir, '--wait', '--out', out, '--pdf-format', 'pdfa-2b'], {
+      HWR_URL: realConfig.baseUrl,
+      HWR_API_KEY: realKey,
+    });
     assert.equal(run.code, 0, run.stderr);
     const lines = jsonLines(run.stdout);
     assert.deepEqual(lines[0], { event: 'zipped', images: 2, bytes: lines[0].bytes });
@@ -111,7 +131,10 @@ describe('hwr submit on real scans', () => {
     assert.equal(progress.at(-1).pages_done, 2);
     for (const [index, line] of progress.entries()) {
       if (index > 0) assert.ok(line.pages_done >= progress[index - 1].pages_done, 'pages done never goes back');
-      assert.deepEqual(Object.keys(line).filter((name) => !['error_message', 'warning_message'].includes(name)), ['event', 'job_id', 'state', 'pages_done', 'page_count', 'current_step', 'elapsed_seconds']);
+      assert.deepEqual(
+        Object.keys(line).filter((name) => !['error_message', 'warning_message'].includes(name)),
+        ['event', 'job_id', 'state', 'pages_done', 'page_count', 'current_step', 'elapsed_seconds'],
+      );
     }
     const downloaded = lines.at(-1);
     assert.equal(downloaded.event, 'downloaded');
@@ -119,7 +142,10 @@ describe('hwr submit on real scans', () => {
     const checked = await checkResultArchive(await readFile(out));
     assert.equal(checked.manifest.job_id, lines[1].job_id);
     // Natural order: 2_zola before 10_dracula.
-    assert.deepEqual(checked.pages.map((page) => page.pageNumber), [1, 2]);
+    assert.deepEqual(
+      checked.pages.map((page) => page.pageNumber),
+      [1, 2],
+    );
     assert.match(JSON.stringify(checked.manifest), /2_zola\.jpg[\s\S]*10_dracula\.png/);
   });
 });
@@ -206,16 +232,25 @@ describe('hwr submit and the other client commands against the scripted service'
     assert.equal(jsonLines(followed.stdout).at(-1).event, 'cancelled');
   });
 
-  test('on a terminal (script): a progress bar with pages, step, elapsed and ETA; then the saved archive', { skip: hasScript() ? false : 'no `script` (util-linux) on this machine' }, async () => {
+  test('on a terminal (script): a progress bar with pages, step, elapsed and ETA; then the saved archive', {
+    skip: hasScript() ? false : 'no `script` (util-linux) on this machine',
+  }, async () => {
     const dir = await pagesDir('tty', ['1.jpg', '2.jpg', 'hold-3.jpg']);
-    const command = [process.execPath, path.join(root, 'bin/hwr.js'), 'submit', dir, '--wait', '--out', 'tty.zip'].map((part) => `'${part}'`).join(' ');
+    const command = [process.execPath, path.join(root, 'bin/hwr.js'), 'submit', dir, '--wait', '--out', 'tty.zip']
+      .map((part) => `'${part}'`)
+      .join(' ');
     const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { cwd: work, env: env({ TERM: 'xterm' }) });
     children.add(child);
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk));
     const code = new Promise<number | null>((resolve) => child.on('close', (exit) => resolve(exit)));
     // Two pages done, the third held: the bar shows 2/3 and an ETA; then the job is let go.
-    await until('the bar at 2/3', () => /\] 2\/3 pages/.test(output), 30_000, () => JSON.stringify(output));
+    await until(
+      'the bar at 2/3',
+      () => /\] 2\/3 pages/.test(output),
+      30_000,
+      () => JSON.stringify(output),
+    );
     await new Promise((resolve) => setTimeout(resolve, 1200));
     scripted.release(/job ([0-9a-f-]{36}): 3 pages submitted/.exec(output)![1]);
     assert.equal(await code, 0, output);
@@ -232,7 +267,9 @@ describe('hwr submit and the other client commands against the scripted service'
     assert.equal(JSON.parse(await readFile(path.join(work, 'tty.zip'), 'utf8')).pages.length, 3);
   });
 
-  test('the bin under an older Node re-executes under the project Node; Ctrl-C reaches the command once', { skip: oldNode() === null ? 'no Node older than 22.18 on this machine' : false }, async () => {
+  test('the bin under an older Node re-executes under the project Node; Ctrl-C reaches the command once', {
+    skip: oldNode() === null ? 'no Node older than 22.18 on this machine' : false,
+  }, async () => {
     const node = oldNode()!;
     const help = start(['--help'], {}, node);
     const helped = await help.done;
@@ -272,7 +309,9 @@ function oldNode(): string | null {
 }
 
 describe('docs/client.md', () => {
-  test('the Python example (standard library only) submits, waits and downloads against a real server', { skip: pythonPath() === null ? 'no python3' : false }, async () => {
+  test('the Python example (standard library only) submits, waits and downloads against a real server', {
+    skip: pythonPath() === null ? 'no python3' : false,
+  }, async () => {
     const doc = await readFile(path.join(root, 'docs/client.md'), 'utf8');
     const example = /```python\n([\s\S]*?)```/.exec(doc)?.[1];
     assert.ok(example, 'docs/client.md has a python block');

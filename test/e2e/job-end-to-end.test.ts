@@ -24,7 +24,11 @@ const PAGES = [
 ];
 
 const port = await freePort();
-const config = await testConfig(await createTestDatabase(), { BASE_URL: `http://127.0.0.1:${port}`, WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '0' });
+const config = await testConfig(await createTestDatabase(), {
+  BASE_URL: `http://127.0.0.1:${port}`,
+  WORKER_CONCURRENCY: '2',
+  PAGE_RETRY_LIMIT: '0',
+});
 const runtime = await startTestRuntime(config, await defaultPipelines(config, createLogger('silent')));
 const server = await startHttpServer(runtime, port, '127.0.0.1');
 after(async () => {
@@ -76,10 +80,16 @@ test('a ZIP of real scans becomes a valid result archive (PageXML, ALTO, PDF/A-2
 
   const checked = await checkResultArchive(archive);
   assert.equal(checked.manifest.job_id, job.job_id);
-  assert.deepEqual(checked.pages.map((page) => page.pageNumber), [1, 2, 3]);
+  assert.deepEqual(
+    checked.pages.map((page) => page.pageNumber),
+    [1, 2, 3],
+  );
   // Natural order of entry paths: 1_, 2_, 10_.
   const sources = checked.manifest.pages.map((page) => page.source.name);
-  assert.deepEqual(sources, PAGES.map((page) => page.entry));
+  assert.deepEqual(
+    sources,
+    PAGES.map((page) => page.entry),
+  );
   for (const [index, page] of checked.manifest.pages.entries()) {
     const bytes = await readFile(path.join(FIXTURES, PAGES[index].file));
     assert.equal(page.source.sha256, createHash('sha256').update(bytes).digest('hex'));

@@ -42,7 +42,9 @@ const value = (samples: Map<string, number>, key: string) => samples.get(key) ??
 describe('GET /metrics', () => {
   test('scraped during a real job and after it', async () => {
     const before = await scrape();
-    const { status, body: job } = await service.client.submit(await pagesZip(['hold-1.jpg', '2.jpg', '3.jpg']), auth, { webhook_url: receiverUrl });
+    const { status, body: job } = await service.client.submit(await pagesZip(['hold-1.jpg', '2.jpg', '3.jpg']), auth, {
+      webhook_url: receiverUrl,
+    });
     assert.equal(status, 202);
     // Pages 2 and 3 finish; page 1 is held in processing.
     await waitForStatus(service.client, auth, job.job_id, (body) => body.state === 'processing' && body.pages_done === 2, 'two pages done');
@@ -60,7 +62,10 @@ describe('GET /metrics', () => {
     assert.ok(value(during, 'hwr_queue_oldest_ready_task_age_seconds{queue="hwr-page"}') >= 0);
     assert.equal(value(during, 'hwr_pages_processed_total') - value(before, 'hwr_pages_processed_total'), 2);
     assert.equal(value(during, 'hwr_http_requests_total{method="POST",route="/v1/process-scan",status="202"}'), 1);
-    assert.ok(value(during, 'hwr_http_requests_total{method="GET",route="/v1/process-scan/:jobId",status="200"}') >= 1, 'status polls, by route pattern');
+    assert.ok(
+      value(during, 'hwr_http_requests_total{method="GET",route="/v1/process-scan/:jobId",status="200"}') >= 1,
+      'status polls, by route pattern',
+    );
     assert.ok(value(during, 'hwr_http_request_duration_seconds_count{method="POST",route="/v1/process-scan",status="202"}') === 1);
     for (const key of during.keys()) assert.ok(!key.includes(job.job_id), `no job id in a label: ${key}`);
 
@@ -73,29 +78,54 @@ describe('GET /metrics', () => {
     const afterJob = await scrape();
     assert.equal(value(afterJob, 'hwr_pages_processed_total') - value(before, 'hwr_pages_processed_total'), 3);
     // The scripted held page enters layout twice (once while held, once in the base pipeline).
-    for (const [step, times] of [['layout', 4], ['recognition', 3], ['correction', 3]] as const) {
-      assert.equal(value(afterJob, `hwr_page_step_duration_seconds_count{step="${step}"}`) - value(before, `hwr_page_step_duration_seconds_count{step="${step}"}`), times, step);
+    for (const [step, times] of [
+      ['layout', 4],
+      ['recognition', 3],
+      ['correction', 3],
+    ] as const) {
+      assert.equal(
+        value(afterJob, `hwr_page_step_duration_seconds_count{step="${step}"}`) -
+          value(before, `hwr_page_step_duration_seconds_count{step="${step}"}`),
+        times,
+        step,
+      );
     }
     assert.ok(value(afterJob, 'hwr_page_step_duration_seconds_sum{step="layout"}') > 0);
     assert.ok(value(afterJob, 'hwr_jobs{state="done"}') >= 1);
     assert.equal(value(afterJob, 'hwr_jobs{state="processing"}'), 0);
-    assert.equal(value(afterJob, 'hwr_callback_attempts_total{outcome="delivered"}') - value(before, 'hwr_callback_attempts_total{outcome="delivered"}'), 1);
+    assert.equal(
+      value(afterJob, 'hwr_callback_attempts_total{outcome="delivered"}') -
+        value(before, 'hwr_callback_attempts_total{outcome="delivered"}'),
+      1,
+    );
     assert.equal(value(afterJob, 'hwr_http_requests_total{method="GET",route="unmatched",status="404"}'), 1);
     assert.ok(afterJob.has('process_resident_memory_bytes'), 'the process basics');
-    const commits = value(afterJob, 'hwr_command_commit_duration_seconds_count{outcome="committed"}') - value(before, 'hwr_command_commit_duration_seconds_count{outcome="committed"}');
+    const commits =
+      value(afterJob, 'hwr_command_commit_duration_seconds_count{outcome="committed"}') -
+      value(before, 'hwr_command_commit_duration_seconds_count{outcome="committed"}');
     assert.ok(commits >= 5, `the job's commands were timed: ${commits}`);
   });
 
   test('a failing page, a refused callback and a lost pooled connection are counted', async () => {
     const before = await scrape();
-    const { body: job } = await service.client.submit(await pagesZip(['fail-1.jpg']), auth, { webhook_url: `${receiverUrl.replace(/\d+\/hook$/, '1')}/closed` });
+    const { body: job } = await service.client.submit(await pagesZip(['fail-1.jpg']), auth, {
+      webhook_url: `${receiverUrl.replace(/\d+\/hook$/, '1')}/closed`,
+    });
     await waitForState(service.client, auth, job.job_id, ['failed']);
     await waitForStatus(service.client, auth, job.job_id, (body) => (body.callback?.attempts ?? 0) >= 1, 'a callback attempt');
     service.runtime.db.pool.emit('error', new Error('connection lost (test)'));
     const afterFailure = await scrape();
     assert.equal(value(afterFailure, 'hwr_pages_failed_total') - value(before, 'hwr_pages_failed_total'), 1);
-    assert.ok(value(afterFailure, 'hwr_callback_attempts_total{outcome="failed"}') - value(before, 'hwr_callback_attempts_total{outcome="failed"}') >= 1);
-    assert.equal(value(afterFailure, 'hwr_background_errors_total{component="pg-pool"}') - value(before, 'hwr_background_errors_total{component="pg-pool"}'), 1);
+    assert.ok(
+      value(afterFailure, 'hwr_callback_attempts_total{outcome="failed"}') -
+        value(before, 'hwr_callback_attempts_total{outcome="failed"}') >=
+        1,
+    );
+    assert.equal(
+      value(afterFailure, 'hwr_background_errors_total{component="pg-pool"}') -
+        value(before, 'hwr_background_errors_total{component="pg-pool"}'),
+      1,
+    );
     assert.ok(afterFailure.has('hwr_background_errors_total{component="pg-boss"}'));
     assert.equal((await fetch(`http://127.0.0.1:${metrics.port}/other`)).status, 404);
   });

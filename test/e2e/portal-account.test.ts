@@ -11,7 +11,9 @@ import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.
 
 const databaseUrl = await createTestDatabase();
 // Slow pages (0.4 s a step), so that a job of six pages can be cancelled while it runs.
-const server = await startApiServer(databaseUrl, { pipelines: { page: testPagePipeline({ worker: 'w1', stepMs: 400 }), export: testExportPipeline() } });
+const server = await startApiServer(databaseUrl, {
+  pipelines: { page: testPagePipeline({ worker: 'w1', stepMs: 400 }), export: testExportPipeline() },
+});
 after(() => server.close());
 const { runtime, baseUrl, client } = server;
 const acme = await createCredentials(runtime, 'acme');
@@ -26,12 +28,18 @@ describe('portal webhook secret, usage and cancel', () => {
     const page = await user.get('/portal/settings/webhook');
     assert.equal(page.status, 200);
     assert.ok(!page.text.includes(acme.webhookSecret));
-    const wrong = await user.post('/portal/settings/webhook/reveal', { _csrf: csrfTokenOf(page.text, '/portal/settings/webhook/reveal'), password: 'not the password' });
+    const wrong = await user.post('/portal/settings/webhook/reveal', {
+      _csrf: csrfTokenOf(page.text, '/portal/settings/webhook/reveal'),
+      password: 'not the password',
+    });
     assert.equal(wrong.status, 403);
     assert.ok(!wrong.text.includes(acme.webhookSecret));
     const revealed = await user.submit('/portal/settings/webhook', '/portal/settings/webhook/reveal', { password: TEST_PASSWORD });
     assert.equal(secretOf(revealed.text), acme.webhookSecret);
-    assert.equal((await user.submit('/portal/settings/webhook', '/portal/settings/webhook/rotate', { password: 'nope nope nope' })).status, 403);
+    assert.equal(
+      (await user.submit('/portal/settings/webhook', '/portal/settings/webhook/rotate', { password: 'nope nope nope' })).status,
+      403,
+    );
     const rotated = await user.submit('/portal/settings/webhook', '/portal/settings/webhook/rotate', { password: TEST_PASSWORD });
     const secret = secretOf(rotated.text);
     assert.match(secret ?? '', /^[0-9a-f]{64}$/);

@@ -92,7 +92,12 @@ describe('setup links', () => {
     assert.match(done.text, /Your password is set/);
     // Used: refused on GET and on POST, the password unchanged.
     assert.equal((await c.get(setupPath)).status, 410);
-    const again = await c.post('/portal/setup', { _csrf: csrf, token, password: 'another password 123', password2: 'another password 123' });
+    const again = await c.post('/portal/setup', {
+      _csrf: csrf,
+      token,
+      password: 'another password 123',
+      password2: 'another password 123',
+    });
     assert.equal(again.status, 410);
     assert.match(again.text, /already been used/);
     const signedIn = await c.signIn('ADA@example.org', TEST_PASSWORD);
@@ -100,7 +105,9 @@ describe('setup links', () => {
     assert.equal(signedIn.headers.get('location'), '/portal/jobs');
     const types = (await accountEvents()).map((event) => event.type);
     for (const type of ['UserInvited', 'UserCreated', 'UserSignedIn']) assert.ok(types.includes(type as never), type);
-    const stored = await runtime.db.pool.query<{ password_hash: string }>('select password_hash from portal_passwords where user_id = $1', [invitation.userId]);
+    const stored = await runtime.db.pool.query<{ password_hash: string }>('select password_hash from portal_passwords where user_id = $1', [
+      invitation.userId,
+    ]);
     assert.match(stored.rows[0].password_hash, /^scrypt\$N=32768,r=8,p=1\$[\w-]{22}\$[\w-]{43}$/);
     // Nothing in the log holds the password, its hash or the setup token.
     const log = JSON.stringify(await accountEvents());
@@ -108,15 +115,23 @@ describe('setup links', () => {
   });
 
   test('an expired link, a link replaced by a newer one and an unknown link are refused', async () => {
-    const accountId = (await runtime.db.pool.query<{ account_id: string }>("select account_id from accounts where name = 'acme'")).rows[0].account_id;
+    const accountId = (await runtime.db.pool.query<{ account_id: string }>("select account_id from accounts where name = 'acme'")).rows[0]
+      .account_id;
     const invitation = await inviteUser(runtime.bus, 'acme', 'late@example.org', baseUrl, 'test');
-    await runtime.db.pool.query("update portal_invites set expires_at = now() - interval '1 second' where user_id = $1", [invitation.userId]);
+    await runtime.db.pool.query("update portal_invites set expires_at = now() - interval '1 second' where user_id = $1", [
+      invitation.userId,
+    ]);
     // The decider refuses from the event's expiry as well: a second invite made already expired.
     const c = client();
     assert.equal((await c.get(invitation.url.slice(baseUrl.length))).status, 410);
     const page = await c.get('/portal/sign-in');
     const csrf = csrfTokenOf(page.text, '/portal/sign-in');
-    const expired = await c.post('/portal/setup', { _csrf: csrf, token: tokenOf(invitation.url), password: TEST_PASSWORD, password2: TEST_PASSWORD });
+    const expired = await c.post('/portal/setup', {
+      _csrf: csrf,
+      token: tokenOf(invitation.url),
+      password: TEST_PASSWORD,
+      password2: TEST_PASSWORD,
+    });
     assert.equal(expired.status, 410);
     assert.match(expired.text, /expired/);
     // A second link for the same user ends the first one.
@@ -168,22 +183,27 @@ describe('sign-in and sessions', () => {
 
   test(`${MAX_FAILURES_PER_EMAIL} failures throttle the email (even the right password then gets 429), from any address`, async () => {
     await portalUser(runtime, baseUrl, 'acme', 'throttle@example.org', TEST_PASSWORD, from());
-    for (let i = 0; i < MAX_FAILURES_PER_EMAIL; i++) assert.equal((await client().signIn('throttle@example.org', `wrong password ${i}`)).status, 401);
+    for (let i = 0; i < MAX_FAILURES_PER_EMAIL; i++)
+      assert.equal((await client().signIn('throttle@example.org', `wrong password ${i}`)).status, 401);
     const throttled = await client().signIn('throttle@example.org', TEST_PASSWORD);
     assert.equal(throttled.status, 429);
     assert.equal(throttled.headers.get('retry-after'), '900');
     assert.match(throttled.text, /Too many failed sign-ins/);
     // Ten wrong passwords in all: every one refused, no session.
-    for (let i = 0; i < 10 - MAX_FAILURES_PER_EMAIL; i++) assert.equal((await client().signIn('throttle@example.org', `wrong ${i}`)).status, 429);
+    for (let i = 0; i < 10 - MAX_FAILURES_PER_EMAIL; i++)
+      assert.equal((await client().signIn('throttle@example.org', `wrong ${i}`)).status, 429);
     // After the window (failures aged here), the right password works again.
-    await runtime.db.pool.query("update portal_sign_in_attempts set attempted_at = attempted_at - interval '16 minutes' where email = 'throttle@example.org'");
+    await runtime.db.pool.query(
+      "update portal_sign_in_attempts set attempted_at = attempted_at - interval '16 minutes' where email = 'throttle@example.org'",
+    );
     assert.equal((await client().signIn('throttle@example.org', TEST_PASSWORD)).status, 303);
   });
 
   test(`${MAX_FAILURES_PER_ADDRESS} failures from one address throttle that address, whatever the email`, async () => {
     await portalUser(runtime, baseUrl, 'acme', 'address@example.org', TEST_PASSWORD, from());
     const attacker = client();
-    for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++) assert.equal((await attacker.signIn(`guess${i}@example.org`, 'password guess 1')).status, 401);
+    for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++)
+      assert.equal((await attacker.signIn(`guess${i}@example.org`, 'password guess 1')).status, 401);
     assert.equal((await attacker.signIn('address@example.org', TEST_PASSWORD)).status, 429);
     assert.equal((await client().signIn('address@example.org', TEST_PASSWORD)).status, 303);
   });
@@ -199,7 +219,11 @@ describe('sign-in and sessions', () => {
     // A sign-in form posted without the CSRF cookie of the page (another site's form).
     const page = await client().get('/portal/sign-in');
     const stranger = client();
-    const crossSite = await stranger.post('/portal/sign-in', { _csrf: csrfTokenOf(page.text, '/portal/sign-in'), email: 'csrf@example.org', password: TEST_PASSWORD });
+    const crossSite = await stranger.post('/portal/sign-in', {
+      _csrf: csrfTokenOf(page.text, '/portal/sign-in'),
+      email: 'csrf@example.org',
+      password: TEST_PASSWORD,
+    });
     assert.equal(crossSite.status, 403);
     assert.equal(stranger.cookies.has('hwr_session'), false);
     // A form posted from another origin, even with the right tokens.
@@ -209,7 +233,12 @@ describe('sign-in and sessions', () => {
       const body = new URLSearchParams({ _csrf: csrfTokenOf(page2.text, '/portal/settings/keys'), label: 'evil' }).toString();
       const request = http.request(`${baseUrl}/portal/settings/keys`, {
         method: 'POST',
-        headers: { Cookie: `hwr_session=${c.cookies.get('hwr_session')}`, Origin: 'https://evil.example', 'Content-Type': 'application/x-www-form-urlencoded', ...from() },
+        headers: {
+          Cookie: `hwr_session=${c.cookies.get('hwr_session')}`,
+          Origin: 'https://evil.example',
+          'Content-Type': 'application/x-www-form-urlencoded',
+          ...from(),
+        },
       });
       request.on('response', (response) => {
         response.resume();
@@ -220,7 +249,12 @@ describe('sign-in and sessions', () => {
     });
     assert.equal(foreignStatus, 403);
     // A form that is not urlencoded.
-    const json = await fetch(`${baseUrl}/portal/sign-in`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}', redirect: 'manual' });
+    const json = await fetch(`${baseUrl}/portal/sign-in`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{}',
+      redirect: 'manual',
+    });
     assert.equal(json.status, 415);
     // Still signed in: nothing happened.
     assert.equal((await c.get('/portal/jobs')).status, 200);
@@ -243,10 +277,15 @@ describe('sign-in and sessions', () => {
     await second.signIn('expiry@example.org', TEST_PASSWORD);
     const third = new PortalClient(baseUrl, from());
     await third.signIn('expiry@example.org', TEST_PASSWORD);
-    const hash = async (client: PortalClient) => (await import('../../src/commands/accounts.ts')).sha256Hex(client.cookies.get('hwr_session')!);
-    await runtime.db.pool.query("update portal_sessions set last_seen_at = now() - interval '2 hours 1 minute' where session_sha256 = $1", [await hash(c)]);
+    const hash = async (client: PortalClient) =>
+      (await import('../../src/commands/accounts.ts')).sha256Hex(client.cookies.get('hwr_session')!);
+    await runtime.db.pool.query("update portal_sessions set last_seen_at = now() - interval '2 hours 1 minute' where session_sha256 = $1", [
+      await hash(c),
+    ]);
     assert.equal((await c.get('/portal/jobs')).status, 303);
-    await runtime.db.pool.query("update portal_sessions set expires_at = now() - interval '1 second' where session_sha256 = $1", [await hash(second)]);
+    await runtime.db.pool.query("update portal_sessions set expires_at = now() - interval '1 second' where session_sha256 = $1", [
+      await hash(second),
+    ]);
     assert.equal((await second.get('/portal/jobs')).status, 303);
     assert.equal((await third.get('/portal/jobs')).status, 200);
     const fourth = new PortalClient(baseUrl, from());
@@ -260,16 +299,26 @@ describe('sign-in and sessions', () => {
     const c = await portalUser(runtime, baseUrl, 'acme', 'change@example.org', TEST_PASSWORD, from());
     const other = new PortalClient(baseUrl, from());
     await other.signIn('change@example.org', TEST_PASSWORD);
-    const wrong = await c.submit('/portal/settings/account', '/portal/settings/password', { current: 'not it at all', password: 'a brand new password' });
+    const wrong = await c.submit('/portal/settings/account', '/portal/settings/password', {
+      current: 'not it at all',
+      password: 'a brand new password',
+    });
     assert.equal(wrong.status, 400);
-    const changed = await c.submit('/portal/settings/account', '/portal/settings/password', { current: TEST_PASSWORD, password: 'a brand new password' });
+    const changed = await c.submit('/portal/settings/account', '/portal/settings/password', {
+      current: TEST_PASSWORD,
+      password: 'a brand new password',
+    });
     assert.equal(changed.status, 200);
     assert.match(changed.text, /password is changed/);
     assert.equal((await c.get('/portal/jobs')).status, 200);
     assert.equal((await other.get('/portal/jobs')).status, 303);
     assert.equal((await client().signIn('change@example.org', TEST_PASSWORD)).status, 401);
     assert.equal((await client().signIn('change@example.org', 'a brand new password')).status, 303);
-    assert.ok((await accountEvents()).some((event) => event.type === 'PasswordChanged' && (event.data as { inviteId: string | null }).inviteId === null));
+    assert.ok(
+      (await accountEvents()).some(
+        (event) => event.type === 'PasswordChanged' && (event.data as { inviteId: string | null }).inviteId === null,
+      ),
+    );
   });
 });
 
@@ -283,10 +332,18 @@ describe('under an https BASE_URL', () => {
     const c = new PortalClient(secure.baseUrl);
     const page = await c.get(invitation.url.slice(secure.baseUrl.length));
     assert.match(page.headers.getSetCookie()[0], /^__Host-hwr_csrf=[\w-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
-    await c.post('/portal/setup', { _csrf: csrfTokenOf(page.text, '/portal/setup'), token: tokenOf(invitation.url), password: TEST_PASSWORD, password2: TEST_PASSWORD });
+    await c.post('/portal/setup', {
+      _csrf: csrfTokenOf(page.text, '/portal/setup'),
+      token: tokenOf(invitation.url),
+      password: TEST_PASSWORD,
+      password2: TEST_PASSWORD,
+    });
     const signedIn = await c.signIn(`${name}@example.org`, TEST_PASSWORD);
     assert.equal(signedIn.status, 303);
-    assert.match(signedIn.headers.getSetCookie().find((v) => v.startsWith('__Host-hwr_session'))!, /HttpOnly; SameSite=Lax; Secure; Max-Age=43200$/);
+    assert.match(
+      signedIn.headers.getSetCookie().find((v) => v.startsWith('__Host-hwr_session'))!,
+      /HttpOnly; SameSite=Lax; Secure; Max-Age=43200$/,
+    );
     assert.match(signedIn.headers.get('strict-transport-security') ?? '', /max-age=/);
   });
 });

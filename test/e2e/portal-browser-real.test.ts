@@ -18,7 +18,9 @@ import { makeZip, startApiServer } from '../support/http-client.ts';
 import { testConfig } from '../support/engine.ts';
 import { portalUser } from '../support/portal-client.ts';
 
-const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
+const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(
+  (p): p is string => Boolean(p),
+);
 const chromium = CANDIDATES.find((candidate) => existsSync(candidate));
 const skip = chromium ? false : `no Chromium installed (looked at ${CANDIDATES.join(', ')}; apt-get install chromium)`;
 if (skip) console.log(`# portal real-pages browser test skipped: ${skip}`);
@@ -62,11 +64,17 @@ test('two real pages recognised, seen in the portal viewer in a real browser', {
   await page.goto(`${baseUrl}/portal/jobs`);
   const row = page.locator('tr', { has: page.locator(`a[href="/portal/jobs/${jobId}"]`) });
   await row.locator('.state-done, .state-failed').waitFor({ timeout: 500_000 });
-  const status = (await (await fetch(`${baseUrl}/v1/process-scan/${jobId}`, { headers: { 'X-API-Key': key } })).json()) as { state: string; error?: unknown };
+  const status = (await (await fetch(`${baseUrl}/v1/process-scan/${jobId}`, { headers: { 'X-API-Key': key } })).json()) as {
+    state: string;
+    error?: unknown;
+  };
   assert.equal(status.state, 'done', JSON.stringify(status));
   assert.match((await row.textContent())!, /2 \/ 2/);
 
-  const { rows } = await runtime.db.pool.query<{ result_key: string }>('select result_key from job_pages where job_id = $1 and page_number = 1', [jobId]);
+  const { rows } = await runtime.db.pool.query<{ result_key: string }>(
+    'select result_key from job_pages where job_id = $1 and page_number = 1',
+    [jobId],
+  );
   const result = JSON.parse((await runtime.blobs.get(rows[0].result_key)).toString()) as PageResult;
   const lines = result.regions.flatMap((region) => region.lines).filter((line) => line.text.trim().length > 0);
   assert.ok(lines.length > 3, 'the real page has recognised lines');

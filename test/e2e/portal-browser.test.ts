@@ -20,7 +20,9 @@ import { TEST_PASSWORD } from '../support/portal-client.ts';
 import { testExportPipeline } from '../support/test-pipelines.ts';
 import { viewerPagePipeline } from '../support/viewer-pipeline.ts';
 
-const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
+const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(
+  (p): p is string => Boolean(p),
+);
 const chromium = CANDIDATES.find((candidate) => existsSync(candidate));
 const skip = chromium ? false : `no Chromium installed (looked at ${CANDIDATES.join(', ')}; apt-get install chromium)`;
 if (skip) console.log(`# portal browser test skipped: ${skip}`);
@@ -30,7 +32,9 @@ test('the portal user story in a real browser', { skip }, async () => {
   const shots = process.env.PORTAL_SCREENSHOTS_DIR ?? (await mkdtemp(path.join(os.tmpdir(), 'hwr-portal-screenshots-')));
   await mkdir(shots, { recursive: true });
   const databaseUrl = await createTestDatabase();
-  const server = await startApiServer(databaseUrl, { pipelines: { page: viewerPagePipeline({ stepMs: 1000 }), export: testExportPipeline() } });
+  const server = await startApiServer(databaseUrl, {
+    pipelines: { page: viewerPagePipeline({ stepMs: 1000 }), export: testExportPipeline() },
+  });
   after(() => server.close());
   const { runtime, baseUrl } = server;
   await createAccount(runtime.bus, 'acme', 'test');
@@ -121,7 +125,8 @@ test('the portal user story in a real browser', { skip }, async () => {
   // 5. The job page: the timeline and the download link.
   await page.locator(`a[href="/portal/jobs/${jobId}"]`).click();
   await page.getByRole('heading', { name: 'Event timeline' }).waitFor();
-  for (const type of ['JobQueued', 'JobStarted', 'PageCompleted', 'JobSucceeded']) assert.ok((await page.getByRole('cell', { name: type, exact: true }).count()) >= 1, type);
+  for (const type of ['JobQueued', 'JobStarted', 'PageCompleted', 'JobSucceeded'])
+    assert.ok((await page.getByRole('cell', { name: type, exact: true }).count()) >= 1, type);
   const download = page.waitForEvent('download');
   await page.getByRole('link', { name: /Download the result/ }).click();
   assert.equal((await download).suggestedFilename(), `${jobId}.zip`);
@@ -171,7 +176,11 @@ test('the portal user story in a real browser', { skip }, async () => {
   await page.getByRole('button', { name: 'Sign out', exact: true }).click();
   await page.waitForURL(`${baseUrl}/portal/sign-in`);
 
-  assert.deepEqual(violations.filter((text) => /Content Security Policy|Refused to/i.test(text)), [], 'no CSP violation');
+  assert.deepEqual(
+    violations.filter((text) => /Content Security Policy|Refused to/i.test(text)),
+    [],
+    'no CSP violation',
+  );
   assert.deepEqual(violations, [], 'no console error');
   console.log(`# user story steps, as run:\n${steps.map((step) => `#   ${step}`).join('\n')}`);
 });

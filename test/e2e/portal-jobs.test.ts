@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState } from '../support/http-client.ts';
-import { portalUser, PortalClient } from '../support/portal-client.ts';
+import { portalUser, type PortalClient } from '../support/portal-client.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 
 const databaseUrl = await createTestDatabase();
@@ -45,7 +45,9 @@ describe('portal jobs', () => {
     for (const type of new Set(events.map((event) => event.type))) assert.ok(jobPage.text.includes(`<td>${type}</td>`), type);
     assert.equal((jobPage.text.match(/<tr><td>\d+<\/td><td><time/g) ?? []).length, events.length);
     assert.match(jobPage.text, new RegExp(`href="/portal/jobs/${jobIds[1]}/result"`));
-    const download = await fetch(`${baseUrl}/portal/jobs/${jobIds[1]}/result`, { headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` } });
+    const download = await fetch(`${baseUrl}/portal/jobs/${jobIds[1]}/result`, {
+      headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` },
+    });
     assert.equal(download.status, 200);
     assert.equal(download.headers.get('content-type'), 'application/zip');
     const bytes = Buffer.from(await download.arrayBuffer());

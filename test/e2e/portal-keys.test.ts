@@ -51,7 +51,12 @@ describe('portal API keys', () => {
     user = new PortalClient(baseUrl);
     const setupPage = await user.get(link.slice(baseUrl.length));
     const token = new URL(link).searchParams.get('token')!;
-    const set = await user.post('/portal/setup', { _csrf: csrfTokenOf(setupPage.text, '/portal/setup'), token, password: TEST_PASSWORD, password2: TEST_PASSWORD });
+    const set = await user.post('/portal/setup', {
+      _csrf: csrfTokenOf(setupPage.text, '/portal/setup'),
+      token,
+      password: TEST_PASSWORD,
+      password2: TEST_PASSWORD,
+    });
     assert.equal(set.status, 200);
     assert.equal((await user.signIn('keys@example.org', TEST_PASSWORD)).status, 303);
     const listed = await hwr(['users', 'list', '--account', 'acme']);
@@ -102,10 +107,15 @@ describe('portal API keys', () => {
     assert.equal(await apiStatus(rivalKey.key), 200);
     // And the other way round.
     const rivalUser = await portalUser(runtime, baseUrl, 'rival', 'rival@example.org');
-    const { rows } = await runtime.db.pool.query<{ key_id: string }>(`select key_id from api_keys where account_id = $1 and revoked_at is null`, [acme.accountId]);
+    const { rows } = await runtime.db.pool.query<{ key_id: string }>(
+      `select key_id from api_keys where account_id = $1 and revoked_at is null`,
+      [acme.accountId],
+    );
     const rivalPage = await rivalUser.get('/portal/settings/keys');
     for (const row of rows) assert.ok(!rivalPage.text.includes(row.key_id));
-    const attempt = await rivalUser.post(`/portal/settings/keys/${rows[0].key_id}/revoke`, { _csrf: csrfTokenOf(rivalPage.text, '/portal/settings/keys') });
+    const attempt = await rivalUser.post(`/portal/settings/keys/${rows[0].key_id}/revoke`, {
+      _csrf: csrfTokenOf(rivalPage.text, '/portal/settings/keys'),
+    });
     assert.equal(attempt.status, 404);
     assert.ok(rival.accountId);
   });

@@ -17,7 +17,12 @@ const acme = await createCredentials(runtime, 'acme');
 
 async function upload(user: PortalClient, body: FormData, csrf: string | null): Promise<Response> {
   const query = csrf === null ? '' : `?_csrf=${encodeURIComponent(csrf)}`;
-  return fetch(`${baseUrl}/portal/jobs/new${query}`, { method: 'POST', body, redirect: 'manual', headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` } });
+  return fetch(`${baseUrl}/portal/jobs/new${query}`, {
+    method: 'POST',
+    body,
+    redirect: 'manual',
+    headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` },
+  });
 }
 const messageOf = (text: string) => /<p class="notice error"[^>]*>([^<]*)</.exec(text)?.[1];
 
@@ -31,7 +36,11 @@ describe('portal new job', () => {
     assert.equal(page.status, 200);
     csrf = /action="\/portal\/jobs\/new\?_csrf=([^"]+)"/.exec(page.text)![1];
     assert.equal(csrf, csrfTokenOf(page.text.replace(/action="\/portal\/jobs\/new\?_csrf=[^"]+"/, 'action="/x"'), '/portal/sign-out'));
-    const response = await upload(user, scanForm(await pagesZip(['1.jpg', '2.jpg']), { llm_tier: 'cheap', preset: 'letter', pdf_format: 'none' }), csrf);
+    const response = await upload(
+      user,
+      scanForm(await pagesZip(['1.jpg', '2.jpg']), { llm_tier: 'cheap', preset: 'letter', pdf_format: 'none' }),
+      csrf,
+    );
     assert.equal(response.status, 303);
     const jobId = /^\/portal\/jobs\/([0-9a-f-]{36})$/.exec(response.headers.get('location') ?? '')![1];
     const status = await waitForState(client, { key: acme.key }, jobId, ['done']);
@@ -47,13 +56,26 @@ describe('portal new job', () => {
 
   test('the API’s validation and messages, on the form', async () => {
     const zip = await pagesZip(['1.jpg']);
-    for (const [fields, fileZip] of [[{ preset: 'poetry' }, zip], [{ pipeline_steps: 'recognition' }, zip], [{}, Buffer.from('not a zip')]] as const) {
+    for (const [fields, fileZip] of [
+      [{ preset: 'poetry' }, zip],
+      [{ pipeline_steps: 'recognition' }, zip],
+      [{}, Buffer.from('not a zip')],
+    ] as const) {
       const viaApi = await client.submit(fileZip, { key: acme.key }, fields);
       const viaPortal = await upload(user, scanForm(fileZip, fields), csrf);
       assert.equal(viaPortal.status, viaApi.status, JSON.stringify(fields));
       const text = await viaPortal.text();
       assert.match(viaPortal.headers.get('content-type') ?? '', /^text\/html/);
-      assert.equal(messageOf(text), viaApi.body.detail.replace(/&/g, '&#38;').replace(/"/g, '&#34;').replace(/'/g, '&#39;').replace(/</g, '&#60;').replace(/>/g, '&#62;').replace(/=/g, '&#61;'));
+      assert.equal(
+        messageOf(text),
+        viaApi.body.detail
+          .replace(/&/g, '&#38;')
+          .replace(/"/g, '&#34;')
+          .replace(/'/g, '&#39;')
+          .replace(/</g, '&#60;')
+          .replace(/>/g, '&#62;')
+          .replace(/=/g, '&#61;'),
+      );
     }
   });
 
@@ -61,7 +83,11 @@ describe('portal new job', () => {
     const before = (await runtime.db.pool.query('select count(*)::int as n from job_status')).rows[0].n;
     assert.equal((await upload(user, scanForm(await pagesZip(['1.jpg'])), null)).status, 403);
     assert.equal((await upload(user, scanForm(await pagesZip(['1.jpg'])), 'forged')).status, 403);
-    const signedOut = await fetch(`${baseUrl}/portal/jobs/new?_csrf=${csrf}`, { method: 'POST', body: scanForm(await pagesZip(['1.jpg'])), redirect: 'manual' });
+    const signedOut = await fetch(`${baseUrl}/portal/jobs/new?_csrf=${csrf}`, {
+      method: 'POST',
+      body: scanForm(await pagesZip(['1.jpg'])),
+      redirect: 'manual',
+    });
     assert.equal(signedOut.status, 403);
     assert.equal((await runtime.db.pool.query('select count(*)::int as n from job_status')).rows[0].n, before);
   });

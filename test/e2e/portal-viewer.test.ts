@@ -63,7 +63,9 @@ describe('portal page viewer', () => {
       assert.match(response.headers.get('cache-control') ?? '', /^private, max-age=\d+$/);
       const meta = await sharp(Buffer.from(await response.arrayBuffer())).metadata();
       assert.ok(meta.width! <= width, `${meta.width} <= ${width}`);
-      const again = await fetch(`${baseUrl}/portal/jobs/${jobId}/pages/1/image?w=${width}`, { headers: { Cookie: cookie, 'If-None-Match': response.headers.get('etag')! } });
+      const again = await fetch(`${baseUrl}/portal/jobs/${jobId}/pages/1/image?w=${width}`, {
+        headers: { Cookie: cookie, 'If-None-Match': response.headers.get('etag')! },
+      });
       assert.equal(again.status, 304);
     }
     assert.equal((await fetch(`${baseUrl}/portal/jobs/${jobId}/pages/1/image?w=999`, { headers: { Cookie: cookie } })).status, 400);

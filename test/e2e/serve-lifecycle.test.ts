@@ -27,7 +27,10 @@ after(async () => {
 function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -107,7 +110,13 @@ describe('hwr serve start and stop', () => {
       const seconds = (Date.now() - started) / 1000;
       assert.equal(code, 1, output);
       assert.ok(sockets.size >= 1, 'the service did connect to the silent server');
-      assert.match(output, new RegExp(`could not connect to PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/hwr: no answer within 1500 ms \\(DATABASE_CONNECT_TIMEOUT_MS\\)`), output);
+      assert.match(
+        output,
+        new RegExp(
+          `could not connect to PostgreSQL at 127\\.0\\.0\\.1:${silentPort}/hwr: no answer within 1500 ms \\(DATABASE_CONNECT_TIMEOUT_MS\\)`,
+        ),
+        output,
+      );
       assert.doesNotMatch(output, /secret-password/, 'the password stays out of the message');
       // Node's start (type stripping, models not loaded before the database) plus 1.5 s.
       assert.ok(seconds < 15, `exited after ${seconds} s`);
@@ -126,7 +135,16 @@ describe('hwr serve start and stop', () => {
     const port = await freePort();
     const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', '--role', 'api'], {
       cwd: root,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_GRACE_SECONDS: '1' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        SHUTDOWN_GRACE_SECONDS: '1',
+      },
     });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk));

@@ -74,7 +74,8 @@ async function startApiProcess(dataDir: string): Promise<{ baseUrl: string; metr
 }
 
 async function jobEvents(jobId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
-  return (await operator.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`])).rows;
+  return (await operator.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`]))
+    .rows;
 }
 
 describe('two machines sharing only PostgreSQL and S3', () => {
@@ -100,7 +101,8 @@ describe('two machines sharing only PostgreSQL and S3', () => {
     const jobId: string = submitted.body.job_id;
 
     // Let the first worker take pages, then kill it while it holds some.
-    const startedOnFirst = () => first.lines.filter((line) => line.startsWith(`page-start ${jobId} `)).map((line) => Number(line.split(' ')[2]));
+    const startedOnFirst = () =>
+      first.lines.filter((line) => line.startsWith(`page-start ${jobId} `)).map((line) => Number(line.split(' ')[2]));
     const deadline = Date.now() + 60_000;
     while (startedOnFirst().length < 3) {
       assert.ok(Date.now() < deadline, 'the first worker took no pages');
@@ -121,11 +123,18 @@ describe('two machines sharing only PostgreSQL and S3', () => {
     const events = await jobEvents(jobId);
     const types = events.map((event) => event.type);
     const pages = events.filter((event) => event.type === 'PageCompleted').map((event) => Number(event.data.page));
-    assert.deepEqual([...pages].sort((a, b) => a - b), Array.from({ length: 20 }, (_, index) => index + 1), 'every page completed once');
+    assert.deepEqual(
+      [...pages].sort((a, b) => a - b),
+      Array.from({ length: 20 }, (_, index) => index + 1),
+      'every page completed once',
+    );
     assert.equal(types.filter((type) => type === 'JobSucceeded').length, 1);
     assert.equal(types.filter((type) => type === 'PageFailed').length, 0);
-    const startedOnSecond = new Set(second.lines.filter((line) => line.startsWith(`page-start ${jobId} `)).map((line) => Number(line.split(' ')[2])));
-    for (const page of heldByFirst) assert.ok(startedOnSecond.has(page), `page ${page}, lost with the first worker, was done by the second`);
+    const startedOnSecond = new Set(
+      second.lines.filter((line) => line.startsWith(`page-start ${jobId} `)).map((line) => Number(line.split(' ')[2])),
+    );
+    for (const page of heldByFirst)
+      assert.ok(startedOnSecond.has(page), `page ${page}, lost with the first worker, was done by the second`);
     assert.deepEqual((await operator.db.pool.query('select pages from billing where job_id = $1', [jobId])).rows, [{ pages: 20 }]);
 
     // The result: a 302 from the API to the bucket, then the archive without the API key.
@@ -134,7 +143,10 @@ describe('two machines sharing only PostgreSQL and S3', () => {
     const archive = await fetch(result.headers.get('location')!);
     assert.equal(archive.status, 200);
     const body = JSON.parse(Buffer.from(await archive.arrayBuffer()).toString());
-    assert.deepEqual(body.pages, Array.from({ length: 20 }, (_, index) => `page ${index + 1}`));
+    assert.deepEqual(
+      body.pages,
+      Array.from({ length: 20 }, (_, index) => `page ${index + 1}`),
+    );
 
     // The API process's /metrics (hwr serve's own listener) sees the job done and the requests.
     const scraped = await (await fetch(api.metricsUrl)).text();
@@ -144,7 +156,9 @@ describe('two machines sharing only PostgreSQL and S3', () => {
 
     // No machine stored a blob on its own disk.
     for (const dir of machines) assert.equal(existsSync(path.join(dir, 'blobs')), false, `${dir} has no blobs`);
-    process.stderr.write(`# two machines: worker 1 killed holding pages ${heldByFirst.join(', ')} after ${completedAtKill.size} pages completed; worker 2 finished\n`);
+    process.stderr.write(
+      `# two machines: worker 1 killed holding pages ${heldByFirst.join(', ')} after ${completedAtKill.size} pages completed; worker 2 finished\n`,
+    );
 
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);

@@ -32,7 +32,8 @@ function correctingPipeline(): PagePipeline {
       const page = await base.processPage(task, context);
       if (!task.options.pipelineSteps.includes('correction')) return page;
       const script = SCRIPTS[task.options.preset];
-      if (script === 'no-corrector' || script === undefined) return { ...page, warnings: [...page.warnings, 'correction skipped: no corrector configured'] };
+      if (script === 'no-corrector' || script === undefined)
+        return { ...page, warnings: [...page.warnings, 'correction skipped: no corrector configured'] };
       const outcome = script[task.page.pageNumber - 1];
       const tokens = outcome === 'unavailable' ? { inputTokens: 0, outputTokens: 0 } : { inputTokens: 100, outputTokens: 40 };
       const correction: CorrectionInfo = { provider: 'fake', model: `fake-${task.options.llmTier}`, refusedLines: [], ...tokens };
@@ -54,7 +55,11 @@ async function billingRow(jobId: string) {
 describe('billing', () => {
   test('the tier is billed only when correction ran on a page; verify stays exact; migration 0008 recomputes old rows', async () => {
     const accountId = await testAccount(runtime);
-    const withoutStep = await submitTestJob(runtime, accountId, 3, { llmTier: 'best', preset: 'all-applied', pipelineSteps: ['layout', 'recognition', 'export'] });
+    const withoutStep = await submitTestJob(runtime, accountId, 3, {
+      llmTier: 'best',
+      preset: 'all-applied',
+      pipelineSteps: ['layout', 'recognition', 'export'],
+    });
     const noCorrector = await submitTestJob(runtime, accountId, 3, { llmTier: 'balanced', preset: 'no-corrector' });
     const allApplied = await submitTestJob(runtime, accountId, 3, { llmTier: 'cheap', preset: 'all-applied' });
     const mixed = await submitTestJob(runtime, accountId, 3, { llmTier: 'balanced', preset: 'mixed' });
@@ -67,13 +72,30 @@ describe('billing', () => {
     assert.deepEqual(await billingRow(noCorrector), { pages: 3, tier: 'none', corrected_pages: 0 }, 'no provider configured');
     assert.deepEqual(await billingRow(allApplied), { pages: 3, tier: 'cheap', corrected_pages: 3 });
     assert.deepEqual(await billingRow(mixed), { pages: 3, tier: 'balanced', corrected_pages: 1 }, 'one page of three corrected');
-    assert.deepEqual(await billingRow(neverCorrected), { pages: 3, tier: 'none', corrected_pages: 0 }, 'provider unavailable or answers refused');
-    assert.deepEqual(await billingRow(noOutcome), { pages: 3, tier: 'balanced', corrected_pages: 3 }, 'usage recorded before the outcome was: corrected');
+    assert.deepEqual(
+      await billingRow(neverCorrected),
+      { pages: 3, tier: 'none', corrected_pages: 0 },
+      'provider unavailable or answers refused',
+    );
+    assert.deepEqual(
+      await billingRow(noOutcome),
+      { pages: 3, tier: 'balanced', corrected_pages: 3 },
+      'usage recorded before the outcome was: corrected',
+    );
 
     // The outcome travels in the event; the tokens of the refused answers are in the usage report all the same.
-    const completed = await runtime.db.pool.query(`select data->'correction' as correction from events where stream_id = $1 and type = 'PageCompleted' order by page`, [`job-${mixed}`]);
-    assert.deepEqual(completed.rows.map((row) => row.correction.outcome), ['applied', 'unavailable', 'rejected']);
-    const usage = await runtime.db.pool.query(`select count(*)::int as pages, sum(input_tokens)::int as input from correction_usage where job_id = $1`, [neverCorrected]);
+    const completed = await runtime.db.pool.query(
+      `select data->'correction' as correction from events where stream_id = $1 and type = 'PageCompleted' order by page`,
+      [`job-${mixed}`],
+    );
+    assert.deepEqual(
+      completed.rows.map((row) => row.correction.outcome),
+      ['applied', 'unavailable', 'rejected'],
+    );
+    const usage = await runtime.db.pool.query(
+      `select count(*)::int as pages, sum(input_tokens)::int as input from correction_usage where job_id = $1`,
+      [neverCorrected],
+    );
     assert.deepEqual(usage.rows[0], { pages: 3, input: 200 });
 
     assert.deepEqual((await verifyProjections(runtime.db.pool)).differences, []);

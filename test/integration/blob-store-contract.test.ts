@@ -178,8 +178,16 @@ for (const [name, open] of Object.entries(stores)) {
       });
       assert.equal(answer, 'pixels');
       if (blobs instanceof S3BlobStore) assert.equal(existsSync(seen), false, 'the temporary download is removed');
-      await assert.rejects(blobs.withLocalFile('local/missing.png', async () => 1), BlobNotFoundError);
-      await assert.rejects(blobs.withLocalFile('local/page.png', async () => { throw new Error('tool failed'); }), /tool failed/);
+      await assert.rejects(
+        blobs.withLocalFile('local/missing.png', async () => 1),
+        BlobNotFoundError,
+      );
+      await assert.rejects(
+        blobs.withLocalFile('local/page.png', async () => {
+          throw new Error('tool failed');
+        }),
+        /tool failed/,
+      );
     });
   });
 }
@@ -189,7 +197,11 @@ describe('S3 specifics', () => {
 
   test('a presigned URL serves the blob to a client without credentials, as an attachment', async () => {
     await store.put('jobs/j3/result.zip', 'archive bytes');
-    const url = await store.presignedGetUrl('jobs/j3/result.zip', { expiresInSeconds: 60, filename: 'j3.zip', contentType: 'application/zip' });
+    const url = await store.presignedGetUrl('jobs/j3/result.zip', {
+      expiresInSeconds: 60,
+      filename: 'j3.zip',
+      contentType: 'application/zip',
+    });
     assert.match(url, /X-Amz-Signature=/);
     assert.match(url, /\/hwr-test\/deploy\/a\/jobs\/j3\/result\.zip\?/, 'path-style, under the prefix');
     const answer = await fetch(url);
@@ -202,7 +214,11 @@ describe('S3 specifics', () => {
   });
 
   test('S3_PUBLIC_ENDPOINT: presigned URLs name the address clients reach, the store keeps its own', async () => {
-    const behindProxy = new S3BlobStore({ ...s3.settings('deploy/a'), publicEndpoint: 'https://files.example.com', tempDir: path.join(work, 's3-tmp') });
+    const behindProxy = new S3BlobStore({
+      ...s3.settings('deploy/a'),
+      publicEndpoint: 'https://files.example.com',
+      tempDir: path.join(work, 's3-tmp'),
+    });
     await behindProxy.put('jobs/j4/result.zip', 'zip');
     const url = await behindProxy.presignedGetUrl('jobs/j4/result.zip', { expiresInSeconds: 30 });
     assert.ok(url.startsWith('https://files.example.com/hwr-test/deploy/a/jobs/j4/result.zip?'), url);

@@ -32,7 +32,10 @@ const log = createLogger('debug', {
   }),
 });
 const config = await testConfig(await createTestDatabase(), { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', LOG_LEVEL: 'debug' });
-const runtime = await startRuntime(config, log, { workers: true, pipelines: async () => ({ page: testPagePipeline({ worker: 'w' }), export: testExportPipeline() }) });
+const runtime = await startRuntime(config, log, {
+  workers: true,
+  pipelines: async () => ({ page: testPagePipeline({ worker: 'w' }), export: testExportPipeline() }),
+});
 after(() => runtime.stop());
 
 test('the callback goes to the whole URL and its event keeps it; the log has it redacted and never the token', async () => {
@@ -44,7 +47,8 @@ test('the callback goes to the whole URL and its event keeps it; the log has it 
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   assert.deepEqual(received, ['/hook?token=s3cret-token']);
-  const attemptEvent = () => runtime.db.pool.query(`select data from events where stream_id = $1 and type = 'CallbackAttempted'`, [`job-${jobId}`]);
+  const attemptEvent = () =>
+    runtime.db.pool.query(`select data from events where stream_id = $1 and type = 'CallbackAttempted'`, [`job-${jobId}`]);
   // The attempt is logged, then recorded.
   for (const deadline = Date.now() + 10_000; (await attemptEvent()).rows.length === 0; ) {
     assert.ok(Date.now() < deadline, 'the attempt was recorded');

@@ -13,7 +13,13 @@ import type { ResolvedAddress } from '../../src/callbacks/webhook-url.ts';
 
 const SECRET = 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90';
 const BODY = Buffer.from(
-  JSON.stringify({ job_id: '5f0c1f8e-8a43-4a53-b0f4-2d1c9b7e6a10', state: 'done', page_count: 2, event: 'job.completed', note: 'Zoé — été' }),
+  JSON.stringify({
+    job_id: '5f0c1f8e-8a43-4a53-b0f4-2d1c9b7e6a10',
+    state: 'done',
+    page_count: 2,
+    event: 'job.completed',
+    note: 'Zoé — été',
+  }),
   'utf8',
 );
 const certificates = path.resolve(import.meta.dirname, '../fixtures/callbacks');

@@ -51,7 +51,10 @@ test('CER before and after correction, per page and over all pages', async () =>
   const request = server.requests.at(-1)!;
   const answered = requestLines(request.userText).map((line) => ({ id: line.id, text: fakeCorrectLine(line.text) }));
   const usage = [roughTokens(request.system + request.userText), roughTokens(JSON.stringify({ lines: answered }))];
-  assert.deepEqual([result.provider, result.model, result.rows[0].inputTokens, result.rows[0].outputTokens], ['gemini', 'gemini-2.5-flash-lite', ...usage]);
+  assert.deepEqual(
+    [result.provider, result.model, result.rows[0].inputTokens, result.rows[0].outputTokens],
+    ['gemini', 'gemini-2.5-flash-lite', ...usage],
+  );
   const report = formatCorrectionReport(result);
   assert.match(report, /^correction with gemini gemini-2\.5-flash-lite \(tier cheap, preset letter\)/);
   assert.match(report, new RegExp(`hooker_JDH_2_16_144_002 +163 +3\\.07% +2\\.45% +3 +0 +${usage[0]}/${usage[1]}`));
@@ -75,7 +78,10 @@ test('a caller can score with its own normalisation', async () => {
   assert.equal(calls.length, 2);
   // Lines wrong: before, lines 1-4; after, lines 1-3 (missed words) and 5 ("these"): as many.
   assert.deepEqual([result?.rows[0].errorsBefore, result?.rows[0].errorsAfter, result?.rows[0].referenceChars], [4, 4, 6]);
-  assert.deepEqual(calls[1].map((line, index) => line === Object.values(HOOKER_TRUTH)[index]), [false, false, false, true, false, true]);
+  assert.deepEqual(
+    calls[1].map((line, index) => line === Object.values(HOOKER_TRUTH)[index]),
+    [false, false, false, true, false, true],
+  );
 });
 
 test('without a provider the evaluation is skipped and says why', async () => {

@@ -51,7 +51,13 @@ function corrector(env: Record<string, string> = {}, baseUrl = server.geminiBase
   return createCorrector(config.correction);
 }
 
-function correct(page: PageResult, tier: LlmTier = 'balanced', preset = 'generic', using = corrector(), signal = new AbortController().signal) {
+function correct(
+  page: PageResult,
+  tier: LlmTier = 'balanced',
+  preset = 'generic',
+  using = corrector(),
+  signal = new AbortController().signal,
+) {
   return using.correct(page, { options: jobOptions(tier, preset), imageBlobKey: IMAGE_KEY, blobs, signal, log: createLogger('silent') });
 }
 
@@ -70,7 +76,11 @@ const truth = HOOKER_RECOGNISED.map((line) => HOOKER_TRUTH[line.id]);
 
 test('each tier calls its model with the preset, the answer schema and every line', async () => {
   const expected = { cheap: 'gemini-2.5-flash-lite', balanced: 'gemini-2.5-flash', best: 'gemini-2.5-pro' };
-  for (const [tier, preset] of [['cheap', 'letter'], ['balanced', 'historical'], ['best', 'register']] as const) {
+  for (const [tier, preset] of [
+    ['cheap', 'letter'],
+    ['balanced', 'historical'],
+    ['best', 'register'],
+  ] as const) {
     server.reset();
     await correct(buildPage(HOOKER_RECOGNISED), tier, preset);
     assert.equal(server.requests.length, 1);
@@ -90,7 +100,11 @@ test('each tier calls its model with the preset, the answer schema and every lin
     if (tier === 'best') {
       assert.equal(request.image?.mimeType, 'image/jpeg');
       const metadata = await sharp(request.image.data).metadata();
-      assert.deepEqual([metadata.format, metadata.width, metadata.height], ['jpeg', 1378, 2048], 'the 1448x2152 scan is fitted into 2048 px');
+      assert.deepEqual(
+        [metadata.format, metadata.width, metadata.height],
+        ['jpeg', 1378, 2048],
+        'the 1448x2152 scan is fitted into 2048 px',
+      );
       assert.ok(request.system.includes(IMAGE_INSTRUCTION));
       assert.equal(request.body.contents[0].parts[0].inlineData.mimeType, 'image/jpeg', 'the image comes before the text');
     } else {
@@ -123,11 +137,25 @@ test('good corrections are applied, words re-aligned, and tokens and model recor
   const lines = allLines(corrected);
   assert.deepEqual(
     lines.map((line) => line.recognizedText),
-    ['Stapf will complicatc my work', 'by what he is doinq with tho', 'African grasscs -- These come', 'to hard blows withthe Indian', undefined, undefined],
+    [
+      'Stapf will complicatc my work',
+      'by what he is doinq with tho',
+      'African grasscs -- These come',
+      'to hard blows withthe Indian',
+      undefined,
+      undefined,
+    ],
   );
-  for (const line of lines) assert.deepEqual(line.words.map((word) => word.text), line.text.split(' '));
+  for (const line of lines)
+    assert.deepEqual(
+      line.words.map((word) => word.text),
+      line.text.split(' '),
+    );
   // Same word count: boxes untouched. Split "withthe": its box divided in two.
-  assert.deepEqual(lines[0].words.map((word) => word.box), allLines(page)[0].words.map((word) => word.box));
+  assert.deepEqual(
+    lines[0].words.map((word) => word.box),
+    allLines(page)[0].words.map((word) => word.box),
+  );
   const withthe = allLines(page)[3].words[3].box;
   const [withWord, theWord] = lines[3].words.slice(3, 5);
   assert.equal(withWord.box.x, withthe.x);
@@ -170,7 +198,9 @@ test('duplicated lines twice: the page keeps its recognised text, with a warning
   assert.equal(server.requests.length, 2);
   assert.deepEqual(texts(corrected), recognised);
   assert.ok(allLines(corrected).every((line) => line.recognizedText === undefined));
-  assert.deepEqual(corrected.warnings, ['correction rejected: the answer repeated line r1l3 (2 answers refused); the recognised text was kept']);
+  assert.deepEqual(corrected.warnings, [
+    'correction rejected: the answer repeated line r1l3 (2 answers refused); the recognised text was kept',
+  ]);
   assert.deepEqual(corrected.correction, {
     provider: 'gemini',
     model: 'gemini-2.5-flash',
@@ -213,7 +243,9 @@ test('a Retry-After beyond CORRECTION_MAX_RETRY_WAIT_MS ends the retries at once
   server.handle(() => errorReply(429, { 'retry-after': '3600' }));
   const corrected = await correct(buildPage(HOOKER_RECOGNISED));
   assert.equal(server.requests.length, 1);
-  assert.deepEqual(corrected.warnings, ['correction unavailable: gemini answered HTTP 429 (wait too long after 1 attempt); the recognised text was kept']);
+  assert.deepEqual(corrected.warnings, [
+    'correction unavailable: gemini answered HTTP 429 (wait too long after 1 attempt); the recognised text was kept',
+  ]);
 });
 
 test('an outage (5xx throughout) keeps the recognised text, warns, and records the model', async () => {
@@ -244,17 +276,26 @@ test('a 5xx then an answer: the retry succeeds', async () => {
 
 test('timeouts are retried, then the page keeps its recognised text', async () => {
   server.handle(() => ({ type: 'hang' }));
-  const corrected = await correct(buildPage(HOOKER_RECOGNISED), 'balanced', 'generic', corrector({ CORRECTION_TIMEOUT_MS: '200', CORRECTION_RETRIES: '1' }));
+  const corrected = await correct(
+    buildPage(HOOKER_RECOGNISED),
+    'balanced',
+    'generic',
+    corrector({ CORRECTION_TIMEOUT_MS: '200', CORRECTION_RETRIES: '1' }),
+  );
   assert.equal(server.requests.length, 2);
   assert.deepEqual(texts(corrected), recognised);
-  assert.deepEqual(corrected.warnings, ['correction unavailable: no answer within 200 ms (retries exhausted after 2 attempts); the recognised text was kept']);
+  assert.deepEqual(corrected.warnings, [
+    'correction unavailable: no answer within 200 ms (retries exhausted after 2 attempts); the recognised text was kept',
+  ]);
 });
 
 test('a bad request (400) is not retried', async () => {
   server.handle(() => errorReply(400));
   const corrected = await correct(buildPage(HOOKER_RECOGNISED));
   assert.equal(server.requests.length, 1);
-  assert.deepEqual(corrected.warnings, ['correction unavailable: gemini answered HTTP 400 (not retryable after 1 attempt); the recognised text was kept']);
+  assert.deepEqual(corrected.warnings, [
+    'correction unavailable: gemini answered HTTP 400 (not retryable after 1 attempt); the recognised text was kept',
+  ]);
 });
 
 test('an unreachable server is an outage, not a failure', async () => {
@@ -264,7 +305,10 @@ test('an unreachable server is an outage, not a failure', async () => {
   const corrected = await correct(buildPage(HOOKER_RECOGNISED), 'balanced', 'generic', corrector({ CORRECTION_RETRIES: '1' }, url));
   assert.deepEqual(texts(corrected), recognised);
   assert.equal(corrected.warnings.length, 1);
-  assert.match(corrected.warnings[0], /^correction unavailable: gemini request failed: .+ \(retries exhausted after 2 attempts\); the recognised text was kept$/);
+  assert.match(
+    corrected.warnings[0],
+    /^correction unavailable: gemini request failed: .+ \(retries exhausted after 2 attempts\); the recognised text was kept$/,
+  );
 });
 
 test('cancelling the job aborts a waiting call and rejects with the reason', async () => {

@@ -71,7 +71,11 @@ const truth = HOOKER_RECOGNISED.map((line) => HOOKER_TRUTH[line.id]);
 
 test('each tier calls its configured model with the preset, a strict JSON schema and every line', async () => {
   const expected = { cheap: 'qwen2.5-7b-instruct', balanced: 'qwen2.5-7b-instruct', best: 'qwen2.5-vl-72b-instruct' };
-  for (const [tier, preset] of [['cheap', 'diary'], ['balanced', 'form'], ['best', 'historical']] as const) {
+  for (const [tier, preset] of [
+    ['cheap', 'diary'],
+    ['balanced', 'form'],
+    ['best', 'historical'],
+  ] as const) {
     server.reset();
     await correct(buildPage(HOOKER_RECOGNISED), tier, preset);
     assert.equal(server.requests.length, 1);
@@ -96,7 +100,12 @@ test('each tier calls its configured model with the preset, a strict JSON schema
 });
 
 test('with OPENAI_BEST_TIER_IMAGE=1 and a key, the best tier sends the downscaled page as a data URL', async () => {
-  await correct(buildPage(HOOKER_RECOGNISED), 'best', 'generic', corrector({ OPENAI_BEST_TIER_IMAGE: '1', OPENAI_API_KEY: 'local-secret' }));
+  await correct(
+    buildPage(HOOKER_RECOGNISED),
+    'best',
+    'generic',
+    corrector({ OPENAI_BEST_TIER_IMAGE: '1', OPENAI_API_KEY: 'local-secret' }),
+  );
   const [request] = server.requests;
   assert.equal(request.headers.authorization, 'Bearer local-secret');
   assert.equal(request.image?.mimeType, 'image/jpeg');
@@ -119,12 +128,20 @@ test('good corrections are applied with the usage the server reports', async () 
     outputTokens: 151,
     outcome: 'applied',
   });
-  assert.deepEqual(allLines(corrected)[3].words.map((word) => word.text), ['to', 'hard', 'blows', 'with', 'the', 'Indian']);
+  assert.deepEqual(
+    allLines(corrected)[3].words.map((word) => word.text),
+    ['to', 'hard', 'blows', 'with', 'the', 'Indian'],
+  );
 });
 
 test('over-corrections are refused line by line', async () => {
   server.handle(() =>
-    answerLines(HOOKER_RECOGNISED.map((line) => ({ id: line.id, text: line.id === 'r1l2' ? 'by whatever he happens to be doing with them' : HOOKER_TRUTH[line.id] }))),
+    answerLines(
+      HOOKER_RECOGNISED.map((line) => ({
+        id: line.id,
+        text: line.id === 'r1l2' ? 'by whatever he happens to be doing with them' : HOOKER_TRUTH[line.id],
+      })),
+    ),
   );
   const corrected = await correct(buildPage(HOOKER_RECOGNISED));
   assert.equal(allLines(corrected)[1].text, 'by what he is doinq with tho');
@@ -138,7 +155,9 @@ test('a dropped line, then malformed output: the page keeps its recognised text,
   const corrected = await correct(buildPage(HOOKER_RECOGNISED));
   assert.equal(server.requests.length, 2);
   assert.deepEqual(texts(corrected), recognised);
-  assert.deepEqual(corrected.warnings, ['correction rejected: the answer is not valid JSON (2 answers refused); the recognised text was kept']);
+  assert.deepEqual(corrected.warnings, [
+    'correction rejected: the answer is not valid JSON (2 answers refused); the recognised text was kept',
+  ]);
 });
 
 test('429 with Retry-After is honoured', async () => {
@@ -150,7 +169,7 @@ test('429 with Retry-After is honoured', async () => {
   assert.deepEqual(texts(corrected), truth);
 });
 
-test('retry-after-ms (OpenAI\'s finer header) is honoured too', async () => {
+test("retry-after-ms (OpenAI's finer header) is honoured too", async () => {
   // Were Retry-After read first, an hour would end the retries at once (one request only).
   server.enqueue(errorReply(429, { 'retry-after-ms': '400', 'retry-after': '3600' }));
   await correct(buildPage(HOOKER_RECOGNISED));
@@ -173,10 +192,17 @@ test('an outage keeps the recognised text and warns', async () => {
 
 test('timeouts are retried, then the page keeps its recognised text', async () => {
   server.handle(() => ({ type: 'hang' }));
-  const corrected = await correct(buildPage(HOOKER_RECOGNISED), 'cheap', 'generic', corrector({ CORRECTION_TIMEOUT_MS: '200', CORRECTION_RETRIES: '1' }));
+  const corrected = await correct(
+    buildPage(HOOKER_RECOGNISED),
+    'cheap',
+    'generic',
+    corrector({ CORRECTION_TIMEOUT_MS: '200', CORRECTION_RETRIES: '1' }),
+  );
   assert.equal(server.requests.length, 2);
   assert.deepEqual(texts(corrected), recognised);
-  assert.deepEqual(corrected.warnings, ['correction unavailable: no answer within 200 ms (retries exhausted after 2 attempts); the recognised text was kept']);
+  assert.deepEqual(corrected.warnings, [
+    'correction unavailable: no answer within 200 ms (retries exhausted after 2 attempts); the recognised text was kept',
+  ]);
 });
 
 test('an unknown model (404) is not retried', async () => {

@@ -24,7 +24,10 @@ test('a statement longer than the statement timeout is cancelled by PostgreSQL',
 test('migrations wait for another process holding the migration lock longer than the statement timeout, then give the timeout back', async () => {
   const other = await holder.pool.connect();
   await other.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
-  const release = setTimeout(() => void other.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).finally(() => other.release()), 1_000);
+  const release = setTimeout(
+    () => void other.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).finally(() => other.release()),
+    1_000,
+  );
   try {
     const result = await migrate(db.pool);
     assert.ok(result.applied.length > 0);

@@ -38,7 +38,12 @@ describe('embedded PostgreSQL as root in a closed home', { skip: isRoot ? false 
   test('the cluster goes where postgres can reach it, linked from DATA_DIR/postgres; data survives a restart; modes untouched', async () => {
     const { home, dataDir } = await closedHome('direct');
     const notices: string[] = [];
-    const options = { dataDir: path.join(dataDir, 'postgres'), port: await freePort(), rootFallbackDir: fallbackDir, notice: (line: string) => notices.push(line) };
+    const options = {
+      dataDir: path.join(dataDir, 'postgres'),
+      port: await freePort(),
+      rootFallbackDir: fallbackDir,
+      notice: (line: string) => notices.push(line),
+    };
     const first = await startEmbeddedPostgres(options);
     assert.equal(first.owned, true);
     const client = new pg.Client(first.url);
@@ -71,7 +76,12 @@ describe('embedded PostgreSQL as root in a closed home', { skip: isRoot ? false 
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     await chmod(path.dirname(dataDir), 0o755);
     const notices: string[] = [];
-    const database = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port: await freePort(), rootFallbackDir: fallbackDir, notice: (line) => notices.push(line) });
+    const database = await startEmbeddedPostgres({
+      dataDir: path.join(dataDir, 'postgres'),
+      port: await freePort(),
+      rootFallbackDir: fallbackDir,
+      notice: (line) => notices.push(line),
+    });
     await database.stop();
     assert.ok((await lstat(path.join(dataDir, 'postgres'))).isDirectory());
     assert.equal(await modeOf(dataDir), 0o701);
@@ -92,7 +102,10 @@ describe('embedded PostgreSQL as root in a closed home', { skip: isRoot ? false 
     };
     const serve = async () => {
       const port = await freePort();
-      const child = spawn(process.execPath, [path.join(root, 'bin/hwr.js'), 'serve', '--role', 'api'], { cwd: root, env: { ...env, PORT: String(port) } });
+      const child = spawn(process.execPath, [path.join(root, 'bin/hwr.js'), 'serve', '--role', 'api'], {
+        cwd: root,
+        env: { ...env, PORT: String(port) },
+      });
       children.add(child);
       let output = '';
       child.stdout.on('data', (chunk: Buffer) => (output += chunk));
@@ -116,7 +129,10 @@ describe('embedded PostgreSQL as root in a closed home', { skip: isRoot ? false 
       });
 
     const first = await serve();
-    const notices = first.output().split('\n').filter((line) => line.includes('its cluster is at'));
+    const notices = first
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('its cluster is at'));
     assert.equal(notices.length, 1, first.output());
     const target = await readlink(path.join(dataDir, 'postgres'));
     assert.ok(notices[0].includes(target));

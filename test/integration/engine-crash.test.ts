@@ -83,12 +83,23 @@ describe('worker crash and shutdown', () => {
     const tasks = (
       await api.db.pool.query(`select state, retry_count from pgboss.job where name = 'hwr-page' and data->>'jobId' = $1`, [jobId])
     ).rows;
-    assert.deepEqual(tasks.map((task) => `${task.state}:${task.retry_count}`).sort(), ['created:0', 'created:0', 'created:0'], 'handed back, no attempt spent');
+    assert.deepEqual(
+      tasks.map((task) => `${task.state}:${task.retry_count}`).sort(),
+      ['created:0', 'created:0', 'created:0'],
+      'handed back, no attempt spent',
+    );
 
     const second = startWorkerProcess(10, settings);
     assert.equal(await waitForJobState(api, jobId, ['done', 'failed'], 60_000), 'done');
     events = await jobEvents(jobId);
-    assert.deepEqual(events.filter((event) => event.type === 'PageCompleted').map((event) => event.data.page).sort(), [1, 2, 3], 'every page once');
+    assert.deepEqual(
+      events
+        .filter((event) => event.type === 'PageCompleted')
+        .map((event) => event.data.page)
+        .sort(),
+      [1, 2, 3],
+      'every page once',
+    );
     assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);

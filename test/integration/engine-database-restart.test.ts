@@ -33,9 +33,14 @@ test('PostgreSQL restarted mid-job: the job still completes, with every page onc
   assert.equal(database.owned, true);
 
   assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed'], 120_000), 'done');
-  const events = (await runtime.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`])).rows;
+  const events = (
+    await runtime.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
+  ).rows;
   const completed = events.filter((event) => event.type === 'PageCompleted').map((event) => event.data.page);
-  assert.deepEqual(completed.sort((a: number, b: number) => a - b), [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(
+    completed.sort((a: number, b: number) => a - b),
+    [1, 2, 3, 4, 5, 6],
+  );
   assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
   assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
   // No attempt was spent: every page and the export completed on their first.
@@ -44,5 +49,8 @@ test('PostgreSQL restarted mid-job: the job still completes, with every page onc
     [jobId],
   );
   assert.equal(tasks.rows.length, 7);
-  assert.deepEqual(tasks.rows.filter((task) => task.retry_count !== 0 || task.state !== 'completed'), []);
+  assert.deepEqual(
+    tasks.rows.filter((task) => task.retry_count !== 0 || task.state !== 'completed'),
+    [],
+  );
 });

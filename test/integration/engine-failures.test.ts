@@ -26,11 +26,19 @@ describe('page failures', () => {
     const status = (await runtime.db.pool.query('select * from job_status where job_id = $1', [jobId])).rows[0];
     assert.match(status.error_message, /^page 3 \(3\.png\): the test pipeline cannot read this page/);
     assert.ok(status.finished_at);
-    assert.equal((await runtime.db.pool.query('select * from billing where job_id = $1', [jobId])).rows.length, 0, 'failed jobs are not billed');
-    const types = (await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])).rows.map((row) => row.type);
+    assert.equal(
+      (await runtime.db.pool.query('select * from billing where job_id = $1', [jobId])).rows.length,
+      0,
+      'failed jobs are not billed',
+    );
+    const types = (
+      await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
+    ).rows.map((row) => row.type);
     assert.equal(types.filter((type) => type === 'JobFailed').length, 1);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    const after = (await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])).rows.map((row) => row.type);
+    const after = (
+      await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
+    ).rows.map((row) => row.type);
     assert.equal(after.at(-1), 'JobFailed', 'no event follows a terminal one');
   });
 
@@ -38,7 +46,11 @@ describe('page failures', () => {
     const jobId = await submitTestJob(runtime, accountId, 2);
     assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed']), 'done');
     const usage = await correctionUsageReport(runtime.db.pool, { accountId });
-    const forJob = (await runtime.db.pool.query('select page_number, model, input_tokens from correction_usage where job_id = $1 order by page_number', [jobId])).rows;
+    const forJob = (
+      await runtime.db.pool.query('select page_number, model, input_tokens from correction_usage where job_id = $1 order by page_number', [
+        jobId,
+      ])
+    ).rows;
     assert.deepEqual(forJob, [
       { page_number: 1, model: 'gemini-2.5-flash', input_tokens: 120 },
       { page_number: 2, model: 'gemini-2.5-flash', input_tokens: 120 },

@@ -79,7 +79,8 @@ describe('lost workers', () => {
     const status = (await api.db.pool.query('select error_message from job_status where job_id = $1', [jobId])).rows[0];
     assert.equal(status.error_message, 'page 1 (1.png): worker lost after 2 attempts (its heartbeat lapsed)');
     const deadline = Date.now() + 30_000;
-    while (!received.some((callback) => callback.body.job_id === jobId) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (!received.some((callback) => callback.body.job_id === jobId) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     const callbacks = received.filter((callback) => callback.body.job_id === jobId);
     assert.equal(callbacks.length, 1, 'one callback');
     assert.equal(callbacks[0].body.event, 'job.failed');
@@ -101,14 +102,19 @@ describe('lost workers', () => {
     const stranded = await submitTestJob(api, accountId, 2);
     const healthy = await submitTestJob(api, accountId, 1);
     // No worker runs here. Page 2's task vanishes (as if its dead-letter copy had failed too).
-    await api.db.pool.query(`update pgboss.job set state = 'failed', output = '{"value":{"message":"job heartbeat timeout"}}' where name = 'hwr-page' and data->>'jobId' = $1 and data->>'page' = '2'`, [stranded]);
+    await api.db.pool.query(
+      `update pgboss.job set state = 'failed', output = '{"value":{"message":"job heartbeat timeout"}}' where name = 'hwr-page' and data->>'jobId' = $1 and data->>'page' = '2'`,
+      [stranded],
+    );
     assert.deepEqual(await sweepStrandedJobs({ bus: api.bus, log: api.log }), [stranded]);
     assert.deepEqual(await sweepStrandedJobs({ bus: api.bus, log: api.log }), []);
-    const status = (await api.db.pool.query('select job_id, state, error_message from job_status where job_id = any($1)', [[stranded, healthy]])).rows;
-    assert.deepEqual(
-      Object.fromEntries(status.map((row) => [row.job_id, `${row.state}: ${row.error_message}`])),
-      { [stranded]: 'failed: page 2 (2.png): worker lost after 1 attempt (its heartbeat lapsed)', [healthy]: 'queued: null' },
-    );
+    const status = (
+      await api.db.pool.query('select job_id, state, error_message from job_status where job_id = any($1)', [[stranded, healthy]])
+    ).rows;
+    assert.deepEqual(Object.fromEntries(status.map((row) => [row.job_id, `${row.state}: ${row.error_message}`])), {
+      [stranded]: 'failed: page 2 (2.png): worker lost after 1 attempt (its heartbeat lapsed)',
+      [healthy]: 'queued: null',
+    });
     assert.equal((await jobEvents(stranded)).filter((event) => event.type === 'JobFailed').length, 1);
   });
 
@@ -125,8 +131,13 @@ describe('lost workers', () => {
       const jobId = await submitTestJob(stuck, account, 2);
       assert.equal(await waitForJobState(stuck, jobId, ['done', 'failed'], 60_000), 'failed');
       const status = (await stuck.db.pool.query('select error_message from job_status where job_id = $1', [jobId])).rows[0];
-      assert.match(status.error_message, /^export: (worker lost after 1 attempt \(the task ran past its expiry\)|failed after 1 attempt: handler execution exceeded)/);
-      const types = (await stuck.db.pool.query('select type from events where stream_id = $1', [`job-${jobId}`])).rows.map((row) => row.type);
+      assert.match(
+        status.error_message,
+        /^export: (worker lost after 1 attempt \(the task ran past its expiry\)|failed after 1 attempt: handler execution exceeded)/,
+      );
+      const types = (await stuck.db.pool.query('select type from events where stream_id = $1', [`job-${jobId}`])).rows.map(
+        (row) => row.type,
+      );
       assert.equal(types.filter((type) => type === 'JobFailed').length, 1);
     } finally {
       await stuck.stopWorkers(0);
@@ -139,7 +150,12 @@ describe('lost workers', () => {
     await failJob(api.bus, jobId, 'page 1 (1.png): test', 1, 'test');
     const lost = createLostCallbackHandler({ bus: api.bus, config: api.config, log: api.log });
     const task = (attempt: number) =>
-      ({ id: `lost-${attempt}`, data: { jobId, attempt }, sourceRetryCount: 3, sourceOutput: { value: { message: 'job timed out' } } }) as unknown as JobWithMetadata<CallbackTaskData>;
+      ({
+        id: `lost-${attempt}`,
+        data: { jobId, attempt },
+        sourceRetryCount: 3,
+        sourceOutput: { value: { message: 'job timed out' } },
+      }) as unknown as JobWithMetadata<CallbackTaskData>;
     await lost(task(1));
     await lost(task(1)); // a second delivery of the same dead letter records nothing
     let row = (await api.db.pool.query('select callback_state, callback_attempts from job_status where job_id = $1', [jobId])).rows[0];

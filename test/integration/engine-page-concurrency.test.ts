@@ -25,7 +25,9 @@ after(async () => {
 const accountId = await testAccount(direct);
 
 async function jobEvents(runtime: Runtime, jobId: string): Promise<Array<{ type: string; data: { page?: number | null } }>> {
-  const result = await runtime.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`]);
+  const result = await runtime.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [
+    `job-${jobId}`,
+  ]);
   return result.rows;
 }
 
@@ -38,7 +40,15 @@ async function exportTasks(jobId: string): Promise<number> {
 }
 
 const completePage = (jobId: string, page: number) =>
-  direct.bus.page(jobId, { type: 'CompletePage', page, resultKey: `r/${page}`, lineCount: 1, warnings: [], correction: null, now: new Date() });
+  direct.bus.page(jobId, {
+    type: 'CompletePage',
+    page,
+    resultKey: `r/${page}`,
+    lineCount: 1,
+    warnings: [],
+    correction: null,
+    now: new Date(),
+  });
 
 describe('pages of one job at once', () => {
   test('96 pages at 32 at once with no retries end done, every page completed once, in one ordered history', async () => {

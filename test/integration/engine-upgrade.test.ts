@@ -26,8 +26,11 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
     for (const file of (await readdir(MIGRATIONS_DIR)).filter((name) => /^000[1-5]_/.test(name)).sort()) {
       await client.query(await readFile(path.join(MIGRATIONS_DIR, file), 'utf8'));
     }
-    await client.query('create table schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())');
-    for (const version of [1, 2, 3, 4, 5]) await client.query('insert into schema_migrations (version, name) values ($1, $2)', [version, `000${version}`]);
+    await client.query(
+      'create table schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
+    );
+    for (const version of [1, 2, 3, 4, 5])
+      await client.query('insert into schema_migrations (version, name) values ($1, $2)', [version, `000${version}`]);
     await installPreviousProjections(client);
   } finally {
     client.release();
@@ -36,7 +39,13 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
   // A 3-page job, page 1 done and page 2 in recognition, appended through the old 3-argument function.
   const jobId = '3f0c1f7e-6a55-4c55-9d0e-5b0a4d1f0a01';
   const accountId = '3f0c1f7e-6a55-4c55-9d0e-5b0a4d1f0a02';
-  const pages = [1, 2, 3].map((n) => ({ pageNumber: n, name: `${n}.png`, blobKey: `jobs/${jobId}/pages/000${n}.png`, sha256: '0'.repeat(64), bytes: 6 }));
+  const pages = [1, 2, 3].map((n) => ({
+    pageNumber: n,
+    name: `${n}.png`,
+    blobKey: `jobs/${jobId}/pages/000${n}.png`,
+    sha256: '0'.repeat(64),
+    bytes: 6,
+  }));
   const history = [
     {
       type: 'JobQueued',
@@ -46,7 +55,13 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
         keyId: null,
         pageCount: 3,
         pages,
-        options: { llmTier: 'cheap', preset: 'generic', pipelineSteps: ['layout', 'recognition', 'correction', 'export'], pdfFormat: 'pdfa-2b', webhookUrl: null },
+        options: {
+          llmTier: 'cheap',
+          preset: 'generic',
+          pipelineSteps: ['layout', 'recognition', 'correction', 'export'],
+          pdfFormat: 'pdfa-2b',
+          webhookUrl: null,
+        },
         uploadKey: `jobs/${jobId}/upload.zip`,
         createdAt: new Date().toISOString(),
         expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
@@ -55,7 +70,10 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
     },
     { type: 'JobStarted', data: { startedAt: new Date().toISOString() } },
     { type: 'StepStarted', data: { page: 1, step: 'layout' } },
-    { type: 'PageCompleted', data: { page: 1, resultKey: `jobs/${jobId}/results/0001.json`, lineCount: 1, warnings: [], correction: null } },
+    {
+      type: 'PageCompleted',
+      data: { page: 1, resultKey: `jobs/${jobId}/results/0001.json`, lineCount: 1, warnings: [], correction: null },
+    },
     { type: 'StepStarted', data: { page: 2, step: 'recognition' } },
   ];
   await old.pool.query('select * from hwr_append_events($1, $2, $3)', [`job-${jobId}`, 0, JSON.stringify(history)]);
@@ -67,17 +85,28 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
   try {
     await runtime.blobs.put(`jobs/${jobId}/results/0001.json`, JSON.stringify(pageOneResult(jobId)));
     for (const page of pages) await runtime.blobs.put(page.blobKey, Buffer.from(`page ${page.pageNumber}`));
-    const columns = await runtime.db.pool.query('select stream_version, page from events where stream_id = $1 order by stream_version', [`job-${jobId}`]);
-    assert.deepEqual(columns.rows.map((row) => row.page), [null, null, 1, 1, 2], 'the page column is derived for old events too');
+    const columns = await runtime.db.pool.query('select stream_version, page from events where stream_id = $1 order by stream_version', [
+      `job-${jobId}`,
+    ]);
+    assert.deepEqual(
+      columns.rows.map((row) => row.page),
+      [null, null, 1, 1, 2],
+      'the page column is derived for old events too',
+    );
 
     // The page tasks of the old version are still queued; send them as it did.
     const view = await runtime.bus.loadPageView(runtime.db.pool, jobId, 1);
     assert.deepEqual(Object.keys(view?.state.completedPages ?? {}), ['1']);
-    await runtime.boss.insert(QUEUES.page, pages.map((page) => ({ id: pageTaskId(jobId, page.pageNumber), data: { jobId, page: page.pageNumber } })));
+    await runtime.boss.insert(
+      QUEUES.page,
+      pages.map((page) => ({ id: pageTaskId(jobId, page.pageNumber), data: { jobId, page: page.pageNumber } })),
+    );
 
     assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed']), 'done');
     assert.deepEqual(processed.map((entry) => entry.page).sort(), [2, 3], 'page 1, completed before the upgrade, is not done again');
-    const types = (await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])).rows.map((row) => row.type);
+    const types = (
+      await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
+    ).rows.map((row) => row.type);
     assert.equal(types.filter((type) => type === 'PageCompleted').length, 3);
     assert.equal(types.at(-1), 'JobSucceeded');
     assert.deepEqual((await verifyProjections(runtime.db.pool)).differences, []);
@@ -91,7 +120,35 @@ function pageOneResult(jobId: string) {
     schema: 'hwr.page-result/1',
     pageNumber: 1,
     image: { name: '1.png', width: 200, height: 100, sha256: '0'.repeat(64), format: 'png', dpi: null },
-    regions: [{ id: 'r1', polygon: [[0, 0], [200, 0], [200, 100], [0, 100]], lines: [{ id: 'r1l1', polygon: [[10, 10], [110, 10], [110, 30], [10, 30]], baseline: [[10, 28], [110, 28]], text: 'page 1', confidence: 0.9, words: [] }] }],
+    regions: [
+      {
+        id: 'r1',
+        polygon: [
+          [0, 0],
+          [200, 0],
+          [200, 100],
+          [0, 100],
+        ],
+        lines: [
+          {
+            id: 'r1l1',
+            polygon: [
+              [10, 10],
+              [110, 10],
+              [110, 30],
+              [10, 30],
+            ],
+            baseline: [
+              [10, 28],
+              [110, 28],
+            ],
+            text: 'page 1',
+            confidence: 0.9,
+            words: [],
+          },
+        ],
+      },
+    ],
     producer: { software: `hwr-before-upgrade ${jobId}`, version: '0', models: [] },
     warnings: [],
   };
@@ -100,10 +157,15 @@ function pageOneResult(jobId: string) {
 /** The projection code as the previous version installed it: unversioned names, one event per call. */
 async function installPreviousProjections(client: pg.PoolClient): Promise<void> {
   for (const projection of PROJECTIONS) {
-    await client.query(`create function hwr_project_${projection.name}(e events) returns void language plpgsql as $body$${projection.apply}$body$`);
+    await client.query(
+      `create function hwr_project_${projection.name}(e events) returns void language plpgsql as $body$${projection.apply}$body$`,
+    );
   }
   const dispatch = PROJECTIONS.map(
-    (projection) => `if e.type in (${projection.handles.map((type) => `'${type}'`).join(', ')}) then perform hwr_project_${projection.name}(e); end if;`,
+    (projection) =>
+      `if e.type in (${projection.handles.map((type) => `'${type}'`).join(', ')}) then perform hwr_project_${projection.name}(e); end if;`,
   ).join('\n');
-  await client.query(`create function hwr_apply_projections(e events) returns void language plpgsql as $body$ begin ${dispatch} end $body$`);
+  await client.query(
+    `create function hwr_apply_projections(e events) returns void language plpgsql as $body$ begin ${dispatch} end $body$`,
+  );
 }

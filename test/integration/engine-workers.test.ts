@@ -10,7 +10,12 @@ const config = await testConfig(databaseUrl);
 const processed: PageLog[] = [];
 const runtimes: Runtime[] = [];
 for (const worker of ['w1', 'w2', 'w3']) {
-  runtimes.push(await startTestRuntime(config, { page: testPagePipeline({ worker, stepMs: 40, processed, failPages: [], flakyPages: [] }), export: testExportPipeline() }));
+  runtimes.push(
+    await startTestRuntime(config, {
+      page: testPagePipeline({ worker, stepMs: 40, processed, failPages: [], flakyPages: [] }),
+      export: testExportPipeline(),
+    }),
+  );
 }
 const [api] = runtimes;
 after(async () => {
@@ -19,7 +24,9 @@ after(async () => {
 const accountId = await testAccount(api);
 
 async function eventTypes(jobId: string): Promise<string[]> {
-  const result = await api.db.pool.query<{ type: string }>('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`]);
+  const result = await api.db.pool.query<{ type: string }>('select type from events where stream_id = $1 order by stream_version', [
+    `job-${jobId}`,
+  ]);
   return result.rows.map((row) => row.type);
 }
 
@@ -28,7 +35,10 @@ describe('workers', () => {
     const jobId = await submitTestJob(api, accountId, 12);
     assert.equal(await waitForJobState(api, jobId, ['done', 'failed']), 'done');
     const pages = processed.filter((entry) => entry.jobId === jobId);
-    assert.deepEqual(pages.map((entry) => entry.page).sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
+    assert.deepEqual(
+      pages.map((entry) => entry.page).sort((a, b) => a - b),
+      Array.from({ length: 12 }, (_, i) => i + 1),
+    );
     assert.ok(new Set(pages.map((entry) => entry.worker)).size >= 2, `pages ran on ${[...new Set(pages.map((entry) => entry.worker))]}`);
 
     const types = await eventTypes(jobId);
@@ -43,7 +53,10 @@ describe('workers', () => {
     assert.equal(status.current_step, null);
     assert.ok(status.started_at && status.finished_at && status.archive_key);
     const archive = JSON.parse((await api.blobs.get(status.archive_key)).toString());
-    assert.deepEqual(archive.pages, Array.from({ length: 12 }, (_, i) => `page ${i + 1}`));
+    assert.deepEqual(
+      archive.pages,
+      Array.from({ length: 12 }, (_, i) => `page ${i + 1}`),
+    );
     const billing = (await api.db.pool.query('select * from billing where job_id = $1', [jobId])).rows;
     assert.equal(billing.length, 1);
     assert.equal(billing[0].pages, 12);
@@ -67,7 +80,10 @@ describe('workers', () => {
     assert.ok(types.filter((type) => type === 'PageCompleted').length < 30);
     const billing = (await api.db.pool.query('select * from billing where job_id = $1', [jobId])).rows;
     assert.equal(billing.length, 0);
-    const queued = await api.db.pool.query(`select count(*)::int as n from pgboss.job where name = 'hwr-page' and data->>'jobId' = $1 and state in ('created', 'retry')`, [jobId]);
+    const queued = await api.db.pool.query(
+      `select count(*)::int as n from pgboss.job where name = 'hwr-page' and data->>'jobId' = $1 and state in ('created', 'retry')`,
+      [jobId],
+    );
     assert.equal(queued.rows[0].n, 0, 'pending page tasks of a cancelled job are dropped');
   });
 });

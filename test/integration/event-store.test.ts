@@ -34,10 +34,16 @@ describe('event store', () => {
   test('appends at the expected version and reads the stream back in order', async () => {
     const stream = `account-${randomUUID()}`;
     const first = await appendToStream(db.pool, stream, 0, [secretRotated(1), secretRotated(2)], { actor: 'test' });
-    assert.deepEqual(first.map((event) => event.streamVersion), [1, 2]);
+    assert.deepEqual(
+      first.map((event) => event.streamVersion),
+      [1, 2],
+    );
     await appendToStream(db.pool, stream, 2, [secretRotated(3)]);
     const events = await readStream(db.pool, stream);
-    assert.deepEqual(events.map((event) => event.streamVersion), [1, 2, 3]);
+    assert.deepEqual(
+      events.map((event) => event.streamVersion),
+      [1, 2, 3],
+    );
     assert.equal(events[0].type, 'WebhookSecretRotated');
     assert.deepEqual(events[2].data, { webhookSecretSha256: 'fingerprint-3', rotatedAt: new Date(0).toISOString() });
     assert.equal(events[0].metadata.actor, 'test');
@@ -62,7 +68,10 @@ describe('event store', () => {
     assert.equal(fulfilled.length, 1);
     assert.equal(rejected.length, 19);
     for (const result of rejected) assert.ok((result as PromiseRejectedResult).reason instanceof ConcurrencyError);
-    assert.deepEqual((await readStream(db.pool, stream)).map((event) => event.streamVersion), [1, 2]);
+    assert.deepEqual(
+      (await readStream(db.pool, stream)).map((event) => event.streamVersion),
+      [1, 2],
+    );
   });
 
   test('whole-log reading never passes a transaction that is still open', async () => {
@@ -78,9 +87,15 @@ describe('event store', () => {
       await appendToStream(db.pool, fastStream, 0, [secretRotated(2)]);
 
       const whileOpen = await readWholeLog(start);
-      assert.equal(whileOpen.events.some((event) => event.streamId === slowStream), false);
+      assert.equal(
+        whileOpen.events.some((event) => event.streamId === slowStream),
+        false,
+      );
       // The reader must not pass the open transaction: the later commit is held back too.
-      assert.equal(whileOpen.events.some((event) => event.streamId === fastStream), false);
+      assert.equal(
+        whileOpen.events.some((event) => event.streamId === fastStream),
+        false,
+      );
 
       await slow.query('commit');
     } finally {

@@ -45,23 +45,34 @@ describe('export pipeline', () => {
     const { manifest } = checked;
     assert.equal(manifest.job_id, task.jobId);
     assert.equal(manifest.created_at, task.createdAt);
-    assert.deepEqual(manifest.options, { llm_tier: 'balanced', preset: 'generic', pipeline_steps: ['layout', 'recognition', 'correction', 'export'], pdf_format: 'pdfa-2b' });
+    assert.deepEqual(manifest.options, {
+      llm_tier: 'balanced',
+      preset: 'generic',
+      pipeline_steps: ['layout', 'recognition', 'correction', 'export'],
+      pdf_format: 'pdfa-2b',
+    });
     assert.deepEqual(manifest.software, { name: 'hwr', version: '0.1.0' });
-    assert.deepEqual(manifest.models.map((model) => model.role), ['detection', 'recognition']);
+    assert.deepEqual(
+      manifest.models.map((model) => model.role),
+      ['detection', 'recognition'],
+    );
     assert.deepEqual(
       manifest.pages.map((page) => [page.source.name, page.source.sha256, page.files.page]),
-      task.pages.map((page, index) => [page.source.name, page.source.sha256, `page/000${index + 1}_${path.parse(page.source.name).name}.xml`]),
+      task.pages.map((page, index) => [
+        page.source.name,
+        page.source.sha256,
+        `page/000${index + 1}_${path.parse(page.source.name).name}.xml`,
+      ]),
     );
     assert.deepEqual(
       [...checked.files.keys()],
-      [
-        ...manifest.pages.flatMap((page) => [page.files.page, page.files.alto, page.files.text]),
-        `${task.jobId}.pdf`,
-        'manifest.json',
-      ],
+      [...manifest.pages.flatMap((page) => [page.files.page, page.files.alto, page.files.text]), `${task.jobId}.pdf`, 'manifest.json'],
       'documented order: per page PAGE, ALTO, text; then the PDF; the manifest last',
     );
-    assert.ok(checked.pages.every((page) => page.pdfWordsChecked > 50), 'every word of the text layer was checked against its box');
+    assert.ok(
+      checked.pages.every((page) => page.pdfWordsChecked > 50),
+      'every word of the text layer was checked against its box',
+    );
     assert.match(checked.pages[0].pdfText!, /Aufklaͤrung iſt der Ausgang des Men-\nſchen aus ſeiner ſelbſt/);
     // Word boundaries survive extraction where the geometry is ordinary (the Kant page has a
     // drop capital "A" glued to "ufklaͤrung" by pdf.js, which the whitespace-free check allows).
@@ -107,7 +118,10 @@ describe('export pipeline', () => {
       checked.manifest.pages.map((page) => page.files.text),
       ['text/0001_Brief_Nachtrag_1.txt', 'text/0002_leer.txt', 'text/0003_layout.txt'],
     );
-    assert.deepEqual(checked.pages.map((page) => page.text === ''), [false, true, true]);
+    assert.deepEqual(
+      checked.pages.map((page) => page.text === ''),
+      [false, true, true],
+    );
     assert.deepEqual(checked.manifest.options.pipeline_steps, ['layout', 'export']);
   });
 

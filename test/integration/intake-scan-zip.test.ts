@@ -39,7 +39,9 @@ function run(fixture: string, limits: Partial<Config['limits']> = {}, extra: { s
 }
 
 async function sha256(file: string): Promise<string> {
-  return createHash('sha256').update(await readFile(file)).digest('hex');
+  return createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
 }
 
 async function assertRefused(fixture: string, code: IntakeErrorCode, detail: RegExp, limits: Partial<Config['limits']> = {}) {
@@ -64,7 +66,12 @@ test('four formats, recognised by content, in natural order, OS junk ignored', a
     [
       { pageNumber: 1, name: 'scans/1.jpg', blobKey: `${keyPrefix}/0001.jpg`, bytes: (await stat(path.join(images, 'line-1.jpg'))).size },
       { pageNumber: 2, name: 'scans/2.png', blobKey: `${keyPrefix}/0002.png`, bytes: (await stat(path.join(images, 'line-6.png'))).size },
-      { pageNumber: 3, name: 'scans/3.webp', blobKey: `${keyPrefix}/0003.webp`, bytes: (await stat(path.join(images, 'line-8.webp'))).size },
+      {
+        pageNumber: 3,
+        name: 'scans/3.webp',
+        blobKey: `${keyPrefix}/0003.webp`,
+        bytes: (await stat(path.join(images, 'line-8.webp'))).size,
+      },
       { pageNumber: 4, name: 'scans/10.tif', blobKey: `${keyPrefix}/0004.tif`, bytes: (await stat(path.join(images, 'line-7.tif'))).size },
     ],
   );
@@ -137,9 +144,13 @@ test('ZIP bombs: an absurd ratio, a header that lies about the size, and the siz
   // Headers say ~1 KiB; the data inflates to 16 MiB: caught while streaming.
   await assertRefused('bomb-lying-size.zip', 'zip_bomb', /entry "page\.jpg" inflates to more bytes than its header declares/);
   // Per-entry declared size limit.
-  await assertRefused('valid-mixed.zip', 'zip_bomb', /entry "scans\/10\.tif" declares more than 10000 bytes/, { maxUncompressedBytes: 10_000 });
+  await assertRefused('valid-mixed.zip', 'zip_bomb', /entry "scans\/10\.tif" declares more than 10000 bytes/, {
+    maxUncompressedBytes: 10_000,
+  });
   // Total declared size limit (every entry is under it alone).
-  await assertRefused('natural-order.zip', 'zip_bomb', /declares more than 5000 bytes uncompressed in total/, { maxUncompressedBytes: 5000 });
+  await assertRefused('natural-order.zip', 'zip_bomb', /declares more than 5000 bytes uncompressed in total/, {
+    maxUncompressedBytes: 5000,
+  });
   // A stricter ratio still leaves small entries alone (grace below 1 MiB)...
   assert.equal((await run('valid-mixed.zip', { maxCompressionRatio: 1 }).result).length, 4);
 });
@@ -150,7 +161,12 @@ test('ZIP bombs: many small entries, each under the per-entry grace, refused for
   const blankPage = Buffer.alloc(1024 * 1024); // 1 MiB: exactly at the per-entry grace
   for (let n = 1; n <= 100; n++) zip.addBuffer(blankPage, `${String(n).padStart(3, '0')}.tif`, { compress: true });
   zip.end();
-  await new Promise<void>((resolve, reject) => zip.outputStream.pipe(createWriteStream(zipPath)).on('close', () => resolve()).on('error', reject));
+  await new Promise<void>((resolve, reject) =>
+    zip.outputStream
+      .pipe(createWriteStream(zipPath))
+      .on('close', () => resolve())
+      .on('error', reject),
+  );
   const { size } = await stat(zipPath);
   assert.ok(size < 200 * 1024, `the bomb is small (${size} bytes)`);
   await assertRefused(zipPath, 'zip_bomb', /"small-entry-bomb\.zip" declares \d+ bytes or more from a \d+-byte archive, a ratio above 100/);
@@ -179,7 +195,9 @@ test('a multi-page TIFF is multi_page_image', async () => {
 });
 
 test('an image over MAX_IMAGE_PIXELS is image_too_large', async () => {
-  await assertRefused('valid-mixed.zip', 'image_too_large', /entry "scans\/1\.jpg" is 320×44 pixels, more than 10000/, { maxImagePixels: 10_000 });
+  await assertRefused('valid-mixed.zip', 'image_too_large', /entry "scans\/1\.jpg" is 320×44 pixels, more than 10000/, {
+    maxImagePixels: 10_000,
+  });
   assert.equal((await run('valid-mixed.zip', { maxImagePixels: 320 * 44 }).result).length, 4);
 });
 
@@ -190,7 +208,9 @@ test('more pages than MAX_PAGES is too_many_pages; exactly MAX_PAGES is accepted
 
 test('an upload over MAX_UPLOAD_BYTES is upload_too_large (413)', async () => {
   const size = (await stat(path.join(zips, 'valid-mixed.zip'))).size;
-  await assertRefused('valid-mixed.zip', 'upload_too_large', new RegExp(`larger than the ${size - 1}-byte limit`), { maxUploadBytes: size - 1 });
+  await assertRefused('valid-mixed.zip', 'upload_too_large', new RegExp(`larger than the ${size - 1}-byte limit`), {
+    maxUploadBytes: size - 1,
+  });
   assert.equal((await run('valid-mixed.zip', { maxUploadBytes: size }).result).length, 4);
 });
 
@@ -228,7 +248,10 @@ test('an intake aborted midway (job cancelled, shutdown) stops and removes what 
   await assert.rejects(readdir(store.localPath(keyPrefix)), { code: 'ENOENT' });
 
   const already = AbortSignal.abort(new Error('shutting down'));
-  await assert.rejects(intakeScanZip(path.join(zips, 'valid-mixed.zip'), { limits: defaults, blobs, keyPrefix, signal: already }), /shutting down/);
+  await assert.rejects(
+    intakeScanZip(path.join(zips, 'valid-mixed.zip'), { limits: defaults, blobs, keyPrefix, signal: already }),
+    /shutting down/,
+  );
 });
 
 function writeZip(zipPath: string, entries: Array<[string, Buffer]>): Promise<void> {

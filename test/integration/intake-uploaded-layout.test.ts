@@ -27,7 +27,9 @@ before(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'hwr-intake-layout-'));
   blobs = new FilesystemBlobStore(path.join(root, 'blobs'));
   [zolaImage, zolaXml, kantXml, draculaImage] = await Promise.all(
-    ['cremma19_zola_f207.jpg', 'cremma19_zola_f207.xml', 'ocrd_kant_aufklaerung_1784_0017.xml', 'fondue_en_print_dracula_page_51.png'].map((file) => readFile(path.join(FIXTURES, file))),
+    ['cremma19_zola_f207.jpg', 'cremma19_zola_f207.xml', 'ocrd_kant_aufklaerung_1784_0017.xml', 'fondue_en_print_dracula_page_51.png'].map(
+      (file) => readFile(path.join(FIXTURES, file)),
+    ),
   );
 });
 after(async () => {
@@ -50,7 +52,12 @@ function intake(file: string, limits: Partial<Config['limits']> = {}) {
   return { keyPrefix, result: intakeScanZip(file, { limits: { ...defaults, ...limits }, blobs, keyPrefix, uploadName: 'scans.zip' }) };
 }
 
-async function assertRefused(entries: [string, Buffer | string][], code: IntakeErrorCode, detail: RegExp, limits: Partial<Config['limits']> = {}) {
+async function assertRefused(
+  entries: [string, Buffer | string][],
+  code: IntakeErrorCode,
+  detail: RegExp,
+  limits: Partial<Config['limits']> = {},
+) {
   const { keyPrefix, result } = intake(await zipFile(entries), limits);
   await assert.rejects(result, (error: unknown) => {
     assert.ok(error instanceof IntakeError, `expected an IntakeError, got ${String(error)}`);
@@ -62,7 +69,7 @@ async function assertRefused(entries: [string, Buffer | string][], code: IntakeE
   await assert.rejects(readdir(blobs.localPath(keyPrefix)), { code: 'ENOENT' });
 }
 
-test('an XML file with an image\'s stem is that page\'s layout: stored beside it, not a page', async () => {
+test("an XML file with an image's stem is that page's layout: stored beside it, not a page", async () => {
   const file = await zipFile([
     ['scans/1_zola.jpg', zolaImage],
     ['scans/1_zola.XML', zolaXml],
@@ -82,7 +89,7 @@ test('an XML file with an image\'s stem is that page\'s layout: stored beside it
   assert.deepEqual((await readdir(blobs.localPath(keyPrefix))).sort(), ['0001.jpg', '0001.layout.xml', '0002.png']);
 });
 
-test('refused: an XML file that is no image\'s layout (layout_unmatched)', async () => {
+test("refused: an XML file that is no image's layout (layout_unmatched)", async () => {
   await assertRefused(
     [
       ['scans/1.jpg', zolaImage],
@@ -158,7 +165,9 @@ test('refused: the layout of a page of another shape (layout_size_mismatch)', as
 });
 
 test('refused: a layout line wholly outside the image (layout_outside_image)', async () => {
-  const moved = zolaXml.toString('utf8').replace(/(<TextLine[^>]*>\s*<Shape><Polygon POINTS=)"[^"]+"/, '$1"9000 9000 9100 9000 9100 9100 9000 9100"');
+  const moved = zolaXml
+    .toString('utf8')
+    .replace(/(<TextLine[^>]*>\s*<Shape><Polygon POINTS=)"[^"]+"/, '$1"9000 9000 9100 9000 9100 9100 9000 9100"');
   await assertRefused(
     [
       ['1.jpg', zolaImage],

@@ -16,7 +16,10 @@ test('several processes migrating at once apply each migration exactly once', as
   // Exactly one of them applied everything; the others found nothing left to do.
   assert.deepEqual(results.map((result) => result.applied.length).sort(), [0, 0, 0, files.length]);
   const recorded = await databases[0].pool.query<{ name: string }>('select name from schema_migrations order by version');
-  assert.deepEqual(recorded.rows.map((row) => row.name), files);
+  assert.deepEqual(
+    recorded.rows.map((row) => row.name),
+    files,
+  );
   // And a later start applies nothing.
   assert.deepEqual((await migrate(databases[1].pool)).applied, []);
   const functions = await databases[0].pool.query(`select proname from pg_proc where proname like 'hwr_%' order by proname`);

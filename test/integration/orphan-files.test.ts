@@ -72,7 +72,10 @@ describe('orphan files', () => {
   });
 
   test('worker processes run the sweep as a cron task', async () => {
-    const schedules = await runtime.db.pool.query<{ name: string; cron: string }>('select name, cron from pgboss.schedule where name = $1', [QUEUES.sweepOrphanBlobs]);
+    const schedules = await runtime.db.pool.query<{ name: string; cron: string }>(
+      'select name, cron from pgboss.schedule where name = $1',
+      [QUEUES.sweepOrphanBlobs],
+    );
     assert.deepEqual(schedules.rows, [{ name: QUEUES.sweepOrphanBlobs, cron: '*/10 * * * *' }]);
   });
 

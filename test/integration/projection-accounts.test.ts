@@ -10,8 +10,16 @@ const B = 'b0000000-0000-4000-8000-000000000002';
 describe('accounts projection', () => {
   test('an account per AccountCreated; a rotation stamps only its own account; replay from zero gives the same rows', async () => {
     await spec.given([
-      { streamId: `account-${A}`, type: 'AccountCreated', data: { accountId: A, name: 'archive', createdAt: '2026-11-01T09:00:00.000Z', webhookSecretSha256: 'x' } },
-      { streamId: `account-${B}`, type: 'AccountCreated', data: { accountId: B, name: 'library', createdAt: '2026-11-01T09:30:00.000Z', webhookSecretSha256: 'y' } },
+      {
+        streamId: `account-${A}`,
+        type: 'AccountCreated',
+        data: { accountId: A, name: 'archive', createdAt: '2026-11-01T09:00:00.000Z', webhookSecretSha256: 'x' },
+      },
+      {
+        streamId: `account-${B}`,
+        type: 'AccountCreated',
+        data: { accountId: B, name: 'library', createdAt: '2026-11-01T09:30:00.000Z', webhookSecretSha256: 'y' },
+      },
       { streamId: `account-${A}`, type: 'WebhookSecretRotated', data: { webhookSecretSha256: 'z', rotatedAt: '2026-11-02T08:00:00.000Z' } },
     ]);
     await spec.thenRows('accounts', 'name', [

@@ -22,7 +22,14 @@ describe('api_keys projection', () => {
       { streamId: `account-${A}`, type: 'ApiKeyRevoked', data: { keyId: K1, revokedAt: '2026-11-03T12:00:00.000Z' } },
     ]);
     await spec.thenRows('api_keys', 'created_at', [
-      { key_id: K1, account_id: A, label: 'scanner', prefix: 'hwr_scanner', key_hash: 'hash-scanner', revoked_at: '2026-11-03T12:00:00.000Z' },
+      {
+        key_id: K1,
+        account_id: A,
+        label: 'scanner',
+        prefix: 'hwr_scanner',
+        key_hash: 'hash-scanner',
+        revoked_at: '2026-11-03T12:00:00.000Z',
+      },
       { key_id: K2, account_id: A, label: 'portal', prefix: 'hwr_portal', key_hash: 'hash-portal', revoked_at: null },
     ]);
     await spec.replayFromZero();

@@ -17,14 +17,21 @@ const queued = (webhookUrl: string | null) =>
     keyId: null,
     pageCount: 3,
     pages: [1, 2, 3].map((n) => ({ pageNumber: n, name: `${n}.png`, blobKey: `jobs/${JOB}/pages/000${n}.png`, sha256: 'ab', bytes: 1 })),
-    options: { llmTier: 'cheap', preset: 'generic', pipelineSteps: ['layout', 'recognition', 'correction', 'export'], pdfFormat: 'pdfa-2b', webhookUrl },
+    options: {
+      llmTier: 'cheap',
+      preset: 'generic',
+      pipelineSteps: ['layout', 'recognition', 'correction', 'export'],
+      pdfFormat: 'pdfa-2b',
+      webhookUrl,
+    },
     uploadKey: `jobs/${JOB}/upload.zip`,
     createdAt: '2026-11-01T09:00:00.000Z',
     expiresAt: '2026-11-08T09:00:00.000Z',
     idempotency: null,
   });
 const step = (page: number | null, name: string) => event('StepStarted', { page, step: name });
-const completed = (page: number) => event('PageCompleted', { page, resultKey: `r/${page}`, lineCount: page * 10, warnings: [], correction: null });
+const completed = (page: number) =>
+  event('PageCompleted', { page, resultKey: `r/${page}`, lineCount: page * 10, warnings: [], correction: null });
 
 describe('job_status projection', () => {
   test('while pages run side by side the current step is the earliest step of an unfinished page', async () => {
@@ -42,7 +49,16 @@ describe('job_status projection', () => {
       step(1, 'correction'),
     ]);
     await spec.thenRows('job_status', 'job_id', [
-      { job_id: JOB, state: 'processing', page_count: 3, pages_done: 1, current_step: 'recognition', started_at: '2026-11-01T09:00:01.000Z', finished_at: null, version: 11 },
+      {
+        job_id: JOB,
+        state: 'processing',
+        page_count: 3,
+        pages_done: 1,
+        current_step: 'recognition',
+        started_at: '2026-11-01T09:00:01.000Z',
+        finished_at: null,
+        version: 11,
+      },
     ]);
     await spec.thenRows('job_pages', 'page_number', [
       { page_number: 1, step: 'correction', completed: false, result_key: null, line_count: null },
@@ -60,7 +76,13 @@ describe('job_status projection', () => {
       completed(2),
       completed(3),
       step(null, 'export'),
-      event('JobSucceeded', { finishedAt: '2026-11-01T09:05:00.000Z', archiveKey: `jobs/${JOB}/result.zip`, archiveBytes: 1234, archiveSha256: 'ff', warningMessage: null }),
+      event('JobSucceeded', {
+        finishedAt: '2026-11-01T09:05:00.000Z',
+        archiveKey: `jobs/${JOB}/result.zip`,
+        archiveBytes: 1234,
+        archiveSha256: 'ff',
+        warningMessage: null,
+      }),
       event('CallbackAttempted', {
         deliveryId: 'f0000000-0000-4000-8000-000000000001',
         event: 'job.completed',
@@ -91,8 +113,15 @@ describe('job_status projection', () => {
   });
 
   test('a cancelled job keeps its pages done and has no current step', async () => {
-    await spec.given([queued(null), event('JobStarted', { startedAt: '2026-11-01T09:00:01.000Z' }), completed(2), event('JobCancelled', { cancelledAt: '2026-11-01T09:01:00.000Z', previousState: 'processing' })]);
-    await spec.thenRows('job_status', 'job_id', [{ state: 'cancelled', pages_done: 1, current_step: null, finished_at: '2026-11-01T09:01:00.000Z', callback_state: null }]);
+    await spec.given([
+      queued(null),
+      event('JobStarted', { startedAt: '2026-11-01T09:00:01.000Z' }),
+      completed(2),
+      event('JobCancelled', { cancelledAt: '2026-11-01T09:01:00.000Z', previousState: 'processing' }),
+    ]);
+    await spec.thenRows('job_status', 'job_id', [
+      { state: 'cancelled', pages_done: 1, current_step: null, finished_at: '2026-11-01T09:01:00.000Z', callback_state: null },
+    ]);
     await spec.replayFromZero();
   });
 });

@@ -14,13 +14,55 @@ const stream = `account-${A}`;
 describe('users projection', () => {
   test('invited, created, failed, signed in, reset by a second link; replay from zero gives the same rows', async () => {
     await spec.given([
-      { streamId: stream, type: 'UserInvited', data: { userId: U, email: 'ada@example.org', inviteId: I1, tokenSha256: 't1', invitedAt: '2026-11-01T09:00:00.000Z', expiresAt: '2026-11-04T09:00:00.000Z' } },
-      { streamId: stream, type: 'UserCreated', data: { userId: U, email: 'ada@example.org', inviteId: I1, createdAt: '2026-11-01T10:00:00.000Z' } },
-      { streamId: stream, type: 'UserSignInFailed', data: { userId: U, address: '203.0.113.1', reason: 'wrong_password', failedAt: '2026-11-01T11:00:00.000Z' } },
-      { streamId: stream, type: 'UserSignInFailed', data: { userId: U, address: '203.0.113.1', reason: 'wrong_password', failedAt: '2026-11-01T11:01:00.000Z' } },
-      { streamId: stream, type: 'UserSignedIn', data: { userId: U, address: '203.0.113.1', sessionRef: 'abc', signedInAt: '2026-11-01T11:02:00.000Z' } },
-      { streamId: stream, type: 'UserSignInFailed', data: { userId: U, address: '203.0.113.2', reason: 'wrong_password', failedAt: '2026-11-01T12:00:00.000Z' } },
-      { streamId: stream, type: 'UserInvited', data: { userId: U, email: 'ada@example.org', inviteId: I2, tokenSha256: 't2', invitedAt: '2026-11-02T09:00:00.000Z', expiresAt: '2026-11-05T09:00:00.000Z' } },
+      {
+        streamId: stream,
+        type: 'UserInvited',
+        data: {
+          userId: U,
+          email: 'ada@example.org',
+          inviteId: I1,
+          tokenSha256: 't1',
+          invitedAt: '2026-11-01T09:00:00.000Z',
+          expiresAt: '2026-11-04T09:00:00.000Z',
+        },
+      },
+      {
+        streamId: stream,
+        type: 'UserCreated',
+        data: { userId: U, email: 'ada@example.org', inviteId: I1, createdAt: '2026-11-01T10:00:00.000Z' },
+      },
+      {
+        streamId: stream,
+        type: 'UserSignInFailed',
+        data: { userId: U, address: '203.0.113.1', reason: 'wrong_password', failedAt: '2026-11-01T11:00:00.000Z' },
+      },
+      {
+        streamId: stream,
+        type: 'UserSignInFailed',
+        data: { userId: U, address: '203.0.113.1', reason: 'wrong_password', failedAt: '2026-11-01T11:01:00.000Z' },
+      },
+      {
+        streamId: stream,
+        type: 'UserSignedIn',
+        data: { userId: U, address: '203.0.113.1', sessionRef: 'abc', signedInAt: '2026-11-01T11:02:00.000Z' },
+      },
+      {
+        streamId: stream,
+        type: 'UserSignInFailed',
+        data: { userId: U, address: '203.0.113.2', reason: 'wrong_password', failedAt: '2026-11-01T12:00:00.000Z' },
+      },
+      {
+        streamId: stream,
+        type: 'UserInvited',
+        data: {
+          userId: U,
+          email: 'ada@example.org',
+          inviteId: I2,
+          tokenSha256: 't2',
+          invitedAt: '2026-11-02T09:00:00.000Z',
+          expiresAt: '2026-11-05T09:00:00.000Z',
+        },
+      },
       { streamId: stream, type: 'PasswordChanged', data: { userId: U, inviteId: I2, changedAt: '2026-11-02T10:00:00.000Z' } },
     ]);
     await spec.thenRows('portal_users', 'user_id', [

@@ -42,15 +42,21 @@ describe('projections rebuild and verify', () => {
     const status = (await runtime.db.pool.query('select pages_done from job_status where job_id = $1', [done])).rows[0];
     assert.equal(status.pages_done, 3);
     const billing = (await runtime.db.pool.query('select job_id from billing where account_id = $1', [account.accountId])).rows;
-    assert.deepEqual(billing.map((row) => row.job_id), [done], 'only the done job is billed');
+    assert.deepEqual(
+      billing.map((row) => row.job_id),
+      [done],
+      'only the done job is billed',
+    );
   });
 });
 
 describe('projection code versions', () => {
-  test('two versions of the projection code run side by side: each append projects with its caller\'s version, and reinstalling one leaves the other alone', async () => {
+  test("two versions of the projection code run side by side: each append projects with its caller's version, and reinstalling one leaves the other alone", async () => {
     // Version B: the accounts projection stores names upper-cased (an observable difference).
     const versionB = PROJECTIONS.map((projection) =>
-      projection.name === 'accounts' ? { ...projection, apply: projection.apply.replace("e.data->>'name'", "upper(e.data->>'name')") } : projection,
+      projection.name === 'accounts'
+        ? { ...projection, apply: projection.apply.replace("e.data->>'name'", "upper(e.data->>'name')") }
+        : projection,
     );
     assert.notEqual(projectionsVersion(versionB), projectionsVersion());
     const client = await runtime.db.pool.connect();
@@ -62,8 +68,16 @@ describe('projection code versions', () => {
     }
     const appendAccountCreated = async (dispatcher: string, name: string) => {
       const accountId = randomUUID();
-      const event = { type: 'AccountCreated', data: { accountId, name, createdAt: new Date().toISOString(), webhookSecretSha256: 'x' }, metadata: {} };
-      await runtime.db.pool.query('select * from hwr_append_to_stream($1, $2, 0, $3, false, null, true)', [dispatcher, `account-${accountId}`, JSON.stringify([event])]);
+      const event = {
+        type: 'AccountCreated',
+        data: { accountId, name, createdAt: new Date().toISOString(), webhookSecretSha256: 'x' },
+        metadata: {},
+      };
+      await runtime.db.pool.query('select * from hwr_append_to_stream($1, $2, 0, $3, false, null, true)', [
+        dispatcher,
+        `account-${accountId}`,
+        JSON.stringify([event]),
+      ]);
       return (await runtime.db.pool.query('select name from accounts where account_id = $1', [accountId])).rows[0].name;
     };
     assert.equal(await appendAccountCreated(PROJECTION_DISPATCHER, 'side-by-side-a'), 'side-by-side-a');
@@ -82,7 +96,9 @@ describe('projection code versions', () => {
     assert.ok(rebuilt.events > 0);
     await Promise.all(jobs.map((job) => waitForJobState(runtime, job, ['done'])));
     assert.deepEqual((await verifyProjections(runtime.db.pool)).differences, []);
-    const leftovers = await runtime.db.pool.query(`select nspname from pg_namespace where nspname like 'hwr_retired_%' or nspname like 'hwr_replay_%'`);
+    const leftovers = await runtime.db.pool.query(
+      `select nspname from pg_namespace where nspname like 'hwr_retired_%' or nspname like 'hwr_replay_%'`,
+    );
     assert.deepEqual(leftovers.rows, []);
   });
 });

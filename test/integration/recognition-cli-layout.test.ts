@@ -32,14 +32,17 @@ function hwr(args: string[]): Promise<{ code: number | null; stdout: string; std
   });
 }
 
-test('--layout keeps the file\'s lines, ids and order and reads them', async () => {
+test("--layout keeps the file's lines, ids and order and reads them", async () => {
   const { code, stdout, stderr } = await hwr(['recognize', image, '--layout', layout, '--json']);
   assert.equal(code, 0, stderr);
   const page = JSON.parse(stdout.trim()) as PageResult;
   assert.equal(page.layoutSource, 'uploaded');
   const ids = [...(await readFile(layout, 'utf8')).matchAll(/<TextLine[^>]*ID="([^"]+)"/g)].map((match) => match[1]);
   const lines = page.regions.flatMap((region) => region.lines);
-  assert.deepEqual(lines.map((line) => line.id), ids);
+  assert.deepEqual(
+    lines.map((line) => line.id),
+    ids,
+  );
   assert.ok(lines.filter((line) => line.text !== '').length >= 20);
   assert.ok(!page.producer.models.some((model) => model.role === 'detection'));
 });

@@ -36,7 +36,10 @@ test('hwr recognize --json prints one page result per image; a bad image fails a
   const { code, stdout, stderr } = await hwr(['recognize', corrupt, PRINTED_PAGE.imagePath, '--json']);
   assert.equal(code, 1, stderr);
   assert.match(stderr, /corrupt\.jpg: \[image_unreadable\]/);
-  const pages = stdout.trim().split('\n').map((line) => JSON.parse(line) as PageResult);
+  const pages = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as PageResult);
   assert.equal(pages.length, 1);
   assert.equal(pages[0].image.name, path.basename(PRINTED_PAGE.imagePath));
   assert.equal(pages[0].pageNumber, 2);

@@ -25,11 +25,21 @@ let greedy: OcrEngine;
 const read = new Map<string, PageRecognition>();
 
 async function recognise(on: OcrEngine, fixture: RecognitionFixture): Promise<PageRecognition> {
-  return recognizePage(on, await readFile(fixture.imagePath), { name: fixture.name, pageNumber: 1, maxPixels: config.limits.maxImagePixels, recognize: true });
+  return recognizePage(on, await readFile(fixture.imagePath), {
+    name: fixture.name,
+    pageNumber: 1,
+    maxPixels: config.limits.maxImagePixels,
+    recognize: true,
+  });
 }
 
 function cer(recognition: PageRecognition, fixture: RecognitionFixture): number {
-  return errorRate(scorePage(allLines(recognition.page).map((line) => line.text), fixture.groundTruth).characters);
+  return errorRate(
+    scorePage(
+      allLines(recognition.page).map((line) => line.text),
+      fixture.groundTruth,
+    ).characters,
+  );
 }
 
 before(async () => {
@@ -86,21 +96,30 @@ test('beam search with the language model reads the handwritten page better than
 
 test('our recognizer reads a line detected in several pieces as one crop across all of them', async () => {
   assert.equal(engine.spec.recognition.readWholeLines, true);
-  const prepared = await prepareImage(await readFile(MARGINAL_PAGE.imagePath), { name: MARGINAL_PAGE.name, maxPixels: config.limits.maxImagePixels });
+  const prepared = await prepareImage(await readFile(MARGINAL_PAGE.imagePath), {
+    name: MARGINAL_PAGE.name,
+    maxPixels: config.limits.maxImagePixels,
+  });
   const layout = await engine.layout(prepared.raster);
   const readings = await engine.read(prepared.raster, layout);
-  const split = layout.flatMap((region) => region.lines).filter((line) => line.fragments.length > 1 && readings.get(line.fragments[0])?.recognizer === 'main');
+  const split = layout
+    .flatMap((region) => region.lines)
+    .filter((line) => line.fragments.length > 1 && readings.get(line.fragments[0])?.recognizer === 'main');
   assert.ok(split.length >= 3, `${split.length} lines in several pieces read by our recognizer`);
   for (const line of split) {
     const first = readings.get(line.fragments[0]);
     assert.ok(first && first.characters.length > 0);
-    for (const piece of line.fragments.slice(1)) assert.deepEqual(readings.get(piece)?.characters, [], 'the other pieces read nothing of their own');
+    for (const piece of line.fragments.slice(1))
+      assert.deepEqual(readings.get(piece)?.characters, [], 'the other pieces read nothing of their own');
     // the crop runs from the line's first piece to its last: its ends lie on the line's outer corners
     const along = (point: readonly [number, number]): number => point[0] * Math.cos(line.angle) + point[1] * Math.sin(line.angle);
     const corners = line.fragments.flatMap((piece) => rectCorners(piece)).map(along);
     const { frame, width } = first.crop;
     const cropStart = along(patchToPage(frame, 0, 0));
     const cropEnd = along(patchToPage(frame, width, 0));
-    assert.ok(Math.abs(cropStart - Math.min(...corners)) < 1 && Math.abs(cropEnd - Math.max(...corners)) < 1, `crop ${cropStart}..${cropEnd}`);
+    assert.ok(
+      Math.abs(cropStart - Math.min(...corners)) < 1 && Math.abs(cropEnd - Math.max(...corners)) < 1,
+      `crop ${cropStart}..${cropEnd}`,
+    );
   }
 });

@@ -9,7 +9,14 @@ import { boundingBox } from '../../src/pipeline/layout/geometry.ts';
 import { recognizePage } from '../../src/pipeline/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../../src/pipeline/shared-engine.ts';
 import { errorRate, scorePage } from '../../bench/lib/text-metrics.ts';
-import { groundTruthLines, MARGINAL_PAGE, matchLines, PRINTED_PAGE, readingOrderAgreement, type RecognitionFixture } from '../support/recognition-fixtures.ts';
+import {
+  groundTruthLines,
+  MARGINAL_PAGE,
+  matchLines,
+  PRINTED_PAGE,
+  readingOrderAgreement,
+  type RecognitionFixture,
+} from '../support/recognition-fixtures.ts';
 
 const pages = new Map<RecognitionFixture, PageResult>();
 
@@ -37,7 +44,10 @@ function recognised(fixture: RecognitionFixture): PageResult {
 
 test('the printed control page is read with a CER under 2% (measured: 0.1-0.3%)', () => {
   const page = recognised(PRINTED_PAGE);
-  const score = scorePage(allLines(page).map((line) => line.text), PRINTED_PAGE.groundTruth);
+  const score = scorePage(
+    allLines(page).map((line) => line.text),
+    PRINTED_PAGE.groundTruth,
+  );
   assert.ok(errorRate(score.characters) < 0.02, `CER ${errorRate(score.characters)}`);
   assert.ok(errorRate(score.words) < 0.05, `WER ${errorRate(score.words)}`);
 });
@@ -50,7 +60,10 @@ test('the printed control page is read with a CER under 2% (measured: 0.1-0.3%)'
 // moves both the figures and the bounds here.
 test('the handwritten page is read with a CER under 26% and a WER under 59% (hwr-htr-v2: 23.5% and 54.0%; tesseract: 59% CER)', () => {
   const page = recognised(MARGINAL_PAGE);
-  const score = scorePage(allLines(page).map((line) => line.text), MARGINAL_PAGE.groundTruth);
+  const score = scorePage(
+    allLines(page).map((line) => line.text),
+    MARGINAL_PAGE.groundTruth,
+  );
   assert.ok(errorRate(score.characters) < 0.26, `CER ${errorRate(score.characters)}`);
   assert.ok(errorRate(score.words) < 0.59, `WER ${errorRate(score.words)}`);
 });
@@ -63,7 +76,10 @@ test('line counts are near the ground truth and almost every ground-truth line i
     const page = recognised(fixture);
     const truth = await groundTruthLines(fixture);
     const lines = allLines(page).length;
-    assert.ok(Math.abs(lines - truth.length) <= Math.ceil(tolerance * truth.length), `${fixture.name}: ${lines} lines, ground truth ${truth.length}`);
+    assert.ok(
+      Math.abs(lines - truth.length) <= Math.ceil(tolerance * truth.length),
+      `${fixture.name}: ${lines} lines, ground truth ${truth.length}`,
+    );
     const found = new Set(matchLines(page, truth).filter((index) => index >= 0)).size;
     assert.ok(found >= 0.9 * truth.length, `${fixture.name}: ${found} of ${truth.length} ground-truth lines found`);
   }
@@ -101,12 +117,18 @@ test('word boxes lie inside their lines and spell the line', () => {
       for (const word of line.words) {
         const { x, y, width, height } = word.box;
         assert.ok(width > 0 && height > 0, `${word.id} has an empty box`);
-        assert.ok(x >= lineBox.x && y >= lineBox.y && x + width <= lineBox.x + lineBox.width && y + height <= lineBox.y + lineBox.height, `${word.id} leaves ${line.id}`);
+        assert.ok(
+          x >= lineBox.x && y >= lineBox.y && x + width <= lineBox.x + lineBox.width && y + height <= lineBox.y + lineBox.height,
+          `${word.id} leaves ${line.id}`,
+        );
         assert.ok(word.confidence > 0 && word.confidence <= 1);
       }
       // Words follow the writing direction.
       const starts = line.words.map((word) => word.box.x);
-      assert.ok(starts.every((start, index) => index === 0 || start >= starts[index - 1] - 2), `${line.id}: words out of order`);
+      assert.ok(
+        starts.every((start, index) => index === 0 || start >= starts[index - 1] - 2),
+        `${line.id}: words out of order`,
+      );
     }
   }
 });
@@ -122,10 +144,16 @@ test('lines carry geometry, baselines and confidences inside the page', () => {
         assert.ok(line.baseline.length >= 2 && line.baseline.every(inside), line.id);
         const box = boundingBox(line.polygon);
         const xs = line.baseline.map(([x]) => x);
-        assert.ok(xs.every((x, index) => index === 0 || x >= xs[index - 1]), `${line.id}: baseline does not run left to right`);
+        assert.ok(
+          xs.every((x, index) => index === 0 || x >= xs[index - 1]),
+          `${line.id}: baseline does not run left to right`,
+        );
         // The baseline lies in the lower part of the line, not on its top.
         const meanY = line.baseline.reduce((sum, [, y]) => sum + y, 0) / line.baseline.length;
-        assert.ok(meanY > box.y + box.height * 0.4 && meanY <= box.y + box.height, `${line.id}: baseline at ${meanY} in ${JSON.stringify(box)}`);
+        assert.ok(
+          meanY > box.y + box.height * 0.4 && meanY <= box.y + box.height,
+          `${line.id}: baseline at ${meanY} in ${JSON.stringify(box)}`,
+        );
         assert.ok(line.confidence > 0 && line.confidence <= 1);
       }
     }

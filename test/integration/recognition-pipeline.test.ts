@@ -92,7 +92,10 @@ test('the correction step hands the recognised page to the corrector and returns
       return { ...page, warnings: [...page.warnings, 'checked by the test corrector'] };
     },
   };
-  const page = await createPagePipeline({ config, corrector }).processPage(task(['layout', 'recognition', 'correction', 'export']), context(entered));
+  const page = await createPagePipeline({ config, corrector }).processPage(
+    task(['layout', 'recognition', 'correction', 'export']),
+    context(entered),
+  );
   assert.deepEqual(entered, ['layout', 'recognition', 'correction']);
   assert.equal(received.length, 1);
   assert.equal(received[0].input.imageBlobKey, 'jobs/j1/pages/1.png');
@@ -121,18 +124,24 @@ test('a cancelled job stops between steps with the signal reason', async () => {
       if (step === 'layout') controller.abort(reason);
     },
   };
-  await assert.rejects(createPagePipeline({ config }).processPage(task(['layout', 'recognition', 'export']), ctx), (error) => error === reason);
+  await assert.rejects(
+    createPagePipeline({ config }).processPage(task(['layout', 'recognition', 'export']), ctx),
+    (error) => error === reason,
+  );
   assert.deepEqual(entered, ['layout']);
 });
 
 test('a corrupt image fails the page with a typed, permanent error', async () => {
-  await assert.rejects(createPagePipeline({ config }).processPage(task(['layout', 'recognition', 'export'], 'jobs/j1/pages/2.jpg', 2), context([])), (error) => {
-    assert.ok(error instanceof PipelineError);
-    assert.equal(error.code, 'image_unreadable');
-    assert.equal(error.retryable, false);
-    assert.match(error.message, /scans\/page-2\.png/);
-    return true;
-  });
+  await assert.rejects(
+    createPagePipeline({ config }).processPage(task(['layout', 'recognition', 'export'], 'jobs/j1/pages/2.jpg', 2), context([])),
+    (error) => {
+      assert.ok(error instanceof PipelineError);
+      assert.equal(error.code, 'image_unreadable');
+      assert.equal(error.retryable, false);
+      assert.match(error.message, /scans\/page-2\.png/);
+      return true;
+    },
+  );
 });
 
 test('an image over MAX_IMAGE_PIXELS is refused before decoding', async () => {
@@ -158,7 +167,18 @@ test('MODEL_DIR: a model directory in the documented format is used', async () =
       name: 'pp-ocrv4-test-copy',
       version: '2026.1',
       detection: { file: builtin.detection.file },
-      recognition: { file: builtin.recognition.file, charset: 'keys.txt', inputHeight: 48, channels: 3, mean: [0.5], std: [0.5], blankIndex: 0, appendSpace: true, padding: 'zero', restrictTo: 'latin' },
+      recognition: {
+        file: builtin.recognition.file,
+        charset: 'keys.txt',
+        inputHeight: 48,
+        channels: 3,
+        mean: [0.5],
+        std: [0.5],
+        blankIndex: 0,
+        appendSpace: true,
+        padding: 'zero',
+        restrictTo: 'latin',
+      },
     }),
   );
   const custom = { ...config, recognition: { ...config.recognition, modelDir: directory } };
@@ -176,12 +196,27 @@ test('MODEL_DIR: a model directory in the documented format is used', async () =
 test('MODEL_DIR: a broken model directory fails with model_invalid, listing every problem', async () => {
   const directory = path.join(root, 'broken-model');
   await mkdir(directory);
-  await writeFile(path.join(directory, 'manifest.json'), JSON.stringify({ format: 'hwr-model/1', name: 'broken', detection: { file: 'missing.onnx' }, recognition: { inputHeight: 'tall', channels: 2 } }));
+  await writeFile(
+    path.join(directory, 'manifest.json'),
+    JSON.stringify({
+      format: 'hwr-model/1',
+      name: 'broken',
+      detection: { file: 'missing.onnx' },
+      recognition: { inputHeight: 'tall', channels: 2 },
+    }),
+  );
   const broken = { ...config, recognition: { ...config.recognition, modelDir: directory } };
   await assert.rejects(createPagePipeline({ config: broken }).processPage(task(['layout', 'export']), context([])), (error) => {
     assert.ok(error instanceof PipelineError);
     assert.equal(error.code, 'model_invalid');
-    for (const problem of ['detection.file: file', 'recognition.file is required', 'recognition.charset is required', 'recognition.inputHeight must be a number', 'recognition.channels must be 1 or 3', 'manifest.version is required']) {
+    for (const problem of [
+      'detection.file: file',
+      'recognition.file is required',
+      'recognition.charset is required',
+      'recognition.inputHeight must be a number',
+      'recognition.channels must be 1 or 3',
+      'manifest.version is required',
+    ]) {
       assert.ok(error.message.includes(problem), `missing "${problem}" in: ${error.message}`);
     }
     return true;

@@ -60,7 +60,10 @@ describe('storage stats', () => {
   test('the filesystem store: a write in progress is not counted', async () => {
     const blobs = new FilesystemBlobStore(path.join(work, 'fs'));
     await fill(blobs);
-    await writeFile(path.join(blobs.localPath(`jobs/${JOB_A}/pages`), '0003.jpg.0b6f7e3c-2f8e-4a57-9d6c-9f5c1d1d1d1d.tmp'), Buffer.alloc(999));
+    await writeFile(
+      path.join(blobs.localPath(`jobs/${JOB_A}/pages`), '0003.jpg.0b6f7e3c-2f8e-4a57-9d6c-9f5c1d1d1d1d.tmp'),
+      Buffer.alloc(999),
+    );
     assert.deepEqual(await storageStats(blobs), expected);
   });
 
@@ -71,7 +74,15 @@ describe('storage stats', () => {
     blobs.close();
     const { stdout } = await promisify(execFile)(process.execPath, [path.join(root, 'src/cli/main.ts'), 'storage', 'stats'], {
       cwd: root,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, DATABASE_URL: databaseUrl, DATA_DIR: path.join(work, 'cli'), LOG_LEVEL: 'warn', ...s3.env('stats') },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        TMPDIR: process.env.TMPDIR,
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: path.join(work, 'cli'),
+        LOG_LEVEL: 'warn',
+        ...s3.env('stats'),
+      },
     });
     assert.deepEqual(JSON.parse(stdout), { store: 's3', ...expected });
   });

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { PDFArray, PDFDict, PDFDocument, PDFName, PDFRawStream, PDFRef, PDFStream, decodePDFRawStream } from 'pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFName, type PDFRawStream, PDFRef, PDFStream, decodePDFRawStream } from 'pdf-lib';
 import { getDocument, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import yauzl from 'yauzl';
 import type { Manifest } from '../../src/export/manifest.ts';
@@ -94,10 +94,20 @@ export async function checkResultArchive(archive: Buffer | string, options: Arch
     altoSizes.push({ width: Number(altoPage.attributes.WIDTH), height: Number(altoPage.attributes.HEIGHT) });
     const altoLines = descendantsNamed(alto, 'TextLine').map((line) => childrenNamed(line, 'String'));
     const altoText = altoLines
-      .map((strings) => strings.map((string) => string.attributes.CONTENT).filter((content) => content !== '').join(' '))
+      .map((strings) =>
+        strings
+          .map((string) => string.attributes.CONTENT)
+          .filter((content) => content !== '')
+          .join(' '),
+      )
       .filter((line) => line !== '');
     assert.deepEqual(altoText.map(collapse), textLines.map(collapse), `${page.files.alto}: lines differ from ${page.files.text}`);
-    altoWords.push(altoLines.flat().filter((string) => string.attributes.CONTENT !== '').map(altoWord));
+    altoWords.push(
+      altoLines
+        .flat()
+        .filter((string) => string.attributes.CONTENT !== '')
+        .map(altoWord),
+    );
     return { pageNumber: page.page_number, text, pdfText: null, pdfWordsChecked: 0 };
   });
 
@@ -131,7 +141,10 @@ function altoWord(string: XmlElement): AltoWord {
 /** PDF/A-2b markers and the rules that hold for every PDF we write, read with pdf-lib's parser. */
 async function checkPdfStructure(pdf: Buffer, format: 'pdfa-2b' | 'pdf'): Promise<void> {
   assert.equal(pdf.subarray(0, 8).toString('latin1'), '%PDF-1.7', 'PDF header');
-  assert.ok([...pdf.subarray(10, 14)].every((byte) => byte > 127), 'binary comment after the header');
+  assert.ok(
+    [...pdf.subarray(10, 14)].every((byte) => byte > 127),
+    'binary comment after the header',
+  );
   const document = await PDFDocument.load(pdf, { updateMetadata: false });
   const trailer = document.context.trailerInfo;
   assert.equal(trailer.Encrypt, undefined, 'the PDF is not encrypted');
@@ -219,7 +232,11 @@ async function checkPdfText(
         runs.push({ text, x0: matrix[4], x1: matrix[4] + width, y: matrix[5], size: matrix[3] });
       });
       const words = altoWords[index];
-      assert.deepEqual(runs.map((run) => run.text), words.map((word) => word.text), `PDF page ${index + 1}: text layer words equal the ALTO Strings`);
+      assert.deepEqual(
+        runs.map((run) => run.text),
+        words.map((word) => word.text),
+        `PDF page ${index + 1}: text layer words equal the ALTO Strings`,
+      );
       runs.forEach((run, wordIndex) => {
         const word = words[wordIndex];
         const left = word.x * scale;
@@ -255,14 +272,17 @@ function sha256(body: Buffer): string {
 /** Every entry of a ZIP, by name; rejects duplicate and unsafe names. */
 export async function readZip(zip: Buffer): Promise<Map<string, Buffer>> {
   const archive = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.fromBuffer(zip, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true }, (error, file) => (error ? reject(error) : resolve(file))),
+    yauzl.fromBuffer(zip, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true }, (error, file) =>
+      error ? reject(error) : resolve(file),
+    ),
   );
   const files = new Map<string, Buffer>();
   await new Promise<void>((resolve, reject) => {
     archive.on('error', reject);
     archive.on('end', () => resolve());
     archive.on('entry', (entry: yauzl.Entry) => {
-      if (entry.fileName.startsWith('/') || entry.fileName.split('/').includes('..')) return reject(new Error(`unsafe entry ${entry.fileName}`));
+      if (entry.fileName.startsWith('/') || entry.fileName.split('/').includes('..'))
+        return reject(new Error(`unsafe entry ${entry.fileName}`));
       if (files.has(entry.fileName)) return reject(new Error(`duplicate entry ${entry.fileName}`));
       archive.openReadStream(entry, (error, stream) => {
         if (error) return reject(error);

@@ -53,7 +53,18 @@ export function buildPage(lines: LineSpec[], pageNumber = 1): PageResult {
     schema: 'hwr.page-result/1',
     pageNumber,
     image: { name: 'hooker_JDH_2_16_144_002.jpg', width: 1448, height: 2152, sha256: '0'.repeat(64), format: 'jpeg', dpi: null },
-    regions: [{ id: 'r1', polygon: [[52, 111], [1075, 111], [1075, 1071], [52, 1071]], lines: lines.map(buildLine) }],
+    regions: [
+      {
+        id: 'r1',
+        polygon: [
+          [52, 111],
+          [1075, 111],
+          [1075, 1071],
+          [52, 1071],
+        ],
+        lines: lines.map(buildLine),
+      },
+    ],
     producer: { software: 'hwr', version: 'test', models: [] },
     warnings: [],
   };

@@ -35,12 +35,13 @@ export async function createTestDatabase(): Promise<string> {
   await admin.query(`create database ${name}`);
   await admin.end();
   // A cluster started here is deleted whole after the file; a shared one keeps running.
-  if (process.env.HWR_TEST_DATABASE_URL) after(async () => {
-    const client = new pg.Client(base);
-    await client.connect();
-    await client.query(`drop database if exists ${name} with (force)`);
-    await client.end();
-  });
+  if (process.env.HWR_TEST_DATABASE_URL)
+    after(async () => {
+      const client = new pg.Client(base);
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    });
   const url = new URL(base);
   url.pathname = `/${name}`;
   return url.toString();

@@ -24,10 +24,7 @@ export async function testConfig(databaseUrl: string, env: Record<string, string
   });
 }
 
-export async function startTestRuntime(
-  config: Config,
-  pipelines?: { page: PagePipeline; export: ExportPipeline },
-): Promise<Runtime> {
+export async function startTestRuntime(config: Config, pipelines?: { page: PagePipeline; export: ExportPipeline }): Promise<Runtime> {
   return startRuntime(config, createLogger(config.logLevel), {
     workers: pipelines !== undefined,
     pipelines: pipelines ? async () => pipelines : undefined,
@@ -43,14 +40,25 @@ export const DEFAULT_OPTIONS: JobOptions = {
 };
 
 /** Submits a job of `pageCount` small stored pages directly through the command bus. */
-export async function submitTestJob(runtime: Runtime, accountId: string, pageCount: number, options: Partial<JobOptions> = {}): Promise<string> {
+export async function submitTestJob(
+  runtime: Runtime,
+  accountId: string,
+  pageCount: number,
+  options: Partial<JobOptions> = {},
+): Promise<string> {
   const jobId = randomUUID();
   const pages: PageSource[] = [];
   for (let page = 1; page <= pageCount; page++) {
     const body = Buffer.from(`page ${page} of ${jobId}`);
     const blobKey = `jobs/${jobId}/pages/${String(page).padStart(4, '0')}.png`;
     await runtime.blobs.put(blobKey, body);
-    pages.push({ pageNumber: page, name: `${page}.png`, blobKey, sha256: createHash('sha256').update(body).digest('hex'), bytes: body.length });
+    pages.push({
+      pageNumber: page,
+      name: `${page}.png`,
+      blobKey,
+      sha256: createHash('sha256').update(body).digest('hex'),
+      bytes: body.length,
+    });
   }
   await runtime.bus.job(jobId, {
     type: 'SubmitJob',

@@ -33,7 +33,10 @@ export interface StagedPage {
 }
 
 /** PageResults from the fixtures' ground truth, with names as a client's ZIP might have them. */
-export async function fixturePages(dir = EXPORT_FIXTURES, pages: ReadonlyArray<{ image: string; xml: string }> = FIXTURE_PAGES): Promise<StagedPage[]> {
+export async function fixturePages(
+  dir = EXPORT_FIXTURES,
+  pages: ReadonlyArray<{ image: string; xml: string }> = FIXTURE_PAGES,
+): Promise<StagedPage[]> {
   return Promise.all(
     pages.map(async (page, index) => {
       const name = `scans/${page.image}`;

@@ -36,7 +36,10 @@ export type Reply =
 export type Handler = (request: LlmRequest) => Reply | Promise<Reply>;
 
 /** A well-formed answer with the given line texts. */
-export function answerLines(lines: Array<{ id: string; text: string }>, usage?: { input: number; output: number; thoughts?: number }): Reply {
+export function answerLines(
+  lines: Array<{ id: string; text: string }>,
+  usage?: { input: number; output: number; thoughts?: number },
+): Reply {
   return { type: 'answer', text: JSON.stringify({ lines }), ...(usage ? { usage } : {}) };
 }
 
@@ -114,11 +117,18 @@ export class FakeLlmServer {
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const path = request.url ?? '/';
     const gemini = /^\/(v1|v1beta|v1alpha)\/models\/([^/:]+):generateContent$/.exec(path);
-    const api: Api | null = request.method === 'POST' && gemini ? 'gemini' : request.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : null;
-    if (api === null) return send(response, 404, {}, { error: { code: 404, message: `no route ${request.method} ${path}`, status: 'NOT_FOUND' } });
+    const api: Api | null =
+      request.method === 'POST' && gemini ? 'gemini' : request.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : null;
+    if (api === null)
+      return send(response, 404, {}, { error: { code: 404, message: `no route ${request.method} ${path}`, status: 'NOT_FOUND' } });
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     if (api === 'gemini' && !request.headers['x-goog-api-key']) {
-      return send(response, 403, {}, { error: { code: 403, message: 'Method doesn\'t allow unregistered callers', status: 'PERMISSION_DENIED' } });
+      return send(
+        response,
+        403,
+        {},
+        { error: { code: 403, message: "Method doesn't allow unregistered callers", status: 'PERMISSION_DENIED' } },
+      );
     }
     const recorded = api === 'gemini' ? parseGemini(body, gemini![2]) : parseOpenAi(body);
     const entry: LlmRequest = { api, path, headers: request.headers, body, receivedAt, ...recorded };
@@ -136,7 +146,10 @@ function parseGemini(body: any, model: string): Pick<LlmRequest, 'model' | 'syst
   return {
     model,
     system: (body.systemInstruction?.parts ?? []).map((part: any) => part.text ?? '').join(''),
-    userText: parts.filter((part) => typeof part.text === 'string').map((part) => part.text).join(''),
+    userText: parts
+      .filter((part) => typeof part.text === 'string')
+      .map((part) => part.text)
+      .join(''),
     image: inline ? { mimeType: inline.mimeType, data: Buffer.from(inline.data, 'base64') } : null,
     schema: body.generationConfig?.responseJsonSchema ?? body.generationConfig?.responseSchema ?? null,
   };
@@ -144,7 +157,10 @@ function parseGemini(body: any, model: string): Pick<LlmRequest, 'model' | 'syst
 
 function parseOpenAi(body: any): Pick<LlmRequest, 'model' | 'system' | 'userText' | 'image' | 'schema'> {
   const messages: any[] = body.messages ?? [];
-  const system = messages.filter((message) => message.role === 'system').map((message) => message.content).join('');
+  const system = messages
+    .filter((message) => message.role === 'system')
+    .map((message) => message.content)
+    .join('');
   const user = messages.find((message) => message.role === 'user')?.content;
   const parts: any[] = typeof user === 'string' ? [{ type: 'text', text: user }] : (user ?? []);
   const url: string | undefined = parts.find((part) => part.type === 'image_url')?.image_url?.url;
@@ -152,7 +168,10 @@ function parseOpenAi(body: any): Pick<LlmRequest, 'model' | 'system' | 'userText
   return {
     model: body.model,
     system,
-    userText: parts.filter((part) => part.type === 'text').map((part) => part.text).join(''),
+    userText: parts
+      .filter((part) => part.type === 'text')
+      .map((part) => part.text)
+      .join(''),
     image: dataUrl ? { mimeType: dataUrl[1], data: Buffer.from(dataUrl[2], 'base64') } : null,
     schema: body.response_format?.json_schema?.schema ?? null,
   };
@@ -169,42 +188,56 @@ function usageOf(request: LlmRequest, reply: Extract<Reply, { type: 'answer' }>)
 
 function sendGeminiAnswer(response: http.ServerResponse, request: LlmRequest, reply: Extract<Reply, { type: 'answer' }>): void {
   const usage = usageOf(request, reply);
-  send(response, 200, {}, {
-    candidates: [
-      {
-        content: { role: 'model', parts: [{ text: reply.text }] },
-        finishReason: reply.finishReason === 'length' ? 'MAX_TOKENS' : 'STOP',
-        index: 0,
+  send(
+    response,
+    200,
+    {},
+    {
+      candidates: [
+        {
+          content: { role: 'model', parts: [{ text: reply.text }] },
+          finishReason: reply.finishReason === 'length' ? 'MAX_TOKENS' : 'STOP',
+          index: 0,
+        },
+      ],
+      usageMetadata: {
+        promptTokenCount: usage.input,
+        candidatesTokenCount: usage.output,
+        ...(usage.thoughts > 0 ? { thoughtsTokenCount: usage.thoughts } : {}),
+        totalTokenCount: usage.input + usage.output + usage.thoughts,
       },
-    ],
-    usageMetadata: {
-      promptTokenCount: usage.input,
-      candidatesTokenCount: usage.output,
-      ...(usage.thoughts > 0 ? { thoughtsTokenCount: usage.thoughts } : {}),
-      totalTokenCount: usage.input + usage.output + usage.thoughts,
+      modelVersion: request.model,
+      responseId: `fake-${Math.random().toString(36).slice(2)}`,
     },
-    modelVersion: request.model,
-    responseId: `fake-${Math.random().toString(36).slice(2)}`,
-  });
+  );
 }
 
 function sendOpenAiAnswer(response: http.ServerResponse, request: LlmRequest, reply: Extract<Reply, { type: 'answer' }>): void {
   const usage = usageOf(request, reply);
-  send(response, 200, {}, {
-    id: `chatcmpl-fake${Math.random().toString(36).slice(2)}`,
-    object: 'chat.completion',
-    created: Math.floor(Date.now() / 1000),
-    model: request.model,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', content: reply.text, refusal: null },
-        logprobs: null,
-        finish_reason: reply.finishReason ?? 'stop',
+  send(
+    response,
+    200,
+    {},
+    {
+      id: `chatcmpl-fake${Math.random().toString(36).slice(2)}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: request.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: reply.text, refusal: null },
+          logprobs: null,
+          finish_reason: reply.finishReason ?? 'stop',
+        },
+      ],
+      usage: {
+        prompt_tokens: usage.input,
+        completion_tokens: usage.output + usage.thoughts,
+        total_tokens: usage.input + usage.output + usage.thoughts,
       },
-    ],
-    usage: { prompt_tokens: usage.input, completion_tokens: usage.output + usage.thoughts, total_tokens: usage.input + usage.output + usage.thoughts },
-  });
+    },
+  );
 }
 
 const GOOGLE_STATUS: Record<number, string> = {

@@ -56,7 +56,13 @@ export async function startApiServer(
     const port = await freePort();
     const scheme = options.env?.TLS_CERT_FILE ? 'https' : 'http';
     const baseUrl = `${scheme}://127.0.0.1:${port}`;
-    const config = await testConfig(databaseUrl, { ...API_TEST_ENV, PORT: String(port), HOST: '127.0.0.1', BASE_URL: baseUrl, ...options.env });
+    const config = await testConfig(databaseUrl, {
+      ...API_TEST_ENV,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      BASE_URL: baseUrl,
+      ...options.env,
+    });
     const runtime = await startTestRuntime(config, options.pipelines);
     let server: RunningServer;
     try {
@@ -122,7 +128,11 @@ export class ApiClient {
   }
 
   /** Any request; the response is checked against the OpenAPI document. */
-  async request(method: string, pathOrUrl: string, init: { auth?: Auth; headers?: Record<string, string>; body?: FormData | Blob | string } = {}): Promise<ApiResponse> {
+  async request(
+    method: string,
+    pathOrUrl: string,
+    init: { auth?: Auth; headers?: Record<string, string>; body?: FormData | Blob | string } = {},
+  ): Promise<ApiResponse> {
     const url = pathOrUrl.startsWith('http') ? pathOrUrl : `${this.baseUrl}${pathOrUrl}`;
     const headers: Record<string, string> = { ...init.headers };
     if (init.auth) {
@@ -146,7 +156,13 @@ export class ApiClient {
   }
 
   /** POST /v1/process-scan with `zip` as scan_zip (omitted when null) and the given form fields. */
-  submit(zip: Buffer | null, auth: Auth, fields: Record<string, string> = {}, headers: Record<string, string> = {}, fileName?: string): Promise<ApiResponse> {
+  submit(
+    zip: Buffer | null,
+    auth: Auth,
+    fields: Record<string, string> = {},
+    headers: Record<string, string> = {},
+    fileName?: string,
+  ): Promise<ApiResponse> {
     return this.request('POST', '/v1/process-scan', { auth, headers, body: scanForm(zip, fields, fileName) });
   }
 }
@@ -194,7 +210,8 @@ export async function waitForStatus(
   for (;;) {
     const response = await client.get(`/v1/process-scan/${jobId}`, auth);
     if (response.status === 200 && until(response.body)) return response.body;
-    if (Date.now() > deadline) throw new Error(`job ${jobId}: ${what} not reached after ${timeoutMs} ms; last status ${JSON.stringify(response.body)}`);
+    if (Date.now() > deadline)
+      throw new Error(`job ${jobId}: ${what} not reached after ${timeoutMs} ms; last status ${JSON.stringify(response.body)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

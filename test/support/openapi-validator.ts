@@ -22,7 +22,9 @@ const METHODS = ['get', 'post', 'put', 'delete', 'patch', 'head', 'options'] as 
 const DOCUMENT_ID = 'https://hwr.test/openapi.json';
 
 // ajv-formats is CommonJS with its function on `default`.
-const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (
+  ajv: Ajv2020,
+) => Ajv2020;
 
 export class OpenApiValidator {
   private readonly document: ReturnType<typeof openApiDocument>;
@@ -56,7 +58,9 @@ export class OpenApiValidator {
     const statusKey = String(response.status);
     const documented = operation.responses[statusKey] ?? operation.responses[`${statusKey[0]}XX`] ?? operation.responses.default;
     if (!documented) {
-      throw new Error(`OpenAPI: ${method} ${route.template} answered ${response.status}, which is not documented (${Object.keys(operation.responses).join(', ')})`);
+      throw new Error(
+        `OpenAPI: ${method} ${route.template} answered ${response.status}, which is not documented (${Object.keys(operation.responses).join(', ')})`,
+      );
     }
     const where = `${method} ${route.template} ${response.status}`;
     for (const [name, header] of Object.entries(documented.headers ?? {})) {
@@ -64,7 +68,11 @@ export class OpenApiValidator {
       if (value === null && header.required) throw new Error(`OpenAPI: ${where} lacks the required header ${name}`);
       if (value === null || !header.schema) continue;
       const typed = header.schema.type === 'integer' ? Number(value) : value;
-      this.validate(`${where} header ${name}`, typed, `#/paths/${pointer(route.template)}/${lower}/responses/${statusKey}/headers/${pointer(name)}/schema`);
+      this.validate(
+        `${where} header ${name}`,
+        typed,
+        `#/paths/${pointer(route.template)}/${lower}/responses/${statusKey}/headers/${pointer(name)}/schema`,
+      );
     }
     const content = documented.content;
     if (!content) {
@@ -73,7 +81,8 @@ export class OpenApiValidator {
     }
     const contentType = (response.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
     const media = content[contentType];
-    if (!media) throw new Error(`OpenAPI: ${where} has content type ${JSON.stringify(contentType)}; documented: ${Object.keys(content).join(', ')}`);
+    if (!media)
+      throw new Error(`OpenAPI: ${where} has content type ${JSON.stringify(contentType)}; documented: ${Object.keys(content).join(', ')}`);
     if (!media.schema || !/(^|\+|\/)json$/.test(contentType)) return;
     let parsed: unknown;
     try {
@@ -81,7 +90,11 @@ export class OpenApiValidator {
     } catch {
       throw new Error(`OpenAPI: ${where} body is not JSON: ${body.toString('utf8').slice(0, 200)}`);
     }
-    this.validate(where, parsed, `#/paths/${pointer(route.template)}/${lower}/responses/${statusKey}/content/${pointer(contentType)}/schema`);
+    this.validate(
+      where,
+      parsed,
+      `#/paths/${pointer(route.template)}/${lower}/responses/${statusKey}/content/${pointer(contentType)}/schema`,
+    );
   }
 
   /** Validates a value against a named component schema (e.g. the callback body). */
@@ -96,8 +109,12 @@ export class OpenApiValidator {
       this.compiled.set(ref, validate);
     }
     if (!validate(value)) {
-      const errors = (validate.errors ?? []).map((error) => `${error.instancePath || '(body)'} ${error.message}${error.params ? ` ${JSON.stringify(error.params)}` : ''}`);
-      throw new Error(`OpenAPI: ${where} does not match its schema:\n  ${errors.join('\n  ')}\n  value: ${JSON.stringify(value).slice(0, 2000)}`);
+      const errors = (validate.errors ?? []).map(
+        (error) => `${error.instancePath || '(body)'} ${error.message}${error.params ? ` ${JSON.stringify(error.params)}` : ''}`,
+      );
+      throw new Error(
+        `OpenAPI: ${where} does not match its schema:\n  ${errors.join('\n  ')}\n  value: ${JSON.stringify(value).slice(0, 2000)}`,
+      );
     }
   }
 }

@@ -117,7 +117,11 @@ function pagePoints(coords: XmlElement | undefined): Point[] {
 }
 
 function parsePoints(text: string): Point[] {
-  const numbers = text.trim().split(/[\s,]+/).filter(Boolean).map(Number);
+  const numbers = text
+    .trim()
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map(Number);
   const points: Point[] = [];
   for (let index = 0; index + 1 < numbers.length; index += 2) points.push([numbers[index], numbers[index + 1]]);
   return points;

@@ -71,11 +71,22 @@ export function csrfTokenOf(html: string, action: string): string {
 export const TEST_PASSWORD = 'correct horse battery staple';
 
 /** Invites `email` to `accountName` and sets its password through the setup link; a signed-in client. */
-export async function portalUser(runtime: Runtime, baseUrl: string, accountName: string, email: string, password = TEST_PASSWORD, headers: Record<string, string> = {}): Promise<PortalClient> {
+export async function portalUser(
+  runtime: Runtime,
+  baseUrl: string,
+  accountName: string,
+  email: string,
+  password = TEST_PASSWORD,
+  headers: Record<string, string> = {},
+): Promise<PortalClient> {
   const invitation = await inviteUser(runtime.bus, accountName, email, baseUrl, 'test');
   const client = new PortalClient(baseUrl, headers);
   const setupPath = invitation.url.slice(baseUrl.length);
-  const set = await client.submit(setupPath, '/portal/setup', { token: new URL(invitation.url).searchParams.get('token')!, password, password2: password });
+  const set = await client.submit(setupPath, '/portal/setup', {
+    token: new URL(invitation.url).searchParams.get('token')!,
+    password,
+    password2: password,
+  });
   if (set.status !== 200) throw new Error(`setup answered ${set.status}: ${set.text}`);
   const signedIn = await client.signIn(email, password);
   if (signedIn.status !== 303) throw new Error(`sign-in answered ${signedIn.status}: ${signedIn.text}`);

@@ -78,7 +78,10 @@ export async function projectionSpec(projection: Projection): Promise<Projection
       const rows = (await db.pool.query(`select * from ${table} order by ${orderBy}`)).rows as Array<Record<string, unknown>>;
       const columns = [...new Set(expected.flatMap((row) => Object.keys(row)))];
       const pick = (row: Record<string, unknown>) => Object.fromEntries(columns.map((column) => [column, normalise(row[column])]));
-      assert.deepEqual(rows.map(pick), expected.map((row) => Object.fromEntries(columns.map((column) => [column, normalise(row[column])]))));
+      assert.deepEqual(
+        rows.map(pick),
+        expected.map((row) => Object.fromEntries(columns.map((column) => [column, normalise(row[column])]))),
+      );
     },
     async replayFromZero() {
       const before = await snapshot();

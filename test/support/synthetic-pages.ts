@@ -9,16 +9,23 @@ export function syntheticPage(overrides: Partial<PageResult> = {}): PageResult {
     regions: [
       {
         id: 'r1',
-        polygon: [[50, 50], [1150, 50], [1150, 400], [50, 400]],
-        type: 'paragraph',
-        lines: [
-          line('l1', 100, 'Grüße & <Dank> "ſo" ä ß œ é', 0.91),
-          line('l2', 220, 'Tom\'s café — naïve façade', 0.42),
+        polygon: [
+          [50, 50],
+          [1150, 50],
+          [1150, 400],
+          [50, 400],
         ],
+        type: 'paragraph',
+        lines: [line('l1', 100, 'Grüße & <Dank> "ſo" ä ß œ é', 0.91), line('l2', 220, "Tom's café — naïve façade", 0.42)],
       },
       {
         id: 'r2',
-        polygon: [[50, 450], [1150, 450], [1150, 700], [50, 700]],
+        polygon: [
+          [50, 450],
+          [1150, 450],
+          [1150, 700],
+          [50, 700],
+        ],
         type: 'signature',
         lines: [line('l3', 500, 'Zwoͤlftes Stuͤk ⟦gestrichen⟧', 0.8)],
       },
@@ -48,8 +55,16 @@ export function line(id: string, top: number, text: string, confidence: number):
   });
   return {
     id,
-    polygon: [[95, top - 5], [x, top - 5], [x, top + 65], [95, top + 65]],
-    baseline: [[100, top + 48], [x - 20, top + 50]],
+    polygon: [
+      [95, top - 5],
+      [x, top - 5],
+      [x, top + 65],
+      [95, top + 65],
+    ],
+    baseline: [
+      [100, top + 48],
+      [x - 20, top + 50],
+    ],
     text,
     confidence,
     words,

@@ -57,16 +57,36 @@ function tinyPageResult(task: PageTask, image: Buffer): PageResult {
   return {
     schema: 'hwr.page-result/1',
     pageNumber: task.page.pageNumber,
-    image: { name: task.page.name, width: 200, height: 100, sha256: createHash('sha256').update(image).digest('hex'), format: 'png', dpi: null },
+    image: {
+      name: task.page.name,
+      width: 200,
+      height: 100,
+      sha256: createHash('sha256').update(image).digest('hex'),
+      format: 'png',
+      dpi: null,
+    },
     regions: [
       {
         id: 'r1',
-        polygon: [[0, 0], [200, 0], [200, 100], [0, 100]],
+        polygon: [
+          [0, 0],
+          [200, 0],
+          [200, 100],
+          [0, 100],
+        ],
         lines: [
           {
             id: 'r1l1',
-            polygon: [[10, 10], [110, 10], [110, 30], [10, 30]],
-            baseline: [[10, 28], [110, 28]],
+            polygon: [
+              [10, 10],
+              [110, 10],
+              [110, 30],
+              [10, 30],
+            ],
+            baseline: [
+              [10, 28],
+              [110, 28],
+            ],
             text: `page ${task.page.pageNumber}`,
             confidence: 0.9,
             words: [{ id: 'r1l1w1', text: `page ${task.page.pageNumber}`, box, confidence: 0.9 }],
@@ -83,9 +103,13 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }

@@ -22,22 +22,56 @@ export function viewerPagePipeline(options: { stepMs?: number } = {}): PagePipel
       const h = height;
       const line = (id: string, top: number, text: string, extra: Partial<PageResult['regions'][number]['lines'][number]> = {}) => ({
         id,
-        polygon: [[w * 0.1, h * top], [w * 0.9, h * top], [w * 0.9, h * (top + 0.1)], [w * 0.1, h * (top + 0.1)]] as [number, number][],
-        baseline: [[w * 0.1, h * (top + 0.09)], [w * 0.9, h * (top + 0.09)]] as [number, number][],
+        polygon: [
+          [w * 0.1, h * top],
+          [w * 0.9, h * top],
+          [w * 0.9, h * (top + 0.1)],
+          [w * 0.1, h * (top + 0.1)],
+        ] as [number, number][],
+        baseline: [
+          [w * 0.1, h * (top + 0.09)],
+          [w * 0.9, h * (top + 0.09)],
+        ] as [number, number][],
         text,
         confidence: 0.8,
-        words: text.split(' ').map((word, index) => ({ id: `${id}w${index + 1}`, text: word, box: { x: w * 0.1, y: h * top, width: w * 0.1, height: h * 0.1 }, confidence: 0.9 })),
+        words: text.split(' ').map((word, index) => ({
+          id: `${id}w${index + 1}`,
+          text: word,
+          box: { x: w * 0.1, y: h * top, width: w * 0.1, height: h * 0.1 },
+          confidence: 0.9,
+        })),
         ...extra,
       });
       const result: PageResult = {
         schema: 'hwr.page-result/1',
         pageNumber: task.page.pageNumber,
-        image: { name: task.page.name, width: w, height: h, sha256: createHash('sha256').update(image).digest('hex'), format: 'jpeg', dpi: null },
+        image: {
+          name: task.page.name,
+          width: w,
+          height: h,
+          sha256: createHash('sha256').update(image).digest('hex'),
+          format: 'jpeg',
+          dpi: null,
+        },
         regions: [
-          { id: 'r1', polygon: [[0, 0], [w, 0], [w, h / 2], [0, h / 2]], lines: [line('r1l1', 0.1, MARKUP_LINE), line('r1l2', 0.3, 'Dear Sir,', { recognizedText: 'Dcar Sir,' })] },
+          {
+            id: 'r1',
+            polygon: [
+              [0, 0],
+              [w, 0],
+              [w, h / 2],
+              [0, h / 2],
+            ],
+            lines: [line('r1l1', 0.1, MARKUP_LINE), line('r1l2', 0.3, 'Dear Sir,', { recognizedText: 'Dcar Sir,' })],
+          },
           {
             id: 'r2',
-            polygon: [[0, h / 2], [w, h / 2], [w, h], [0, h]],
+            polygon: [
+              [0, h / 2],
+              [w, h / 2],
+              [w, h],
+              [0, h],
+            ],
             lines: [
               {
                 ...line('r2l1', 0.6, `page ${task.page.pageNumber} smudge`),

@@ -47,7 +47,13 @@ export function startWorkerProcess(env: Record<string, string>, children?: Child
         const found = lines.find(predicate);
         if (found) return resolve(found);
         const timer = setTimeout(() => reject(new Error(`worker did not print the expected line; got ${lines.join(' | ')}`)), timeoutMs);
-        waiters.push({ predicate, resolve: (line) => (clearTimeout(timer), resolve(line)) });
+        waiters.push({
+          predicate,
+          resolve: (line) => {
+            clearTimeout(timer);
+            resolve(line);
+          },
+        });
       }),
   };
 }

@@ -21,7 +21,10 @@ async function schemaText(file: string): Promise<string> {
 }
 
 /** Validates XML documents against the PAGE 2019 or ALTO 4.4 schema; returns one message per error. */
-export async function validateAgainstSchema(format: XmlFormat, documents: Array<{ fileName: string; contents: string }>): Promise<string[]> {
+export async function validateAgainstSchema(
+  format: XmlFormat,
+  documents: Array<{ fileName: string; contents: string }>,
+): Promise<string[]> {
   if (documents.length === 0) return [];
   const schemaFile = schemaFiles[format];
   const preload = format === 'alto' ? [{ fileName: 'xlink.xsd', contents: await schemaText('xlink.xsd') }] : [];

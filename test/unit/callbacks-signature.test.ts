@@ -9,7 +9,10 @@ const BODY =
 const EXPECTED = 'ecbeef6ed6e6abcb318be7f8891f09f6178e22f678745f6b3a4ed84ce06eb549';
 
 test('known answer: RFC 4231 test case 2', () => {
-  assert.equal(signCallbackBody('Jefe', 'what do ya want for nothing?'), '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+  assert.equal(
+    signCallbackBody('Jefe', 'what do ya want for nothing?'),
+    '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+  );
 });
 
 test('known answer: a callback body keyed with a 64-hex secret used as written (its UTF-8 bytes, not hex-decoded)', () => {
@@ -34,7 +37,7 @@ test('verification accepts the right signature over the exact bytes only', () =>
 });
 
 test('verification refuses missing or malformed signatures without throwing', () => {
-  for (const signature of [undefined, null, '', 'sha256=' + EXPECTED, EXPECTED.slice(0, 62), `${EXPECTED}00`, 'z'.repeat(64)]) {
+  for (const signature of [undefined, null, '', `sha256=${EXPECTED}`, EXPECTED.slice(0, 62), `${EXPECTED}00`, 'z'.repeat(64)]) {
     assert.equal(verifyCallbackSignature(SECRET, BODY, signature), false, String(signature));
   }
 });

@@ -17,10 +17,19 @@ function resolver(table: Record<string, ResolvedAddress[]>) {
 }
 
 const dns = resolver({
-  'hooks.example.com': [{ address: '93.184.216.34', family: 4 }, { address: '2606:2800:220:1:248:1893:25c8:1946', family: 6 }],
+  'hooks.example.com': [
+    { address: '93.184.216.34', family: 4 },
+    { address: '2606:2800:220:1:248:1893:25c8:1946', family: 6 },
+  ],
   'internal.example.com': [{ address: '10.0.0.7', family: 4 }],
-  'mixed.example.com': [{ address: '93.184.216.34', family: 4 }, { address: '127.0.0.1', family: 4 }],
-  'v6-local.example.com': [{ address: '93.184.216.34', family: 4 }, { address: 'fd00::5', family: 6 }],
+  'mixed.example.com': [
+    { address: '93.184.216.34', family: 4 },
+    { address: '127.0.0.1', family: 4 },
+  ],
+  'v6-local.example.com': [
+    { address: '93.184.216.34', family: 4 },
+    { address: 'fd00::5', family: 6 },
+  ],
   'empty.example.com': [],
 });
 
@@ -89,7 +98,11 @@ test('allowPrivate relaxes the address rule (local development and tests)', asyn
 });
 
 test('a host that does not resolve is refused', async () => {
-  await assertInvalid('https://nowhere.example.com/x', { ...strict, lookup: dns.lookup }, /host nowhere\.example\.com does not resolve \(ENOTFOUND\)/);
+  await assertInvalid(
+    'https://nowhere.example.com/x',
+    { ...strict, lookup: dns.lookup },
+    /host nowhere\.example\.com does not resolve \(ENOTFOUND\)/,
+  );
   await assertInvalid('https://empty.example.com/x', { ...strict, lookup: dns.lookup }, /host empty\.example\.com does not resolve/);
 });
 

@@ -6,7 +6,20 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { HwrApiError, HwrClient, LLM_TIERS, OPTIONAL_FIELDS, PDF_FORMATS, PRESETS, RESPONSE_FIELDS, SUBMIT_FIELDS, JOB_STATES, STEPS, CALLBACK_STATES, retryAfterMs } from 'hwr/client';
+import {
+  HwrApiError,
+  HwrClient,
+  LLM_TIERS,
+  OPTIONAL_FIELDS,
+  PDF_FORMATS,
+  PRESETS,
+  RESPONSE_FIELDS,
+  SUBMIT_FIELDS,
+  JOB_STATES,
+  STEPS,
+  CALLBACK_STATES,
+  retryAfterMs,
+} from 'hwr/client';
 import { openApiDocument } from '../../src/http/openapi.ts';
 
 const document = openApiDocument('http://localhost:8080') as any;
@@ -52,7 +65,10 @@ describe('client types match the OpenAPI document', () => {
     assert.ok(document.paths['/v1/process-scan/{job_id}'].delete);
     assert.ok(document.paths['/v1/process-scan/{job_id}/result'].get);
     assert.ok(document.paths['/v1/process-scan/{job_id}/events'].get);
-    assert.deepEqual(document.paths['/v1/usage'].get.parameters.map((parameter: any) => parameter.name), ['from', 'to']);
+    assert.deepEqual(
+      document.paths['/v1/usage'].get.parameters.map((parameter: any) => parameter.name),
+      ['from', 'to'],
+    );
   });
 });
 
@@ -82,10 +98,13 @@ describe('retries', () => {
 
   test('503 and 429 are retried after their Retry-After; then the answer is returned', async () => {
     const times: number[] = [];
-    const server = await serve((request, response) => {
+    const server = await serve((_request, response) => {
       times.push(Date.now());
       if (times.length === 1) return response.writeHead(503, { 'Retry-After': '1' }).end();
-      if (times.length === 2) return response.writeHead(429, { 'Retry-After': new Date(Date.now() + 1500).toUTCString(), 'Content-Type': 'application/problem+json' }).end('{}');
+      if (times.length === 2)
+        return response
+          .writeHead(429, { 'Retry-After': new Date(Date.now() + 1500).toUTCString(), 'Content-Type': 'application/problem+json' })
+          .end('{}');
       response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(usageBody));
     });
     const retries: string[] = [];
@@ -118,10 +137,15 @@ describe('retries', () => {
     let calls = 0;
     const server = await serve((_request, response) => {
       calls++;
-      response.writeHead(404, { 'Content-Type': 'application/problem+json' }).end(JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, detail: 'No job x.', code: 'job_not_found' }));
+      response
+        .writeHead(404, { 'Content-Type': 'application/problem+json' })
+        .end(JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, detail: 'No job x.', code: 'job_not_found' }));
     });
     const client = new HwrClient({ url: server.url, apiKey: 'k' });
-    await assert.rejects(client.status('x'), (error: unknown) => error instanceof HwrApiError && error.status === 404 && error.code === 'job_not_found');
+    await assert.rejects(
+      client.status('x'),
+      (error: unknown) => error instanceof HwrApiError && error.status === 404 && error.code === 'job_not_found',
+    );
     assert.equal(calls, 1);
   });
 

@@ -15,7 +15,13 @@ test('defaults: embedded database, ./.data, port 8080, 7-day results', () => {
 });
 
 test('values are read and BASE_URL loses its trailing slash', () => {
-  const config = loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/hwr', PORT: '9000', BASE_URL: 'https://ocr.example.org/', WORKER_CONCURRENCY: '3', LOG_LEVEL: 'debug' });
+  const config = loadConfig({
+    DATABASE_URL: 'postgres://u:p@db:5432/hwr',
+    PORT: '9000',
+    BASE_URL: 'https://ocr.example.org/',
+    WORKER_CONCURRENCY: '3',
+    LOG_LEVEL: 'debug',
+  });
   assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/hwr');
   assert.equal(config.port, 9000);
   assert.equal(config.baseUrl, 'https://ocr.example.org');
@@ -25,11 +31,20 @@ test('values are read and BASE_URL loses its trailing slash', () => {
 
 test('every invalid variable is reported at once, by name', () => {
   assert.throws(
-    () => loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', WORKER_CONCURRENCY: '0', TLS_CERT_FILE: 'cert.pem', WEBHOOK_ALLOW_HTTP: 'maybe' }),
+    () =>
+      loadConfig({
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://x',
+        LOG_LEVEL: 'loud',
+        WORKER_CONCURRENCY: '0',
+        TLS_CERT_FILE: 'cert.pem',
+        WEBHOOK_ALLOW_HTTP: 'maybe',
+      }),
     (error: unknown) => {
       assert.ok(error instanceof ConfigError);
       const text = error.problems.join('\n');
-      for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'WORKER_CONCURRENCY', 'TLS_CERT_FILE', 'WEBHOOK_ALLOW_HTTP']) assert.match(text, new RegExp(name));
+      for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'WORKER_CONCURRENCY', 'TLS_CERT_FILE', 'WEBHOOK_ALLOW_HTTP'])
+        assert.match(text, new RegExp(name));
       return true;
     },
   );
@@ -39,22 +54,31 @@ test('SHUTDOWN_GRACE_SECONDS fits a 30 s stop window by default; a callback time
   assert.equal(loadConfig({}).workers.shutdownGraceSeconds, 25);
   assert.equal(loadConfig({ SHUTDOWN_GRACE_SECONDS: '0' }).workers.shutdownGraceSeconds, 0);
   assert.equal(loadConfig({ CALLBACK_TIMEOUT_MS: '60000' }).callbacks.timeoutMs, 60_000);
-  assert.throws(() => loadConfig({ CALLBACK_TIMEOUT_MS: '90000' }), (error: unknown) => {
-    assert.ok(error instanceof ConfigError);
-    assert.match(error.problems.join('\n'), /CALLBACK_TIMEOUT_MS must be at most 60000 \(half the callback task's 120 s expiry/);
-    return true;
-  });
+  assert.throws(
+    () => loadConfig({ CALLBACK_TIMEOUT_MS: '90000' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.problems.join('\n'), /CALLBACK_TIMEOUT_MS must be at most 60000 \(half the callback task's 120 s expiry/);
+      return true;
+    },
+  );
 });
 
-test("a correction whose worst case on one page outlasts TASK_EXPIRE_SECONDS is refused at start; the defaults fit", () => {
+test('a correction whose worst case on one page outlasts TASK_EXPIRE_SECONDS is refused at start; the defaults fit', () => {
   const gemini = { GEMINI_API_KEY: 'k' };
   // Defaults: 2 answers x (4 calls x 60 s + 3 waits x 60 s) = 840 s, within 900 s.
   assert.equal(loadConfig(gemini).correction.provider, 'gemini');
-  assert.throws(() => loadConfig({ ...gemini, CORRECTION_TIMEOUT_MS: '120000' }), (error: unknown) => {
-    assert.ok(error instanceof ConfigError);
-    assert.match(error.problems.join('\n'), /correction's worst case on one page .* = 1320 s\) is longer than TASK_EXPIRE_SECONDS \(900 s\)/);
-    return true;
-  });
+  assert.throws(
+    () => loadConfig({ ...gemini, CORRECTION_TIMEOUT_MS: '120000' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(
+        error.problems.join('\n'),
+        /correction's worst case on one page .* = 1320 s\) is longer than TASK_EXPIRE_SECONDS \(900 s\)/,
+      );
+      return true;
+    },
+  );
   assert.equal(loadConfig({ ...gemini, CORRECTION_TIMEOUT_MS: '120000', TASK_EXPIRE_SECONDS: '1800' }).workers.taskExpireSeconds, 1800);
   assert.equal(loadConfig({ CORRECTION_TIMEOUT_MS: '120000' }).correction.provider, null, 'no provider, nothing to refuse');
 });

@@ -46,7 +46,11 @@ test('gemini: default models per tier, overridable; best tier sends the image un
 });
 
 test('openai-compatible: OPENAI_MODEL serves every tier unless a tier names its own', () => {
-  const openai = loadConfig({ OPENAI_BASE_URL: 'http://llm.internal:8000/v1', OPENAI_MODEL: 'qwen2.5-7b', OPENAI_MODEL_BEST: 'qwen2.5-72b' }).correction;
+  const openai = loadConfig({
+    OPENAI_BASE_URL: 'http://llm.internal:8000/v1',
+    OPENAI_MODEL: 'qwen2.5-7b',
+    OPENAI_MODEL_BEST: 'qwen2.5-72b',
+  }).correction;
   assert.equal(openai.provider, 'openai');
   assert.deepEqual(openai.models.openai, { cheap: 'qwen2.5-7b', balanced: 'qwen2.5-7b', best: 'qwen2.5-72b' });
   assert.equal(openai.bestTierImage.openai, false);
@@ -61,7 +65,9 @@ test('openai-compatible: OPENAI_MODEL serves every tier unless a tier names its 
 
 test('both providers configured: CORRECTION_PROVIDER must choose', () => {
   const both = { GEMINI_API_KEY: 'k', OPENAI_BASE_URL: 'http://llm.internal:8000/v1', OPENAI_MODEL: 'm' };
-  assert.deepEqual(problems(both), ['both GEMINI_API_KEY and OPENAI_BASE_URL are set: choose one with CORRECTION_PROVIDER=gemini|openai|none']);
+  assert.deepEqual(problems(both), [
+    'both GEMINI_API_KEY and OPENAI_BASE_URL are set: choose one with CORRECTION_PROVIDER=gemini|openai|none',
+  ]);
   assert.equal(loadConfig({ ...both, CORRECTION_PROVIDER: 'openai' }).correction.provider, 'openai');
   assert.equal(loadConfig({ ...both, CORRECTION_PROVIDER: 'gemini' }).correction.provider, 'gemini');
   assert.equal(loadConfig({ ...both, CORRECTION_PROVIDER: 'none' }).correction.provider, null);
@@ -71,7 +77,10 @@ test('both providers configured: CORRECTION_PROVIDER must choose', () => {
 
 test('retry and guard settings are validated', () => {
   const config = loadConfig({ CORRECTION_MAX_EDIT_RATIO: '0.5', CORRECTION_RETRIES: '0', CORRECTION_RETRY_BASE_MS: '10' }).correction;
-  assert.deepEqual([config.maxEditRatio, config.retries, config.retryBaseMs, config.maxRetryWaitMs, config.timeoutMs], [0.5, 0, 10, 60_000, 60_000]);
+  assert.deepEqual(
+    [config.maxEditRatio, config.retries, config.retryBaseMs, config.maxRetryWaitMs, config.timeoutMs],
+    [0.5, 0, 10, 60_000, 60_000],
+  );
   assert.equal(problems({ CORRECTION_MAX_EDIT_RATIO: '1.5' }).length, 1);
   assert.equal(problems({ CORRECTION_RETRIES: '-1' }).length, 1);
 });

@@ -24,7 +24,7 @@ test('alignment maps each target character to its source character, -1 for inser
 
 test('a well-formed answer naming every line once is accepted, fenced or bare', () => {
   const lines = IDS.map((id) => ({ id, text: `text of ${id}` }));
-  for (const text of [JSON.stringify({ lines }), '```json\n' + JSON.stringify({ lines }) + '\n```', JSON.stringify(lines)]) {
+  for (const text of [JSON.stringify({ lines }), `\`\`\`json\n${JSON.stringify({ lines })}\n\`\`\``, JSON.stringify(lines)]) {
     const check = checkAnswer(stop(text), IDS);
     assert.ok(check.ok, text);
     assert.equal(check.texts.get('r1l2'), 'text of r1l2');
@@ -32,17 +32,33 @@ test('a well-formed answer naming every line once is accepted, fenced or bare', 
 });
 
 test('dropped, repeated and added lines refuse the whole answer', () => {
-  const dropped = checkAnswer(stop(JSON.stringify({ lines: [{ id: 'r1l1', text: 'a' }, { id: 'r1l3', text: 'c' }] })), IDS);
+  const dropped = checkAnswer(
+    stop(
+      JSON.stringify({
+        lines: [
+          { id: 'r1l1', text: 'a' },
+          { id: 'r1l3', text: 'c' },
+        ],
+      }),
+    ),
+    IDS,
+  );
   assert.deepEqual(dropped, { ok: false, problem: 'the answer dropped line r1l2' });
   const repeated = checkAnswer(
-    stop(JSON.stringify({ lines: [{ id: 'r1l1', text: 'a' }, { id: 'r1l2', text: 'b' }, { id: 'r1l2', text: 'b2' }, { id: 'r1l3', text: 'c' }] })),
+    stop(
+      JSON.stringify({
+        lines: [
+          { id: 'r1l1', text: 'a' },
+          { id: 'r1l2', text: 'b' },
+          { id: 'r1l2', text: 'b2' },
+          { id: 'r1l3', text: 'c' },
+        ],
+      }),
+    ),
     IDS,
   );
   assert.deepEqual(repeated, { ok: false, problem: 'the answer repeated line r1l2' });
-  const added = checkAnswer(
-    stop(JSON.stringify({ lines: [...IDS.map((id) => ({ id, text: id })), { id: 'r1l4', text: 'new' }] })),
-    IDS,
-  );
+  const added = checkAnswer(stop(JSON.stringify({ lines: [...IDS.map((id) => ({ id, text: id })), { id: 'r1l4', text: 'new' }] })), IDS);
   assert.deepEqual(added, { ok: false, problem: 'the answer added unknown line r1l4' });
 });
 
@@ -58,7 +74,10 @@ test('malformed answers say what is wrong', () => {
   assert.equal(problem({ text: '{"lines": [', finishReason: 'length' }), 'the answer was cut off at the output token limit');
   assert.equal(problem({ text: null, finishReason: 'SAFETY' }), 'the model returned no text (finish reason SAFETY)');
   assert.equal(problem(stop('{"corrections": []}')), 'the answer has no "lines" array');
-  assert.equal(problem(stop('{"lines": [{"id": "r1l1", "text": 3}]}')), 'a line of the answer is not an object with string "id" and "text"');
+  assert.equal(
+    problem(stop('{"lines": [{"id": "r1l1", "text": 3}]}')),
+    'a line of the answer is not an object with string "id" and "text"',
+  );
   assert.equal(problem(stop('{"lines": ["r1l1"]}')), 'a line of the answer is not an object with string "id" and "text"');
 });
 

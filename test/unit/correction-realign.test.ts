@@ -15,7 +15,8 @@ function assertInsideAndOrdered(line: TextLine, words: Word[]): void {
     assert.ok(word.box.x >= Math.min(...xs) && right(word.box) <= Math.max(...xs), `${word.id} leaves the line horizontally`);
     assert.ok(word.box.y >= Math.min(...ys) && bottom(word.box) <= Math.max(...ys), `${word.id} leaves the line vertically`);
   }
-  for (let i = 1; i < words.length; i++) assert.ok(words[i].box.x >= right(words[i - 1].box) - 1, `${words[i].id} overlaps ${words[i - 1].id}`);
+  for (let i = 1; i < words.length; i++)
+    assert.ok(words[i].box.x >= right(words[i - 1].box) - 1, `${words[i].id} overlaps ${words[i - 1].id}`);
   assert.equal(new Set(words.map((word) => word.id)).size, words.length, 'word ids repeat');
 }
 

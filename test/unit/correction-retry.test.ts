@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { backoffDelay, ProviderError, RetriesEnded, retryAfterMs, withRetry } from '../../src/pipeline/correction/retry.ts';
 
 const policy = { retries: 3, baseDelayMs: 1, maxWaitMs: 1000 };
-const transient = (retryAfter: number | null = null) => new ProviderError('busy', { transient: true, status: 503, retryAfterMs: retryAfter });
+const transient = (retryAfter: number | null = null) =>
+  new ProviderError('busy', { transient: true, status: 503, retryAfterMs: retryAfter });
 
 test('Retry-After is read as seconds, as an HTTP date, and as retry-after-ms', () => {
   const now = Date.parse('2025-01-01T00:00:00Z');
@@ -19,11 +20,26 @@ test('Retry-After is read as seconds, as an HTTP date, and as retry-after-ms', (
 
 test('backoff doubles with equal jitter and stays under the cap', () => {
   const settings = { retries: 5, baseDelayMs: 1000, maxWaitMs: 5000 };
-  assert.equal(backoffDelay(0, settings, () => 0), 500);
-  assert.equal(backoffDelay(0, settings, () => 1), 1000);
-  assert.equal(backoffDelay(2, settings, () => 0), 2000);
-  assert.equal(backoffDelay(2, settings, () => 1), 4000);
-  assert.equal(backoffDelay(5, settings, () => 1), 5000);
+  assert.equal(
+    backoffDelay(0, settings, () => 0),
+    500,
+  );
+  assert.equal(
+    backoffDelay(0, settings, () => 1),
+    1000,
+  );
+  assert.equal(
+    backoffDelay(2, settings, () => 0),
+    2000,
+  );
+  assert.equal(
+    backoffDelay(2, settings, () => 1),
+    4000,
+  );
+  assert.equal(
+    backoffDelay(5, settings, () => 1),
+    5000,
+  );
 });
 
 test('transient failures are retried until the call succeeds', async () => {
@@ -44,7 +60,7 @@ test('transient failures are retried until the call succeeds', async () => {
   assert.deepEqual(retries, [1, 2]);
 });
 
-test('the provider\'s Retry-After replaces the backoff', async () => {
+test("the provider's Retry-After replaces the backoff", async () => {
   const waits: number[] = [];
   let calls = 0;
   const started = performance.now();
@@ -76,13 +92,20 @@ test('retries end: not retryable, exhausted, or asked to wait too long', async (
     assert.ok(failure instanceof RetriesEnded);
     return { calls, reason: failure.reason, attempts: failure.attempts };
   };
-  assert.deepEqual(await outcome(() => new ProviderError('bad key', { transient: false, status: 401 })), { calls: 1, reason: 'not retryable', attempts: 1 });
+  assert.deepEqual(await outcome(() => new ProviderError('bad key', { transient: false, status: 401 })), {
+    calls: 1,
+    reason: 'not retryable',
+    attempts: 1,
+  });
   assert.deepEqual(await outcome(() => transient()), { calls: 4, reason: 'retries exhausted', attempts: 4 });
   assert.deepEqual(await outcome(() => transient(3_600_000)), { calls: 1, reason: 'wait too long', attempts: 1 });
 });
 
 test('other errors and an abort during a wait propagate', async () => {
-  await assert.rejects(withRetry(async () => Promise.reject(new TypeError('bug')), policy, new AbortController().signal), TypeError);
+  await assert.rejects(
+    withRetry(async () => Promise.reject(new TypeError('bug')), policy, new AbortController().signal),
+    TypeError,
+  );
   const controller = new AbortController();
   const pending = withRetry(async () => Promise.reject(transient(500)), policy, controller.signal);
   setTimeout(() => controller.abort(new Error('job cancelled')), 20);

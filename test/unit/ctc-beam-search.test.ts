@@ -14,7 +14,7 @@ const lm = lmFile.models.get('all') as CharNgramModel;
 
 /** Blank at 0, then the given characters. */
 function classesOf(chars: string): CharacterClasses {
-  return characterClasses([...chars].join('\n') + '\n', { appendSpace: false, blankIndex: 0 });
+  return characterClasses(`${[...chars].join('\n')}\n`, { appendSpace: false, blankIndex: 0 });
 }
 
 /** Frames given as { char: probability }; the rest of each frame goes to blank. */
@@ -42,7 +42,9 @@ test('the LM lookup gives the same log probabilities as train/char_lm.py', () =>
 });
 
 test('the LM probabilities after a context sum to one over its vocabulary', () => {
-  const raw = JSON.parse(readFileSync(new URL('tiny-lm.json', fixtures), 'utf8')) as { models: { all: { ngrams: Record<string, number> } } };
+  const raw = JSON.parse(readFileSync(new URL('tiny-lm.json', fixtures), 'utf8')) as {
+    models: { all: { ngrams: Record<string, number> } };
+  };
   const vocabulary = Object.keys(raw.models.all.ngrams).filter((gram) => [...gram].length === 1);
   for (const history of ['', 'the q', 'xyz', "qu'il"]) {
     const sum = vocabulary.reduce((total, char) => total + Math.exp(lm.logProbability(history, char)), 0);
@@ -94,7 +96,10 @@ test('logits, log-probabilities and probabilities decode alike; time-major strid
   const fromProbs = beamSearchCtc(probs, 0, count, 4, classes, false, lm);
   const fromLogits = beamSearchCtc(logs, 0, count, 4, classes, true, lm);
   assert.equal(text(fromProbs), 'ab');
-  assert.deepEqual(fromLogits.map((c) => [c.text, c.start, c.end]), fromProbs.map((c) => [c.text, c.start, c.end]));
+  assert.deepEqual(
+    fromLogits.map((c) => [c.text, c.start, c.end]),
+    fromProbs.map((c) => [c.text, c.start, c.end]),
+  );
   // the same frames as the second line of a time-major [T, N=2, C] batch
   const tnc = new Float32Array(4 * 2 * count);
   for (let t = 0; t < 4; t += 1) tnc.set(probs.subarray(t * count, (t + 1) * count), (t * 2 + 1) * count);
@@ -102,7 +107,12 @@ test('logits, log-probabilities and probabilities decode alike; time-major strid
 });
 
 test('a malformed language model file is refused with model_invalid', () => {
-  for (const raw of [null, { format: 'arpa' }, { format: 'hwr-char-ngram/1', order: 0, boundary: '\n', models: {} }, { format: 'hwr-char-ngram/1', order: 3, boundary: '\n', models: { all: { ngrams: {} } } }]) {
+  for (const raw of [
+    null,
+    { format: 'arpa' },
+    { format: 'hwr-char-ngram/1', order: 0, boundary: '\n', models: {} },
+    { format: 'hwr-char-ngram/1', order: 3, boundary: '\n', models: { all: { ngrams: {} } } },
+  ]) {
     assert.throws(
       () => parseCharNgramFile(raw),
       (error: unknown) => error instanceof PipelineError && error.code === 'model_invalid',

@@ -68,7 +68,11 @@ describe('docker-compose.yml', () => {
       assert.deepEqual(unknown, [], `${name} sets variables the config does not read`);
     }
     const dockerfileVariables = [...dockerfile.matchAll(/^ENV\s+([A-Z0-9_]+)=/gm)].map((match) => match[1]);
-    assert.deepEqual(dockerfileVariables.filter((variable) => !known.has(variable)), [], 'Dockerfile ENV');
+    assert.deepEqual(
+      dockerfileVariables.filter((variable) => !known.has(variable)),
+      [],
+      'Dockerfile ENV',
+    );
   });
 
   test('loadConfig accepts each hwr service’s environment as compose fills it in', () => {
@@ -115,11 +119,15 @@ describe('docker-compose.yml', () => {
       assert.equal(s3.bucket, bucketJob.S3_BUCKET, `${name} uses the bucket the bucket job creates`);
       assert.equal(compose.services[name].depends_on?.['minio-bucket']?.condition, 'service_completed_successfully', name);
       // DATA_DIR holds this container's temporary files only: an anonymous volume, never a named (shared) one.
-      for (const volume of compose.services[name].volumes ?? []) assert.ok(!volume.includes(':'), `${name} mounts no shared volume: ${volume}`);
+      for (const volume of compose.services[name].volumes ?? [])
+        assert.ok(!volume.includes(':'), `${name} mounts no shared volume: ${volume}`);
       return JSON.stringify(s3);
     });
     assert.equal(new Set(stores).size, 1, 'the same bucket settings everywhere');
-    assert.ok((compose.services.minio.ports ?? []).some((port) => interpolate(port).endsWith(':9000')), 'presigned URLs reach MinIO');
+    assert.ok(
+      (compose.services.minio.ports ?? []).some((port) => interpolate(port).endsWith(':9000')),
+      'presigned URLs reach MinIO',
+    );
     assert.ok(compose.services.minio.healthcheck);
     assert.ok(compose.volumes && 'minio-data' in compose.volumes);
   });
@@ -127,7 +135,8 @@ describe('docker-compose.yml', () => {
   test('every hwr container serves /metrics on the compose network, published on no host port', () => {
     for (const name of hwrServices) {
       assert.deepEqual(loadConfig(environmentOf(compose.services[name])).metrics, { port: 9464, host: '0.0.0.0' }, name);
-      for (const port of compose.services[name].ports ?? []) assert.ok(!interpolate(port).endsWith(':9464'), `${name} publishes its metrics port`);
+      for (const port of compose.services[name].ports ?? [])
+        assert.ok(!interpolate(port).endsWith(':9464'), `${name} publishes its metrics port`);
     }
   });
 

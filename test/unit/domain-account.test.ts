@@ -10,8 +10,14 @@ const at = now.toISOString();
 const create: AccountCommand = { type: 'CreateAccount', accountId: 'a1', name: 'archive', webhookSecretSha256: 'f1', now };
 const createKey: AccountCommand = { type: 'CreateApiKey', keyId: 'k1', label: 'prod', prefix: 'hwr_abcdefgh', keyHash: 'h1', now };
 const revoke = (keyId: string): AccountCommand => ({ type: 'RevokeApiKey', keyId, now });
-const created: AccountEvent = { type: 'AccountCreated', data: { accountId: 'a1', name: 'archive', createdAt: at, webhookSecretSha256: 'f1' } };
-const keyCreated: AccountEvent = { type: 'ApiKeyCreated', data: { keyId: 'k1', label: 'prod', prefix: 'hwr_abcdefgh', keyHash: 'h1', createdAt: at } };
+const created: AccountEvent = {
+  type: 'AccountCreated',
+  data: { accountId: 'a1', name: 'archive', createdAt: at, webhookSecretSha256: 'f1' },
+};
+const keyCreated: AccountEvent = {
+  type: 'ApiKeyCreated',
+  data: { keyId: 'k1', label: 'prod', prefix: 'hwr_abcdefgh', keyHash: 'h1', createdAt: at },
+};
 const keyRevoked: AccountEvent = { type: 'ApiKeyRevoked', data: { keyId: 'k1', revokedAt: at } };
 
 describe('decideAccount', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { crc32, deflateSync } from 'node:zlib';
+import { crc32 } from 'node:zlib';
 import { PDFDocument, PDFName } from 'pdf-lib';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import sharp from 'sharp';
@@ -108,14 +108,18 @@ describe('PDF page images', () => {
 
   it('takes a PNG without alpha as it is, and palette PNGs as Indexed', async () => {
     const raw = noisyRaw(40, 30);
-    const png = await sharp(raw, { raw: { width: 40, height: 30, channels: 3 } }).png().toBuffer();
+    const png = await sharp(raw, { raw: { width: 40, height: 30, channels: 3 } })
+      .png()
+      .toBuffer();
     const image = await preparePdfImage(png, 1);
     assert.equal(image.route, 'png-as-is');
     assert.deepEqual(image.predictor, { colors: 3, columns: 40, bitsPerComponent: 8 });
     const decoded = await sharp(pngFrom(image)).raw().toBuffer();
     assert.ok(decoded.equals(raw), 'pixels are unchanged');
 
-    const palette = await sharp(raw, { raw: { width: 40, height: 30, channels: 3 } }).png({ palette: true, colours: 16 }).toBuffer();
+    const palette = await sharp(raw, { raw: { width: 40, height: 30, channels: 3 } })
+      .png({ palette: true, colours: 16 })
+      .toBuffer();
     const indexed = await preparePdfImage(palette, 1);
     assert.equal(indexed.route, 'png-as-is');
     assert.ok(typeof indexed.colorSpace === 'object');
@@ -152,7 +156,10 @@ describe('PDF page images', () => {
     assert.deepEqual(apply(1, 1), [72, 0], 'stored top-right is shown at the bottom right');
     assert.deepEqual(apply(0, 0), [0, 96], 'stored bottom-left is shown at the top left');
     const upsideDown = orientationMatrix(3, stored, 96, 72);
-    assert.deepEqual(upsideDown.map((value) => Math.round(value * 1000) / 1000), [-96, 0, 0, -72, 96, 72]);
+    assert.deepEqual(
+      upsideDown.map((value) => Math.round(value * 1000) / 1000),
+      [-96, 0, 0, -72, 96, 72],
+    );
   });
 });
 

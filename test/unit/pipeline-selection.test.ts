@@ -10,13 +10,25 @@ import { loadConfig } from '../../src/config.ts';
 import { loadCharNgramFile } from '../../src/pipeline/char-ngram-lm.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
 import { builtinModelSpec, loadModelSpec, type SelectionSpec } from '../../src/pipeline/models/model-manifest.ts';
-import { lineConfidence, mainReadingIsNoise, pageLooksPrinted, probeLines, screeningSuffices, screeningWins } from '../../src/pipeline/recognition/select-reading.ts';
+import {
+  lineConfidence,
+  mainReadingIsNoise,
+  pageLooksPrinted,
+  probeLines,
+  screeningSuffices,
+  screeningWins,
+} from '../../src/pipeline/recognition/select-reading.ts';
 import type { PlacedCharacter } from '../../src/pipeline/recognition/text-recognizer.ts';
 
 const rule: SelectionSpec = { keepAbove: 0.8, margin: 0.2, probeLines: 3, dropBelow: 0.25 };
 
 function read(text: string, confidence: number): PlacedCharacter[] {
-  return [...text].map((character, index) => ({ text: character, start: index, end: index + 1, confidence: character === ' ' ? 0.01 : confidence }));
+  return [...text].map((character, index) => ({
+    text: character,
+    start: index,
+    end: index + 1,
+    confidence: character === ' ' ? 0.01 : confidence,
+  }));
 }
 
 test('line confidence is the mean over the characters of all pieces, spaces excluded; nothing read is 0', () => {
@@ -100,7 +112,10 @@ test('a manifest borrows the detector from the built-in model and the recognizer
   assert.ok(spec.screening);
   assert.equal(spec.screening.recognition.file, builtin.recognition.file);
   assert.equal(spec.screening.languageModel, null);
-  assert.deepEqual([spec.screening.keepAbove, spec.screening.margin, spec.screening.probeLines, spec.screening.dropBelow], [0.85, 0.2, 3, 0.25]);
+  assert.deepEqual(
+    [spec.screening.keepAbove, spec.screening.margin, spec.screening.probeLines, spec.screening.dropBelow],
+    [0.85, 0.2, 3, 0.25],
+  );
   assert.equal(builtin.screening, null);
   assert.equal(builtin.languageModel, null);
 });

@@ -1,7 +1,15 @@
 // The scoring used by `npm run eval` (bench/lib/text-metrics.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { characterErrors, editDistance, errorRate, normaliseText, scorePage, scoringText, wordErrors } from '../../bench/lib/text-metrics.ts';
+import {
+  characterErrors,
+  editDistance,
+  errorRate,
+  normaliseText,
+  scorePage,
+  scoringText,
+  wordErrors,
+} from '../../bench/lib/text-metrics.ts';
 
 test('normalisation reproduces the datasets text_norm column (pairs taken from htr-lines)', () => {
   // [text, text_norm] exactly as in ../shared/datasets/htr-lines/{train,val}.tsv

@@ -5,7 +5,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { rectCorners } from '../../src/pipeline/layout/geometry.ts';
-import { LayoutError, layoutRegionsOf, MAX_LAYOUT_BYTES, parseUploadedLayout, type LayoutErrorCode } from '../../src/pipeline/layout/uploaded-layout.ts';
+import {
+  LayoutError,
+  layoutRegionsOf,
+  MAX_LAYOUT_BYTES,
+  parseUploadedLayout,
+  type LayoutErrorCode,
+} from '../../src/pipeline/layout/uploaded-layout.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/export');
 const zola = readFileSync(path.join(FIXTURES, 'cremma19_zola_f207.xml'), 'utf8'); // ALTO v4, 2530×3284
@@ -33,7 +39,10 @@ test('ALTO v4 (eScriptorium): blocks, lines, polygons, baselines and text kept i
   assert.equal(lines(layout).length, 25);
   assert.deepEqual(layout.warnings, []);
   const ids = [...zola.matchAll(/<TextLine[^>]*ID="([^"]+)"/g)].map((match) => match[1]);
-  assert.deepEqual(lines(layout).map((line) => line.id), ids);
+  assert.deepEqual(
+    lines(layout).map((line) => line.id),
+    ids,
+  );
   for (const line of lines(layout)) {
     assert.ok(line.polygon.length >= 3);
     assert.ok(line.baseline.length >= 2, line.id);
@@ -126,7 +135,12 @@ test('refused: not XML, not UTF-8, not PageXML or ALTO, an unsupported version, 
   refused('<html><body/></html>', ZOLA, 'layout_invalid', /root element is <html>/);
   refused(kant.replaceAll('pagecontent/2019-07-15', 'pagecontent/2010-03-19'), KANT, 'layout_invalid', /PAGE 2013-07-15 and 2019-07-15/);
   refused(zola.replaceAll('alto/ns-v4#', 'alto/ns-v1#'), ZOLA, 'layout_invalid', /ALTO v2, v3 and v4/);
-  refused(`<alto xmlns="http://www.loc.gov/standards/alto/ns-v4#">${'<a>'.repeat(100)}${'</a>'.repeat(100)}</alto>`, ZOLA, 'layout_invalid', /nested deeper/);
+  refused(
+    `<alto xmlns="http://www.loc.gov/standards/alto/ns-v4#">${'<a>'.repeat(100)}${'</a>'.repeat(100)}</alto>`,
+    ZOLA,
+    'layout_invalid',
+    /nested deeper/,
+  );
 });
 
 test('refused: coordinates that are not numbers', () => {

@@ -162,14 +162,23 @@ async function convertLosslessly(bytes: Buffer, metadata: Metadata): Promise<Omi
   const open = () => sharp(bytes, { limitInputPixels: false, page: 0 });
   const color = open().removeAlpha();
   const gray = (metadata.channels ?? 3) - (metadata.hasAlpha ? 1 : 0) === 1 && metadata.space !== 'cmyk';
-  const colorPng = await (deep ? color.toColourspace(gray ? 'grey16' : 'rgb16') : gray ? color.toColourspace('b-w') : color.toColourspace('srgb'))
+  const colorPng = await (deep
+    ? color.toColourspace(gray ? 'grey16' : 'rgb16')
+    : gray
+      ? color.toColourspace('b-w')
+      : color.toColourspace('srgb')
+  )
     .png({ compressionLevel: 6, adaptiveFiltering: true })
     .toBuffer();
   const base = pngAsIs(colorPng);
   if (!base) throw new Error('sharp produced a PNG that cannot be embedded as it is');
   let softMask: PdfImageData | null = null;
   if (metadata.hasAlpha && !(await open().stats()).isOpaque) {
-    const alphaPng = await open().extractChannel('alpha').toColourspace('b-w').png({ compressionLevel: 6, adaptiveFiltering: true }).toBuffer();
+    const alphaPng = await open()
+      .extractChannel('alpha')
+      .toColourspace('b-w')
+      .png({ compressionLevel: 6, adaptiveFiltering: true })
+      .toBuffer();
     softMask = pngAsIs(alphaPng);
     if (!softMask) throw new Error('sharp produced an alpha PNG that cannot be embedded as it is');
   }
@@ -196,14 +205,22 @@ export function orientationMatrix(
   // Stored pixel (x, y from the top) -> displayed pixel, per EXIF orientation.
   const display = (x: number, y: number): [number, number] => {
     switch (orientation) {
-      case 2: return [W - x, y];
-      case 3: return [W - x, H - y];
-      case 4: return [x, H - y];
-      case 5: return [y, x];
-      case 6: return [H - y, x];
-      case 7: return [H - y, W - x];
-      case 8: return [y, W - x];
-      default: return [x, y];
+      case 2:
+        return [W - x, y];
+      case 3:
+        return [W - x, H - y];
+      case 4:
+        return [x, H - y];
+      case 5:
+        return [y, x];
+      case 6:
+        return [H - y, x];
+      case 7:
+        return [H - y, W - x];
+      case 8:
+        return [y, W - x];
+      default:
+        return [x, y];
     }
   };
   // Image space (u, v) in [0,1]^2 has v up; stored row 0 is at v = 1.

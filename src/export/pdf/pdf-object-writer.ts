@@ -5,7 +5,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { PDFContext, PDFHexString, type PDFObject, PDFRef } from 'pdf-lib';
+import { PDFContext, PDFHexString, type PDFObject, type PDFRef } from 'pdf-lib';
 
 // `%PDF-1.7`, then a comment of four bytes above 127 (PDF/A-2 6.1.2: marks the file as binary).
 const HEADER = Buffer.from([...Buffer.from('%PDF-1.7\n%'), 0xe2, 0xe3, 0xcf, 0xd3, 0x0a]);

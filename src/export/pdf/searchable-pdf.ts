@@ -155,7 +155,12 @@ export class SearchablePdfWriter {
     const colorSpace =
       typeof image.colorSpace === 'string'
         ? image.colorSpace
-        : [PDFName.of('Indexed'), PDFName.of('DeviceRGB'), image.colorSpace.indexed.length / 3 - 1, PDFHexString.of(image.colorSpace.indexed.toString('hex'))];
+        : [
+            PDFName.of('Indexed'),
+            PDFName.of('DeviceRGB'),
+            image.colorSpace.indexed.length / 3 - 1,
+            PDFHexString.of(image.colorSpace.indexed.toString('hex')),
+          ];
     const dict: Record<string, unknown> = {
       Type: 'XObject',
       Subtype: 'Image',
@@ -201,7 +206,9 @@ export class SearchablePdfWriter {
     const metadata = await this.writer.add(PDFRawStream.of(context.obj({ Type: 'Metadata', Subtype: 'XML' }) as unknown as PDFDict, xmp));
     const catalog: Record<string, unknown> = { Type: 'Catalog', Pages: this.pagesRef, Metadata: metadata };
     if (options.format === 'pdfa-2b') {
-      const profile = await this.writer.add(PDFRawStream.of(context.obj({ N: 3, Filter: 'FlateDecode' }) as unknown as PDFDict, deflateSync(options.iccProfile)));
+      const profile = await this.writer.add(
+        PDFRawStream.of(context.obj({ N: 3, Filter: 'FlateDecode' }) as unknown as PDFDict, deflateSync(options.iccProfile)),
+      );
       catalog.OutputIntents = [
         {
           Type: 'OutputIntent',

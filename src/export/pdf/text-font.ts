@@ -36,7 +36,6 @@ interface CidEntry {
 export class TextLayerFont {
   readonly ref: PDFRef;
   private readonly font: FontkitFont;
-  private readonly fontBytes: Uint8Array;
   private readonly scale: number;
   private readonly standInGlyphId: number;
   /** entries[cid - 1]; CID 0 is never used. */
@@ -48,7 +47,6 @@ export class TextLayerFont {
     if ((this.font as unknown as { directory: { tables: Record<string, unknown> } }).directory.tables.glyf === undefined) {
       throw new Error('the text layer font must have TrueType (glyf) outlines');
     }
-    this.fontBytes = fontBytes;
     this.ref = ref;
     this.scale = 1000 / this.font.unitsPerEm;
     const standIn = [0xfffd, 0x3f].find((codePoint) => this.font.hasGlyphForCodePoint(codePoint));
@@ -103,7 +101,10 @@ export class TextLayerFont {
 
     // Subset fonts are named TAG+Name with a six-letter tag (ISO 32000-1, 9.6.4); ours is
     // derived from the characters used, so the same text gives the same bytes.
-    const digest = createHash('sha256').update(cidToGid).update(Buffer.from(this.entries.map((entry) => entry.codePoint).join(','))).digest();
+    const digest = createHash('sha256')
+      .update(cidToGid)
+      .update(Buffer.from(this.entries.map((entry) => entry.codePoint).join(',')))
+      .digest();
     const tag = [...digest.subarray(0, 6)].map((byte) => String.fromCharCode(65 + (byte % 26))).join('');
     const baseFont = `${tag}+${(this.font.postscriptName ?? 'TextLayerFont').replace(/[^A-Za-z0-9-]/g, '')}`;
 
@@ -195,4 +196,3 @@ export function flateStream(context: PdfObjectWriter['context'], data: Uint8Arra
   const dict = context.obj({ ...extra, Filter: 'FlateDecode' }) as unknown as PDFDict;
   return PDFRawStream.of(dict, deflateSync(data, { level: 6 }));
 }
-

@@ -57,5 +57,8 @@ export function xmpDate(date: Date): string {
 
 /** D:20240501100000Z (PDF date string, UTC) */
 export function pdfDate(date: Date): string {
-  return `D:${date.toISOString().replace(/\.\d{3}Z$/, '').replace(/[-:T]/g, '')}Z`;
+  return `D:${date
+    .toISOString()
+    .replace(/\.\d{3}Z$/, '')
+    .replace(/[-:T]/g, '')}Z`;
 }

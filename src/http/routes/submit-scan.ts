@@ -43,56 +43,71 @@ interface UploadedFile {
 export function registerSubmitScan(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { config } = runtime;
   const uploadDir = tempUploadDir(config.dataDir);
-  router.post('/v1/process-scan', authenticate, refuseOversizedUpload(config), refuseWhenDiskLow(config), parseUpload(config, uploadDir), async (ctx) => {
-    const file = uploadedFile(ctx);
-    try {
-      const auth = ctx.state.auth as AuthContext;
-      const fields = (ctx.request.body ?? {}) as Record<string, string | string[]>;
-      const options = await parseSubmissionOptions(fields, config);
-      const idempotencyKey = readIdempotencyKey(ctx);
-      const idempotency = idempotencyKey
-        ? { key: idempotencyKey, requestHash: createHash('sha256').update(`${file.hash}\n${JSON.stringify(options)}`).digest('hex') }
-        : null;
-
-      if (idempotency) {
-        const existing = await findIdempotentJob(runtime.db.pool, auth.accountId, idempotency).catch(conflictProblem);
-        if (existing) return await respondWithSubmission(ctx, runtime, existing, true);
-      }
-
-      const jobId = randomUUID();
-      const jobFiles = jobPrefix(jobId);
+  router.post(
+    '/v1/process-scan',
+    authenticate,
+    refuseOversizedUpload(config),
+    refuseWhenDiskLow(config),
+    parseUpload(config, uploadDir),
+    async (ctx) => {
+      const file = uploadedFile(ctx);
       try {
-        const pages = await intakeScanZip(file.filepath, {
-          limits: config.limits,
-          blobs: runtime.blobs,
-          keyPrefix: pagesPrefix(jobId),
-          uploadName: file.originalFilename ?? 'scan_zip',
-        });
-        const upload = uploadKey(jobId);
-        await runtime.blobs.moveIn(upload, file.filepath);
-        const submitted = await submitJob(runtime.bus, {
-          jobId,
-          accountId: auth.accountId,
-          keyId: auth.actor ? null : auth.keyId,
-          pages,
-          options,
-          uploadKey: upload,
-          retentionSeconds: config.results.retentionSeconds,
-          idempotency,
-          requestId: ctx.state.requestId,
-          actor: auth.actor,
-        }).catch(conflictProblem);
-        if (submitted.replayed) await runtime.blobs.deletePrefix(jobFiles);
-        ctx.state.log.info({ job_id: submitted.jobId, account_id: auth.accountId, pages: pages.length, replayed: submitted.replayed }, 'job submitted');
-        await respondWithSubmission(ctx, runtime, submitted.jobId, submitted.replayed);
-      } catch (error) {
-        await runtime.blobs.deletePrefix(jobFiles).catch(() => {});
-        throw error;
+        const auth = ctx.state.auth as AuthContext;
+        const fields = (ctx.request.body ?? {}) as Record<string, string | string[]>;
+        const options = await parseSubmissionOptions(fields, config);
+        const idempotencyKey = readIdempotencyKey(ctx);
+        const idempotency = idempotencyKey
+          ? {
+              key: idempotencyKey,
+              requestHash: createHash('sha256')
+                .update(`${file.hash}\n${JSON.stringify(options)}`)
+                .digest('hex'),
+            }
+          : null;
+
+        if (idempotency) {
+          const existing = await findIdempotentJob(runtime.db.pool, auth.accountId, idempotency).catch(conflictProblem);
+          if (existing) return await respondWithSubmission(ctx, runtime, existing, true);
+        }
+
+        const jobId = randomUUID();
+        const jobFiles = jobPrefix(jobId);
+        try {
+          const pages = await intakeScanZip(file.filepath, {
+            limits: config.limits,
+            blobs: runtime.blobs,
+            keyPrefix: pagesPrefix(jobId),
+            uploadName: file.originalFilename ?? 'scan_zip',
+          });
+          const upload = uploadKey(jobId);
+          await runtime.blobs.moveIn(upload, file.filepath);
+          const submitted = await submitJob(runtime.bus, {
+            jobId,
+            accountId: auth.accountId,
+            keyId: auth.actor ? null : auth.keyId,
+            pages,
+            options,
+            uploadKey: upload,
+            retentionSeconds: config.results.retentionSeconds,
+            idempotency,
+            requestId: ctx.state.requestId,
+            actor: auth.actor,
+          }).catch(conflictProblem);
+          if (submitted.replayed) await runtime.blobs.deletePrefix(jobFiles);
+          ctx.state.log.info(
+            { job_id: submitted.jobId, account_id: auth.accountId, pages: pages.length, replayed: submitted.replayed },
+            'job submitted',
+          );
+          await respondWithSubmission(ctx, runtime, submitted.jobId, submitted.replayed);
+        } catch (error) {
+          await runtime.blobs.deletePrefix(jobFiles).catch(() => {});
+          throw error;
+        }
+      } finally {
+        await rm(file.filepath, { force: true });
       }
-    } finally {
-      await rm(file.filepath, { force: true });
-    }
-  });
+    },
+  );
 }
 
 async function respondWithSubmission(ctx: Context, runtime: Runtime, jobId: string, replayed: boolean): Promise<void> {
@@ -122,7 +137,12 @@ function refuseOversizedUpload(config: Config) {
       throw uploadTooLargeError(config.limits.maxUploadBytes);
     }
     if (!ctx.is('multipart/form-data')) {
-      throw new HttpProblem(415, 'unsupported_media_type', 'Unsupported media type', 'Send the scan as multipart/form-data with the ZIP in the field scan_zip.');
+      throw new HttpProblem(
+        415,
+        'unsupported_media_type',
+        'Unsupported media type',
+        'Send the scan as multipart/form-data with the ZIP in the field scan_zip.',
+      );
     }
     await next();
   };

@@ -61,7 +61,8 @@ export class LlmCorrector implements PageCorrector {
           () => this.provider.complete({ model, prompt, image, signal: input.signal, timeoutMs: this.settings.timeoutMs }),
           this.settings.retry,
           input.signal,
-          ({ attempt, waitMs, error }) => log.warn({ attempt, wait_ms: waitMs, status: error.status, err: error.message }, 'correction call failed; retrying'),
+          ({ attempt, waitMs, error }) =>
+            log.warn({ attempt, wait_ms: waitMs, status: error.status, err: error.message }, 'correction call failed; retrying'),
         );
       } catch (error) {
         if (!(error instanceof RetriesEnded)) throw error;
@@ -71,7 +72,10 @@ export class LlmCorrector implements PageCorrector {
       }
       usage.inputTokens += response.inputTokens;
       usage.outputTokens += response.outputTokens;
-      const check = checkAnswer(response, lines.map((line) => line.id));
+      const check = checkAnswer(
+        response,
+        lines.map((line) => line.id),
+      );
       if (check.ok) return finish('applied', applyCorrections(lines, check.texts, this.settings.maxEditRatio));
       problem = check.problem;
       log.warn({ round, problem }, 'correction answer refused');
@@ -110,7 +114,10 @@ async function pageImage(input: CorrectionInput): Promise<PageImage | null> {
   try {
     return await loadPageImage(input.blobs, input.imageBlobKey);
   } catch (error) {
-    input.log.warn({ err: error instanceof Error ? error.message : String(error), blob_key: input.imageBlobKey }, 'page image unreadable; correcting from text only');
+    input.log.warn(
+      { err: error instanceof Error ? error.message : String(error), blob_key: input.imageBlobKey },
+      'page image unreadable; correcting from text only',
+    );
     return null;
   }
 }

@@ -27,7 +27,13 @@ export class OpenAiProvider implements CorrectionProvider {
     // The SDK refuses to start without a key; servers that need none ignore it. Organization
     // and project are explicit so that OPENAI_ORG_ID / OPENAI_PROJECT_ID in the environment
     // add no headers behind config.ts's back.
-    this.client = new OpenAI({ baseURL: options.baseUrl, apiKey: options.apiKey ?? 'none', organization: null, project: null, maxRetries: 0 });
+    this.client = new OpenAI({
+      baseURL: options.baseUrl,
+      apiKey: options.apiKey ?? 'none',
+      organization: null,
+      project: null,
+      maxRetries: 0,
+    });
   }
 
   modelFor(tier: LlmTier): string {

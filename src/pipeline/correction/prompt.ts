@@ -5,7 +5,7 @@ import { presetPrompt, type Preset } from './presets.ts';
 
 export const INSTRUCTION =
   'You correct the output of a handwriting recognition system. You receive the recognised lines of ' +
-  'one page in reading order, each with its id and the recogniser\'s confidence (0 to 1; low values ' +
+  "one page in reading order, each with its id and the recogniser's confidence (0 to 1; low values " +
   'mark lines that probably contain errors). Correct recognition errors only: misread letters, digits ' +
   'and punctuation, and words wrongly split or joined. Do not rephrase, modernise, translate, complete ' +
   'or summarise; do not move text from one line to another; do not merge, split, add or drop lines. ' +

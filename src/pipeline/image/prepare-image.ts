@@ -47,7 +47,10 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
   const metadata = await readMetadata(bytes, name);
   const format = metadata.format ?? 'unknown';
   if (!ACCEPTED_FORMATS.has(format)) {
-    throw new PipelineError('image_unreadable', `${name}: ${format} is not a supported page image format (JPEG, PNG, TIFF, WebP, JPEG 2000, HEIF, GIF)`);
+    throw new PipelineError(
+      'image_unreadable',
+      `${name}: ${format} is not a supported page image format (JPEG, PNG, TIFF, WebP, JPEG 2000, HEIF, GIF)`,
+    );
   }
   const width = metadata.width ?? 0;
   const height = metadata.height ?? 0;
@@ -81,7 +84,11 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
       format,
       dpi: metadata.density && metadata.density > 0 ? Math.round(metadata.density) : null,
     },
-    raster: { data: new Uint8Array(decoded.data.buffer, decoded.data.byteOffset, decoded.data.byteLength), width: info.width, height: info.height },
+    raster: {
+      data: new Uint8Array(decoded.data.buffer, decoded.data.byteOffset, decoded.data.byteLength),
+      width: info.width,
+      height: info.height,
+    },
     warnings,
   };
 }
@@ -96,20 +103,39 @@ async function readMetadata(bytes: Buffer, name: string): Promise<Metadata> {
 
 function checkDimensions(name: string, width: number, height: number, maxPixels: number): void {
   if (width < MIN_SIDE || height < MIN_SIDE) {
-    throw new PipelineError('image_too_small', `${name} is ${width}x${height} pixels; a page image needs at least ${MIN_SIDE} pixels a side`);
+    throw new PipelineError(
+      'image_too_small',
+      `${name} is ${width}x${height} pixels; a page image needs at least ${MIN_SIDE} pixels a side`,
+    );
   }
   if (width > MAX_SIDE || height > MAX_SIDE) {
     throw new PipelineError('image_too_large', `${name} is ${width}x${height} pixels; no side may exceed ${MAX_SIDE} pixels`);
   }
   if (width * height > maxPixels) {
-    throw new PipelineError('image_too_large', `${name} has ${width * height} pixels (${width}x${height}); the limit is ${maxPixels} (MAX_IMAGE_PIXELS)`);
+    throw new PipelineError(
+      'image_too_large',
+      `${name} has ${width * height} pixels (${width}x${height}); the limit is ${maxPixels} (MAX_IMAGE_PIXELS)`,
+    );
   }
 }
 
-async function checkExtraPages(bytes: Buffer, name: string, width: number, height: number, pages: number, warnings: string[]): Promise<void> {
+async function checkExtraPages(
+  bytes: Buffer,
+  name: string,
+  width: number,
+  height: number,
+  pages: number,
+  warnings: string[],
+): Promise<void> {
   for (let page = 1; page < pages; page += 1) {
-    const extra = await sharp(bytes, { page }).metadata().catch(() => null);
-    const reduced = extra?.width !== undefined && extra.height !== undefined && extra.width <= width * REDUCED_COPY_RATIO && extra.height <= height * REDUCED_COPY_RATIO;
+    const extra = await sharp(bytes, { page })
+      .metadata()
+      .catch(() => null);
+    const reduced =
+      extra?.width !== undefined &&
+      extra.height !== undefined &&
+      extra.width <= width * REDUCED_COPY_RATIO &&
+      extra.height <= height * REDUCED_COPY_RATIO;
     if (!reduced) {
       throw new PipelineError(
         'image_multipage',

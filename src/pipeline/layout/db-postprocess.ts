@@ -80,7 +80,12 @@ export function labelComponents(map: ProbabilityMap, threshold: number): Compone
       const i = y * width + x;
       if (data[i] <= threshold) continue;
       let label = 0;
-      const neighbours = [x > 0 ? i - 1 : -1, y > 0 && x > 0 ? i - width - 1 : -1, y > 0 ? i - width : -1, y > 0 && x < width - 1 ? i - width + 1 : -1];
+      const neighbours = [
+        x > 0 ? i - 1 : -1,
+        y > 0 && x > 0 ? i - width - 1 : -1,
+        y > 0 ? i - width : -1,
+        y > 0 && x < width - 1 ? i - width + 1 : -1,
+      ];
       for (const n of neighbours) {
         if (n < 0 || labels[n] === 0) continue;
         label = label === 0 ? find(labels[n]) : union(label, labels[n]);
@@ -95,7 +100,12 @@ export function labelComponents(map: ProbabilityMap, threshold: number): Compone
 
   const byRoot = new Map<number, { pixels: number; probabilitySum: number; outline: Point[]; row: number; first: number; last: number }>();
   const flushRow = (entry: { outline: Point[]; row: number; first: number; last: number }): void => {
-    entry.outline.push([entry.first, entry.row], [entry.last + 1, entry.row], [entry.first, entry.row + 1], [entry.last + 1, entry.row + 1]);
+    entry.outline.push(
+      [entry.first, entry.row],
+      [entry.last + 1, entry.row],
+      [entry.first, entry.row + 1],
+      [entry.last + 1, entry.row + 1],
+    );
   };
   for (let y = 0; y < height; y += 1) {
     for (let x = 0; x < width; x += 1) {

@@ -124,16 +124,6 @@ export function clampPolygon(points: readonly Point[], width: number, height: nu
   return points.map(([x, y]) => [Math.round(Math.min(Math.max(x, 0), width)), Math.round(Math.min(Math.max(y, 0), height))] as const);
 }
 
-export function polygonArea(points: readonly Point[]): number {
-  let sum = 0;
-  for (let i = 0; i < points.length; i += 1) {
-    const [x1, y1] = points[i];
-    const [x2, y2] = points[(i + 1) % points.length];
-    sum += x1 * y2 - x2 * y1;
-  }
-  return Math.abs(sum) / 2;
-}
-
 /** Intersection of two boxes (null when they do not overlap). */
 export function intersectBoxes(a: Box, b: Box): Box | null {
   const x = Math.max(a.x, b.x);

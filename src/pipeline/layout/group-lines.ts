@@ -50,7 +50,10 @@ export function groupLines(boxes: readonly DetectedBox[], options: GroupOptions 
   // Work in the frame of the page's dominant writing direction so that slightly rotated
   // scans group as well as straight ones.
   const pageAngle = dominantAngle(boxes);
-  const toFrame = (x: number, y: number): [number, number] => [x * Math.cos(pageAngle) + y * Math.sin(pageAngle), -x * Math.sin(pageAngle) + y * Math.cos(pageAngle)];
+  const toFrame = (x: number, y: number): [number, number] => [
+    x * Math.cos(pageAngle) + y * Math.sin(pageAngle),
+    -x * Math.sin(pageAngle) + y * Math.cos(pageAngle),
+  ];
   const pieces: Span[] = boxes.map((box) => {
     // The middle of the piece's left and right ends: where a line enters and leaves it.
     // The direction of a short piece (a word or two) says more about slanted letters than
@@ -66,10 +69,22 @@ export function groupLines(boxes: readonly DetectedBox[], options: GroupOptions 
   const close = chain(pieces, options, (gap, height) => gap <= options.maxGap * height);
 
   const long = close.filter((span) => span.endU - span.startU >= 3 * span.height);
-  const columnLeft = quantile(long.map((span) => span.startU), 0.25);
-  const columnRight = quantile(long.map((span) => span.endU), 0.75);
+  const columnLeft = quantile(
+    long.map((span) => span.startU),
+    0.25,
+  );
+  const columnRight = quantile(
+    long.map((span) => span.endU),
+    0.75,
+  );
   const bridged = (u: number, v: number, reach: number, except: readonly Span[]): boolean =>
-    pieces.some((other) => !except.some((span) => span.boxes.includes(other.boxes[0])) && other.startU < u && other.endU > u && Math.abs((other.startV + other.endV) / 2 - v) <= reach);
+    pieces.some(
+      (other) =>
+        !except.some((span) => span.boxes.includes(other.boxes[0])) &&
+        other.startU < u &&
+        other.endU > u &&
+        Math.abs((other.startV + other.endV) / 2 - v) <= reach,
+    );
   const joined = chain(close, options, (gap, height, left, right) => {
     if (gap > options.maxBridgedGap * height) return false;
     if (left.startU < columnLeft - height || right.endU > columnRight + height) return false;
@@ -79,7 +94,11 @@ export function groupLines(boxes: readonly DetectedBox[], options: GroupOptions 
 }
 
 /** Greedy left-to-right chaining: each span joins the line whose end it best continues. */
-function chain(spans: readonly Span[], options: GroupOptions, gapAllowed: (gap: number, height: number, left: Span, right: Span) => boolean): Span[] {
+function chain(
+  spans: readonly Span[],
+  options: GroupOptions,
+  gapAllowed: (gap: number, height: number, left: Span, right: Span) => boolean,
+): Span[] {
   const sorted = [...spans].sort((a, b) => a.startU - b.startU);
   const lines: Span[] = [];
   for (const span of sorted) {
@@ -134,16 +153,20 @@ function quantile(values: number[], q: number): number {
 
 export function makeLine(fragments: DetectedBox[]): LayoutLine {
   const totalLength = fragments.reduce((sum, fragment) => sum + fragment.width, 0);
-  const angle = totalLength > 0 ? fragments.reduce((sum, fragment) => sum + fragment.angle * fragment.width, 0) / totalLength : fragments[0].angle;
+  const angle =
+    totalLength > 0 ? fragments.reduce((sum, fragment) => sum + fragment.angle * fragment.width, 0) / totalLength : fragments[0].angle;
   const corners = fragments.map((fragment) => rectCorners(fragment));
   const along = (p: Point): number => p[0] * Math.cos(angle) + p[1] * Math.sin(angle);
-  const top = corners.flatMap(([tl, tr]) => [tl, tr]).sort((a, b) => along(a) - along(b));
+  const top = corners.flat().sort((a, b) => along(a) - along(b));
   const bottom = corners.flatMap(([, , br, bl]) => [bl, br]).sort((a, b) => along(b) - along(a));
   const polygon = fragments.length === 1 ? [...corners[0]] : [...top, ...bottom];
   return { fragments, angle, polygon, box: boundingBox(corners.flat()) };
 }
 
 function dominantAngle(boxes: readonly RotatedRect[]): number {
-  const angles = boxes.filter((box) => box.width >= box.height).map((box) => box.angle).sort((a, b) => a - b);
+  const angles = boxes
+    .filter((box) => box.width >= box.height)
+    .map((box) => box.angle)
+    .sort((a, b) => a - b);
   return angles.length === 0 ? 0 : angles[Math.floor(angles.length / 2)];
 }

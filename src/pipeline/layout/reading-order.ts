@@ -61,9 +61,21 @@ export function orderRegions(lines: readonly LayoutLine[]): LayoutRegion[] {
   });
   const lineHeight = median(lines.flatMap((line) => line.fragments.map((fragment) => fragment.height)));
   const groups = cut(items, lineHeight);
-  const margins = { left: quantile(items.map((item) => item.left), 0.2), right: quantile(items.map((item) => item.right), 0.8) };
+  const margins = {
+    left: quantile(
+      items.map((item) => item.left),
+      0.2,
+    ),
+    right: quantile(
+      items.map((item) => item.right),
+      0.8,
+    ),
+  };
   const totalLength = items.reduce((sum, item) => sum + item.right - item.left, 0);
-  return groups.map((group) => ({ type: isMarginal(group, margins, totalLength) ? 'marginalia' : 'paragraph', lines: group.map((item) => item.line) }));
+  return groups.map((group) => ({
+    type: isMarginal(group, margins, totalLength) ? 'marginalia' : 'paragraph',
+    lines: group.map((item) => item.line),
+  }));
 }
 
 function cut(items: Item[], lineHeight: number): Item[][] {
@@ -73,11 +85,15 @@ function cut(items: Item[], lineHeight: number): Item[][] {
   const widest = Math.max(0, ...vertical.map((gap) => gap.end - gap.start));
   if (vertical.length > 0) {
     const parts = split(items, vertical, (item) => (item.left + item.right) / 2);
-    if (horizontal.length === 0 || (widest >= COLUMN_GUTTER * lineHeight && areColumns(parts))) return parts.flatMap((part) => cut(part, lineHeight));
+    if (horizontal.length === 0 || (widest >= COLUMN_GUTTER * lineHeight && areColumns(parts)))
+      return parts.flatMap((part) => cut(part, lineHeight));
   }
   if (horizontal.length > 0) {
     const bands = split(items, horizontal, (item) => (item.coreTop + item.coreBottom) / 2);
-    return joinContinuing(bands.map((band) => cut(band, lineHeight)), lineHeight);
+    return joinContinuing(
+      bands.map((band) => cut(band, lineHeight)),
+      lineHeight,
+    );
   }
   // Rows that overlap everywhere (e.g. touching, crooked lines): top to bottom by the middle of each line.
   const sorted = [...items].sort((a, b) => a.coreTop + a.coreBottom - (b.coreTop + b.coreBottom) || a.left - b.left);

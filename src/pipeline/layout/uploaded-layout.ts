@@ -82,15 +82,18 @@ export interface ImageSize {
 /** Reads and checks a layout file against the page image it belongs to. */
 export function parseUploadedLayout(bytes: Uint8Array | string, image: ImageSize): UploadedLayout {
   const size = typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.byteLength;
-  if (size > MAX_LAYOUT_BYTES) throw new LayoutError('layout_too_large', `the layout file is ${size} bytes; at most ${MAX_LAYOUT_BYTES} are accepted`);
+  if (size > MAX_LAYOUT_BYTES)
+    throw new LayoutError('layout_too_large', `the layout file is ${size} bytes; at most ${MAX_LAYOUT_BYTES} are accepted`);
   const source = typeof bytes === 'string' ? bytes : decodeUtf8(bytes);
   const declared = /^\uFEFF?<\?xml[^>]*encoding\s*=\s*["']([^"']+)["']/.exec(source)?.[1];
-  if (declared && !/^(utf-?8|us-ascii)$/i.test(declared)) throw new LayoutError('layout_invalid', `the layout file declares encoding ${declared}; only UTF-8 is accepted`);
+  if (declared && !/^(utf-?8|us-ascii)$/i.test(declared))
+    throw new LayoutError('layout_invalid', `the layout file declares encoding ${declared}; only UTF-8 is accepted`);
   let root: XmlElement;
   try {
     root = parseXml(source, { maxDepth: 64, maxElements: 4 * MAX_LAYOUT_LINES + 500_000 });
   } catch (error) {
-    if (error instanceof XmlError) throw new LayoutError(error.dtd ? 'layout_unsafe_xml' : 'layout_invalid', `the layout file is not accepted XML: ${error.message}`);
+    if (error instanceof XmlError)
+      throw new LayoutError(error.dtd ? 'layout_unsafe_xml' : 'layout_invalid', `the layout file is not accepted XML: ${error.message}`);
     throw error;
   }
   const namespace = root.attributes[root.name.includes(':') ? `xmlns:${root.name.split(':')[0]}` : 'xmlns'] ?? '';
@@ -100,17 +103,24 @@ export function parseUploadedLayout(bytes: Uint8Array | string, image: ImageSize
   if (root.localName === 'PcGts') {
     const version = /primaresearch\.org\/PAGE\/gts\/pagecontent\/(\d{4})-\d\d-\d\d/.exec(namespace)?.[1];
     if (version !== '2013' && version !== '2019') {
-      throw new LayoutError('layout_invalid', `PageXML namespace ${JSON.stringify(namespace)} is not supported; PAGE 2013-07-15 and 2019-07-15 are`);
+      throw new LayoutError(
+        'layout_invalid',
+        `PageXML namespace ${JSON.stringify(namespace)} is not supported; PAGE 2013-07-15 and 2019-07-15 are`,
+      );
     }
     format = version === '2013' ? 'page-2013' : 'page-2019';
     regions = reader.page(root);
   } else if (root.localName === 'alto') {
     const version = /loc\.gov\/standards\/alto\/ns-v([234])#?/.exec(namespace)?.[1];
-    if (!version) throw new LayoutError('layout_invalid', `ALTO namespace ${JSON.stringify(namespace)} is not supported; ALTO v2, v3 and v4 are`);
+    if (!version)
+      throw new LayoutError('layout_invalid', `ALTO namespace ${JSON.stringify(namespace)} is not supported; ALTO v2, v3 and v4 are`);
     format = `alto-v${version}` as LayoutFormat;
     regions = reader.alto(root);
   } else {
-    throw new LayoutError('layout_invalid', `the layout file's root element is <${root.name}>; PageXML (<PcGts>) or ALTO (<alto>) is expected`);
+    throw new LayoutError(
+      'layout_invalid',
+      `the layout file's root element is <${root.name}>; PageXML (<PcGts>) or ALTO (<alto>) is expected`,
+    );
   }
   return { format, regions, warnings: reader.warnings };
 }
@@ -177,7 +187,8 @@ class Reader {
     const width = number(page.attributes.WIDTH);
     const height = number(page.attributes.HEIGHT);
     if (unit !== 'pixel') {
-      if (!(width > 0 && height > 0)) throw new LayoutError('layout_invalid', `the ALTO file measures in ${unit} but its <Page> has no WIDTH and HEIGHT to scale from`);
+      if (!(width > 0 && height > 0))
+        throw new LayoutError('layout_invalid', `the ALTO file measures in ${unit} but its <Page> has no WIDTH and HEIGHT to scale from`);
     }
     this.declareSize(width, height);
     return descendantsNamed(page, 'TextBlock').map((block, index) => {
@@ -219,7 +230,8 @@ class Reader {
     const lines: UploadedLine[] = [];
     for (const line of raw) {
       this.lines += 1;
-      if (this.lines > MAX_LAYOUT_LINES) throw new LayoutError('layout_too_large', `the layout file has more than ${MAX_LAYOUT_LINES} text lines`);
+      if (this.lines > MAX_LAYOUT_LINES)
+        throw new LayoutError('layout_too_large', `the layout file has more than ${MAX_LAYOUT_LINES} text lines`);
       let polygon = line.polygon;
       if (polygon.length < 3 && line.baseline.length >= 2) polygon = bandAround(line.baseline, this.image);
       if (polygon.length < 3) {
@@ -228,7 +240,10 @@ class Reader {
       }
       const box = boundingBox(polygon);
       if (box.x >= this.image.width || box.y >= this.image.height || box.x + box.width <= 0 || box.y + box.height <= 0) {
-        throw new LayoutError('layout_outside_image', `layout line ${line.id} lies outside the ${this.image.width}×${this.image.height} image`);
+        throw new LayoutError(
+          'layout_outside_image',
+          `layout line ${line.id} lies outside the ${this.image.width}×${this.image.height} image`,
+        );
       }
       const clamped = this.clamp(polygon);
       const clampedBox = boundingBox(clamped);
@@ -247,14 +262,22 @@ class Reader {
   }
 
   private parsePoints(text: string, what: string): Point[] {
-    const numbers = text.trim() === '' ? [] : text.trim().split(/[\s,]+/).map(Number);
+    const numbers =
+      text.trim() === ''
+        ? []
+        : text
+            .trim()
+            .split(/[\s,]+/)
+            .map(Number);
     if (numbers.length % 2 !== 0 || numbers.some((value) => !Number.isFinite(value))) {
       throw new LayoutError('layout_invalid', `${what}: coordinates ${JSON.stringify(text.slice(0, 80))} are not pairs of numbers`);
     }
     this.points += numbers.length / 2;
-    if (this.points > MAX_LAYOUT_POINTS) throw new LayoutError('layout_too_large', `the layout file has more than ${MAX_LAYOUT_POINTS} coordinate points`);
+    if (this.points > MAX_LAYOUT_POINTS)
+      throw new LayoutError('layout_too_large', `the layout file has more than ${MAX_LAYOUT_POINTS} coordinate points`);
     const points: Point[] = [];
-    for (let index = 0; index + 1 < numbers.length; index += 2) points.push([numbers[index] * this.scaleX, numbers[index + 1] * this.scaleY]);
+    for (let index = 0; index + 1 < numbers.length; index += 2)
+      points.push([numbers[index] * this.scaleX, numbers[index + 1] * this.scaleY]);
     return points;
   }
 
@@ -301,7 +324,8 @@ class Reader {
     const box = this.altoBox(line, what);
     if (box.length === 0) return [];
     const [y] = [Number(baseline) * this.scaleY];
-    if (!Number.isFinite(y)) throw new LayoutError('layout_invalid', `${what}: BASELINE ${JSON.stringify(baseline.slice(0, 80))} is not a number`);
+    if (!Number.isFinite(y))
+      throw new LayoutError('layout_invalid', `${what}: BASELINE ${JSON.stringify(baseline.slice(0, 80))} is not a number`);
     return [
       [box[0][0], y],
       [box[1][0], y],
@@ -333,7 +357,10 @@ function altoText(line: XmlElement): string {
 /** A line with only a baseline: a band from 3/4 of a line height above it to 1/4 below. */
 function bandAround(baseline: Point[], image: ImageSize): Point[] {
   const height = Math.max(8, Math.round(Math.max(image.width, image.height) / 50));
-  return [...baseline.map(([x, y]): Point => [x, y - height * 0.75]), ...[...baseline].reverse().map(([x, y]): Point => [x, y + height * 0.25])];
+  return [
+    ...baseline.map(([x, y]): Point => [x, y - height * 0.75]),
+    ...[...baseline].reverse().map(([x, y]): Point => [x, y + height * 0.25]),
+  ];
 }
 
 /**
@@ -389,5 +416,11 @@ function lineRect(line: UploadedLine): RotatedRect {
   }
   const u = (minU + maxU) / 2;
   const v = (minV + maxV) / 2;
-  return { cx: u * cos - v * sin, cy: u * sin + v * cos, width: Math.max(1, maxU - minU), height: Math.max(1, (maxV - minV) * UPLOADED_CROP_HEIGHT), angle };
+  return {
+    cx: u * cos - v * sin,
+    cy: u * sin + v * cos,
+    width: Math.max(1, maxU - minU),
+    height: Math.max(1, (maxV - minV) * UPLOADED_CROP_HEIGHT),
+    angle,
+  };
 }

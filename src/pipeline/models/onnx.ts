@@ -3,7 +3,7 @@ import * as ort from 'onnxruntime-node';
 import { PipelineError } from '../errors.ts';
 import type { InputNormalisation } from './model-manifest.ts';
 
-export type { InferenceSession, Tensor } from 'onnxruntime-node';
+export type { InferenceSession } from 'onnxruntime-node';
 
 export async function createSession(file: string, threads: number): Promise<ort.InferenceSession> {
   try {

@@ -21,7 +21,13 @@ const SPACED_TEXT = 12;
  * Inserts spaces between characters that a wide enough blank column run separates,
  * unless the recognizer already spaced the words of this piece (print, usually).
  */
-export function insertGapSpaces(characters: readonly PlacedCharacter[], pixels: Float32Array, width: number, height: number, options: GapOptions): PlacedCharacter[] {
+export function insertGapSpaces(
+  characters: readonly PlacedCharacter[],
+  pixels: Float32Array,
+  width: number,
+  height: number,
+  options: GapOptions,
+): PlacedCharacter[] {
   if (characters.length < 2) return [...characters];
   const spaces = characters.filter((character) => character.text.trim() === '').length;
   if (spaces > 0 && (characters.length - spaces) / spaces <= SPACED_TEXT) return [...characters];
@@ -36,7 +42,13 @@ export function insertGapSpaces(characters: readonly PlacedCharacter[], pixels: 
       const from = (previous.start + previous.end) / 2;
       const to = (current.start + current.end) / 2;
       const gap = gaps.find((run) => Math.min(run.end, to) - Math.max(run.start, from) >= minGap);
-      if (gap) result.push({ text: ' ', start: Math.max(gap.start, from), end: Math.min(gap.end, to), confidence: Math.min(previous.confidence, current.confidence) });
+      if (gap)
+        result.push({
+          text: ' ',
+          start: Math.max(gap.start, from),
+          end: Math.min(gap.end, to),
+          confidence: Math.min(previous.confidence, current.confidence),
+        });
     }
     result.push(current);
   }

@@ -13,7 +13,16 @@ import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../
 import { createSession, type InferenceSession } from '../models/onnx.ts';
 import { decodeCtc } from './ctc-decode.ts';
 import { insertGapSpaces } from './gap-spaces.ts';
-import { cropLine, placeCharacters, scoreCrops, type CropScores, type CtcDecoder, type LineCrop, type ModelGate, type PlacedCharacter } from './text-recognizer.ts';
+import {
+  cropLine,
+  placeCharacters,
+  scoreCrops,
+  type CropScores,
+  type CtcDecoder,
+  type LineCrop,
+  type ModelGate,
+  type PlacedCharacter,
+} from './text-recognizer.ts';
 
 /** `beam`: CTC prefix beam search with the model's language model, where it has one; else greedy. */
 export type DecoderChoice = 'greedy' | 'beam';
@@ -43,7 +52,12 @@ export class LineRecognizer {
   private readonly greedy: CtcDecoder;
   private readonly languageModels: LoadedLanguageModels | null;
 
-  private constructor(options: LineRecognizerOptions, session: InferenceSession, classes: CharacterClasses, languageModels: LoadedLanguageModels | null) {
+  private constructor(
+    options: LineRecognizerOptions,
+    session: InferenceSession,
+    classes: CharacterClasses,
+    languageModels: LoadedLanguageModels | null,
+  ) {
     this.source = options.source;
     this.spec = options.recognition;
     this.session = session;
@@ -68,7 +82,9 @@ export class LineRecognizer {
   async read(image: RgbImage, pieces: readonly RotatedRect[], gate: ModelGate, flips?: readonly boolean[]): Promise<PieceRead[]> {
     const scale = this.spec.cropHeightScale;
     const flipped = (index: number): boolean => flips?.[index] ?? false;
-    const crops = pieces.map((piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)));
+    const crops = pieces.map((piece, index) =>
+      cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)),
+    );
     const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
     const decode = this.decoderFor(scored);
     const read = scored.map((frames) => placeCharacters(frames, decode));
@@ -76,7 +92,11 @@ export class LineRecognizer {
     return crops.map((crop, index) => ({
       // Character positions are crop columns; the reported frame maps the same columns onto the
       // detected line alone, so word boxes do not reach into the context cut around it.
-      crop: { frame: scale === 1 ? crop.frame : frameForRect(pieces[index], crop.width, crop.height, flipped(index)), width: crop.width, height: crop.height },
+      crop: {
+        frame: scale === 1 ? crop.frame : frameForRect(pieces[index], crop.width, crop.height, flipped(index)),
+        width: crop.width,
+        height: crop.height,
+      },
       characters: minGap === null ? read[index] : insertGapSpaces(read[index], crop.pixels, crop.width, crop.height, { minGap }),
     }));
   }
@@ -90,7 +110,11 @@ export class LineRecognizer {
     if (!loaded) return this.greedy;
     let model = loaded.models.values().next().value as CharNgramModel;
     if (loaded.models.size > 1) {
-      const firstReading = scored.map((frames) => placeCharacters(frames, this.greedy).map((character) => character.text).join(''));
+      const firstReading = scored.map((frames) =>
+        placeCharacters(frames, this.greedy)
+          .map((character) => character.text)
+          .join(''),
+      );
       model = loaded.models.get(mostLikelyLanguage(loaded.models, firstReading)) ?? model;
     }
     const { classes } = this;

@@ -26,10 +26,15 @@ export async function upsideDown(
       const crop = cropLine(image, rect, { inputHeight: spec.inputHeight, minWidth: 1, maxWidth: spec.inputWidth });
       writeNormalisedPlanes(crop.pixels, crop.width, crop.height, spec, input, slot * spec.channels * plane, spec.inputWidth);
     });
-    const output = await gate(() => runModel(session, floatTensor(input, [batch.length, spec.channels, spec.inputHeight, spec.inputWidth])));
+    const output = await gate(() =>
+      runModel(session, floatTensor(input, [batch.length, spec.channels, spec.inputHeight, spec.inputWidth])),
+    );
     const classes = spec.labels.length;
     if (output.dims.length !== 2 || output.dims[1] !== classes) {
-      throw new PipelineError('model_mismatch', `orientation output has shape [${output.dims.join(', ')}], expected [N, ${classes}] for labels ${JSON.stringify(spec.labels)}`);
+      throw new PipelineError(
+        'model_mismatch',
+        `orientation output has shape [${output.dims.join(', ')}], expected [N, ${classes}] for labels ${JSON.stringify(spec.labels)}`,
+      );
     }
     for (let slot = 0; slot < batch.length; slot += 1) {
       let best = 0;

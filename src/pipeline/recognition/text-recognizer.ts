@@ -32,7 +32,12 @@ const MAX_BATCH = 8;
 /** A batch only takes lines up to this much wider than its narrowest (padding is wasted work). */
 const BATCH_WIDTH_SPREAD = 1.35;
 
-export function cropLine(image: RgbImage, rect: RotatedRect, spec: Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth'>, flip = false): LineCrop {
+export function cropLine(
+  image: RgbImage,
+  rect: RotatedRect,
+  spec: Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth'>,
+  flip = false,
+): LineCrop {
   const height = spec.inputHeight;
   const scale = height / Math.max(rect.height, 1);
   const width = Math.min(spec.maxWidth, Math.max(spec.minWidth, Math.round(rect.width * scale)));
@@ -62,7 +67,13 @@ export interface CropScores {
 }
 
 /** Runs the model over the crops, batched by width; returns each crop's own frames. */
-export async function scoreCrops(session: InferenceSession, spec: RecognitionSpec, classes: CharacterClasses, crops: readonly LineCrop[], gate: ModelGate): Promise<CropScores[]> {
+export async function scoreCrops(
+  session: InferenceSession,
+  spec: RecognitionSpec,
+  classes: CharacterClasses,
+  crops: readonly LineCrop[],
+  gate: ModelGate,
+): Promise<CropScores[]> {
   const results: CropScores[] = new Array(crops.length);
   for (const batch of planBatches(crops, spec.widthMultiple)) {
     const paddedWidth = batch.width;
@@ -133,7 +144,10 @@ export function planBatches(crops: readonly { width: number }[], multiple: numbe
   for (const index of order) {
     const width = padded(crops[index].width);
     const first = current.length > 0 ? crops[current[0]].width : width;
-    if (current.length > 0 && (current.length >= MAX_BATCH || width * (current.length + 1) > BATCH_PIXEL_COLUMNS || width > first * BATCH_WIDTH_SPREAD)) {
+    if (
+      current.length > 0 &&
+      (current.length >= MAX_BATCH || width * (current.length + 1) > BATCH_PIXEL_COLUMNS || width > first * BATCH_WIDTH_SPREAD)
+    ) {
       batches.push({ indices: current, width: padded(crops[current[current.length - 1]].width) });
       current = [];
     }

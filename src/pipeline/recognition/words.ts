@@ -32,7 +32,12 @@ export function wordsOf(characters: readonly PlacedCharacter[], frame: PatchFram
     const last = run[run.length - 1];
     const start = previous ? (previous[previous.length - 1].end + first.start) / 2 : 0;
     const end = next ? (last.end + next[0].start) / 2 : cropWidth;
-    const polygon: Point[] = [patchToPage(frame, start, 0), patchToPage(frame, end, 0), patchToPage(frame, end, cropHeight), patchToPage(frame, start, cropHeight)];
+    const polygon: Point[] = [
+      patchToPage(frame, start, 0),
+      patchToPage(frame, end, 0),
+      patchToPage(frame, end, cropHeight),
+      patchToPage(frame, start, cropHeight),
+    ];
     return {
       text: run.map((character) => character.text).join(''),
       polygon,

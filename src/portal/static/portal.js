@@ -6,11 +6,14 @@ document.addEventListener('click', (event) => {
   if (!button) return;
   const source = document.getElementById(button.getAttribute('data-copy') || '');
   if (!source || !navigator.clipboard) return;
-  navigator.clipboard.writeText(source.textContent.trim()).then(() => {
-    button.textContent = 'Copied';
-  }, () => {
-    button.textContent = 'Copy failed: select the text';
-  });
+  navigator.clipboard.writeText(source.textContent.trim()).then(
+    () => {
+      button.textContent = 'Copied';
+    },
+    () => {
+      button.textContent = 'Copy failed: select the text';
+    },
+  );
 });
 document.addEventListener('submit', (event) => {
   const form = event.target;
@@ -25,7 +28,12 @@ const highlight = (event, on) => {
   if (!part) return;
   for (const element of lineParts(part.getAttribute('data-line'))) element.classList.toggle('active', on);
 };
-for (const [type, on] of [['mouseover', true], ['mouseout', false], ['focusin', true], ['focusout', false]]) {
+for (const [type, on] of [
+  ['mouseover', true],
+  ['mouseout', false],
+  ['focusin', true],
+  ['focusout', false],
+]) {
   document.addEventListener(type, (event) => highlight(event, on));
 }
 // Jobs list: while a job on the page is queued or processing, the table refreshes itself
