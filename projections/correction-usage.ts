@@ -1,3 +1,4 @@
+import type { Queryable } from '../src/db/database.ts';
 import type { Projection } from './projection.ts';
 
 // Tokens and model of each corrected page, by account: usage reports (GET /v1/usage).
@@ -19,3 +20,36 @@ begin
   end if;
 end`,
 };
+
+// Reads of this read model: GET /v1/usage and the portal's usage page.
+
+export interface CorrectionUsageLine {
+  provider: string;
+  model: string;
+  pages: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** LLM correction usage of one account per provider and model (pages corrected, tokens). */
+export async function correctionUsageReport(
+  db: Queryable,
+  filter: { accountId: string; from?: Date | null; to?: Date | null },
+): Promise<CorrectionUsageLine[]> {
+  const result = await db.query<{ provider: string; model: string; pages: string; input_tokens: string; output_tokens: string }>(
+    `select provider, model, count(*) as pages, sum(input_tokens) as input_tokens, sum(output_tokens) as output_tokens
+     from correction_usage
+     where account_id = $1
+       and ($2::timestamptz is null or recorded_at >= $2)
+       and ($3::timestamptz is null or recorded_at < $3)
+     group by provider, model order by provider, model`,
+    [filter.accountId, filter.from ?? null, filter.to ?? null],
+  );
+  return result.rows.map((row) => ({
+    provider: row.provider,
+    model: row.model,
+    pages: Number(row.pages),
+    input_tokens: Number(row.input_tokens),
+    output_tokens: Number(row.output_tokens),
+  }));
+}

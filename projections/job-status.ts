@@ -149,3 +149,16 @@ export async function readJobStatusForKey(db: Queryable, keyHash: string, jobId:
   const result = await db.query<JobStatusWithKeyRow>({ name: 'hwr-status-with-key', text: STATUS_WITH_KEY_SQL, values: [keyHash, jobId] });
   return result.rows[0];
 }
+
+/** An account's failed and cancelled jobs and their pages, by state: what was not billed. */
+export async function unbilledJobsByState(
+  db: Queryable,
+  accountId: string,
+): Promise<Array<{ state: string; jobs: number; pages: number }>> {
+  const result = await db.query<{ state: string; jobs: string; pages: string }>(
+    `select state, count(*) as jobs, sum(page_count) as pages from job_status
+     where account_id = $1 and state in ('failed', 'cancelled') group by state order by state`,
+    [accountId],
+  );
+  return result.rows.map((row) => ({ state: row.state, jobs: Number(row.jobs), pages: Number(row.pages) }));
+}

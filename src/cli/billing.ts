@@ -1,5 +1,5 @@
 import { requireAccountId } from '../commands/accounts.ts';
-import { billingReport } from '../commands/billing-report.ts';
+import { billingReport } from '../../projections/billing.ts';
 import { parseArgs, printJsonLine, stringOption, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';
 

@@ -2,7 +2,9 @@
 // (billed pages per month and per day, jobs not billed, correction tokens by model).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { correctionUsageReport } from '../commands/billing-report.ts';
+import { billedByDay, billedByMonth } from '../../projections/billing.ts';
+import { correctionUsageReport } from '../../projections/correction-usage.ts';
+import { unbilledJobsByState } from '../../projections/job-status.ts';
 import { rotateWebhookSecret } from '../commands/accounts.ts';
 import { csrfField, html, notice, type Html } from './html.ts';
 import type { PortalContext } from './portal.ts';
@@ -75,21 +77,9 @@ export function registerAccountPages(router: Router, pc: PortalContext): void {
   router.get('/portal/usage', async (ctx) => {
     const session = await pc.requireSession(ctx);
     const pool = runtime.db.pool;
-    const byMonth = await pool.query<{ month: string; jobs: string; pages: string }>(
-      `select to_char(date_trunc('month', finished_at at time zone 'UTC'), 'YYYY-MM') as month, count(*) as jobs, sum(pages) as pages
-       from billing where account_id = $1 group by 1 order by 1 desc limit 24`,
-      [session.accountId],
-    );
-    const byDay = await pool.query<{ day: string; jobs: string; pages: string }>(
-      `select to_char(finished_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*) as jobs, sum(pages) as pages
-       from billing where account_id = $1 and finished_at >= now() - interval '31 days' group by 1 order by 1 desc`,
-      [session.accountId],
-    );
-    const notBilled = await pool.query<{ state: string; jobs: string; pages: string }>(
-      `select state, count(*) as jobs, sum(page_count) as pages from job_status
-       where account_id = $1 and state in ('failed', 'cancelled') group by state order by state`,
-      [session.accountId],
-    );
+    const byMonth = await billedByMonth(pool, session.accountId);
+    const byDay = await billedByDay(pool, session.accountId);
+    const notBilled = await unbilledJobsByState(pool, session.accountId);
     const tokens = await correctionUsageReport(pool, { accountId: session.accountId });
     const table = (caption: string, headers: string[], rows: Html[], empty: string) =>
       html`<table><caption>${caption}</caption><thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
@@ -101,19 +91,19 @@ export function registerAccountPages(router: Router, pc: PortalContext): void {
 ${table(
   'Billed pages per month',
   ['Month', 'Jobs', 'Pages'],
-  byMonth.rows.map((r) => html`<tr><td>${r.month}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
+  byMonth.map((r) => html`<tr><td>${r.period}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
   'Nothing billed yet.',
 )}
 ${table(
   'Billed pages per day, last 31 days',
   ['Day', 'Jobs', 'Pages'],
-  byDay.rows.map((r) => html`<tr><td>${r.day}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
+  byDay.map((r) => html`<tr><td>${r.period}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
   'Nothing billed in the last 31 days.',
 )}
 ${table(
   'Not billed',
   ['State', 'Jobs', 'Pages'],
-  notBilled.rows.map((r) => html`<tr><td>${r.state}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
+  notBilled.map((r) => html`<tr><td>${r.state}</td><td>${r.jobs}</td><td>${r.pages}</td></tr>`),
   'No failed or cancelled jobs.',
 )}
 ${table(

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { correctionUsageReport } from '../../src/commands/billing-report.ts';
+import { correctionUsageReport } from '../../projections/correction-usage.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';

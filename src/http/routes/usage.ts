@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
-import { billingReport, correctionUsageReport } from '../../commands/billing-report.ts';
+import { billingReport } from '../../../projections/billing.ts';
+import { correctionUsageReport } from '../../../projections/correction-usage.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { HttpProblem } from '../problem.ts';
