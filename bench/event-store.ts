@@ -17,7 +17,7 @@ import { appendToStream } from '../src/store/append-to-stream.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { rebuildProjections, verifyProjections } from '../src/store/replay-projections.ts';
-import { createAccount } from '../src/commands/accounts.ts';
+import { createAccount } from '../src/use-cases/accounts.ts';
 import type { ExportPipeline, PagePipeline } from '../src/pipeline/pipeline.ts';
 
 const args = process.argv.slice(2);

@@ -18,7 +18,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import yazl from 'yazl';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
-import { createAccount, createApiKey } from '../src/commands/accounts.ts';
+import { createAccount, createApiKey } from '../src/use-cases/accounts.ts';
 import { loadConfig } from '../src/config.ts';
 import { freePort, startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { intakeScanZip } from '../src/intake/scan-zip.ts';

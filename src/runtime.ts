@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { PgBoss } from 'pg-boss';
 import type { BlobStore } from './blobs/blob-store.ts';
 import { openBlobStore, type OpenedBlobStore } from './blobs/create-blob-store.ts';
-import { CommandBus } from './commands/command-bus.ts';
+import { CommandBus } from './use-cases/command-bus.ts';
 import type { Config } from './config.ts';
 import { checkConnection, openDatabase, type Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';

@@ -1,4 +1,4 @@
-import { createAccount, rotateWebhookSecret } from '../commands/accounts.ts';
+import { createAccount, rotateWebhookSecret } from '../use-cases/accounts.ts';
 import { parseArgs, printJsonLine, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';
 

@@ -1,4 +1,4 @@
-import { requireAccountId } from '../commands/accounts.ts';
+import { requireAccountId } from '../use-cases/accounts.ts';
 import { billingReport } from '../../projections/billing.ts';
 import { parseArgs, printJsonLine, stringOption, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';

@@ -1,4 +1,4 @@
-import { createApiKey, listApiKeys, revokeApiKey } from '../commands/accounts.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../use-cases/accounts.ts';
 import { parseArgs, printJsonLine, stringOption, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';
 

@@ -1,5 +1,5 @@
 // `hwr serve [--role api|worker|all]`: the HTTP API, the workers, or both (default).
-import { countAccounts, createAccount, createApiKey } from '../commands/accounts.ts';
+import { countAccounts, createAccount, createApiKey } from '../use-cases/accounts.ts';
 import { loadConfig } from '../config.ts';
 import { defaultPipelines } from '../default-pipelines.ts';
 import { startHttpServer, type RunningServer } from '../http/server.ts';

@@ -1,5 +1,5 @@
 import { listAccountUsers } from '../../projections/users.ts';
-import { requireAccountId } from '../commands/accounts.ts';
+import { requireAccountId } from '../use-cases/accounts.ts';
 import { inviteUser } from '../portal/users.ts';
 import { parseArgs, printJsonLine, stringOption, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';

@@ -2,7 +2,7 @@
 // Only the key's SHA-256 is stored; a revoked key fails on the very next request.
 import type { Context, Next } from 'koa';
 import { findActiveKey, type ActiveKeyRow } from '../../projections/api-keys.ts';
-import { sha256Hex } from '../commands/accounts.ts';
+import { sha256Hex } from '../use-cases/accounts.ts';
 import type { Queryable } from '../db/database.ts';
 import { HttpProblem } from './problem.ts';
 

@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { billedByDay, billedByMonth } from '../../projections/billing.ts';
 import { correctionUsageReport } from '../../projections/correction-usage.ts';
 import { unbilledJobsByState } from '../../projections/job-status.ts';
-import { rotateWebhookSecret } from '../commands/accounts.ts';
+import { rotateWebhookSecret } from '../use-cases/accounts.ts';
 import { csrfField, html, notice, type Html } from './html.ts';
 import type { PortalContext } from './portal.ts';
 import type { Session } from './sessions.ts';

@@ -1,9 +1,9 @@
 // Settings → API keys: list, create (the key shown once), revoke. Through the CLI's own
-// use cases (src/commands/accounts.ts), so the events are the same; the actor is the user.
+// use cases (src/use-cases/accounts.ts), so the events are the same; the actor is the user.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { findKeyAccountId } from '../../projections/api-keys.ts';
-import { createApiKey, listApiKeys, revokeApiKey, type CreatedKey } from '../commands/accounts.ts';
+import { createApiKey, listApiKeys, revokeApiKey, type CreatedKey } from '../use-cases/accounts.ts';
 import { csrfField, html, notice, time } from './html.ts';
 import type { PortalContext } from './portal.ts';
 import type { Session } from './sessions.ts';

@@ -1,6 +1,6 @@
 // The customer portal (docs/portal.md): server-rendered pages under /portal in the service's own
 // Koa application; `/` redirects there. Every change goes through the same commands and events
-// as the CLI (src/commands/accounts.ts, src/portal/users.ts).
+// as the CLI (src/use-cases/accounts.ts, src/portal/users.ts).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Router from '@koa/router';

@@ -3,7 +3,7 @@
 // request for IDLE_TIMEOUT_MS) and absolute (ABSOLUTE_TIMEOUT_MS after sign-in). Revocable one
 // by one (sign out) or all of a user's at once (sign out everywhere, a password change).
 import { randomBytes } from 'node:crypto';
-import { sha256Hex } from '../commands/accounts.ts';
+import { sha256Hex } from '../use-cases/accounts.ts';
 import type { Queryable } from '../db/database.ts';
 
 export const IDLE_TIMEOUT_MS = 2 * 3600 * 1000;

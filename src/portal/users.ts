@@ -4,8 +4,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Rejection } from '../../domain/rejections.ts';
 import { findInviteByTokenHash, findUser, findUserByEmail, type UserRow } from '../../projections/users.ts';
-import { AccountError, requireAccountId, sha256Hex } from '../commands/accounts.ts';
-import type { CommandBus } from '../commands/command-bus.ts';
+import { AccountError, requireAccountId, sha256Hex } from '../use-cases/accounts.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
 import { hashPassword, passwordProblem, verifyDecoy, verifyPassword } from './passwords.ts';
 
 /** A setup link works once, for this long. */

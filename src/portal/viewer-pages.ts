@@ -8,7 +8,7 @@ import type { Context } from 'koa';
 import sharp from 'sharp';
 import { readJobStatus } from '../../projections/job-status.ts';
 import { BlobNotFoundError } from '../blobs/blob-store.ts';
-import { LruCache } from '../commands/lru-cache.ts';
+import { LruCache } from '../use-cases/lru-cache.ts';
 import type { PageResult, Point } from '../pipeline/page-result.ts';
 import { html, type Html } from './html.ts';
 import type { PortalContext } from './portal.ts';

@@ -3,7 +3,7 @@
 import type { Job } from 'pg-boss';
 import { redactUrl } from '../callbacks/redact-url.ts';
 import { sendCallback, type CallbackOutcome } from '../callbacks/send-callback.ts';
-import type { CommandBus } from '../commands/command-bus.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { isTerminalCallbackState, callbackBody } from './callback-body.ts';

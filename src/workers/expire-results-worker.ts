@@ -2,7 +2,7 @@
 // images, page results, archive) and record ResultExpired.
 import { jobPrefix } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { CommandBus } from '../commands/command-bus.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Logger } from '../logger.ts';
 import { isJobEnded } from './task-errors.ts';
 

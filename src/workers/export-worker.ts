@@ -2,7 +2,7 @@
 import type { Job } from 'pg-boss';
 import { archiveKey as archiveKeyOf } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { CommandBus } from '../commands/command-bus.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { ExportPipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';

@@ -7,7 +7,7 @@
 // idempotent: FailJob on a failed job records nothing, and a page completed meanwhile is left be.
 import { redactUrl } from '../callbacks/redact-url.ts';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
-import type { CommandBus } from '../commands/command-bus.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { Rejection } from '../../domain/rejections.ts';

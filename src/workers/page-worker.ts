@@ -3,7 +3,7 @@
 import type { Job } from 'pg-boss';
 import { pageResultKey } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { CommandBus } from '../commands/command-bus.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import type { PagePipeline } from '../pipeline/pipeline.ts';

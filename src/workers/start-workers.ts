@@ -2,7 +2,7 @@
 // take any task; scale out by starting more `hwr serve --role worker` processes.
 import type { Job, PgBoss } from 'pg-boss';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { CommandBus } from '../commands/command-bus.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ExportPipeline, PagePipeline } from '../pipeline/pipeline.ts';

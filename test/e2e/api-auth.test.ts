@@ -3,7 +3,7 @@
 // account's job does not exist for a key (docs/contract.md).
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { createApiKey, listApiKeys, revokeApiKey } from '../../src/commands/accounts.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../src/use-cases/accounts.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState, type ApiResponse } from '../support/http-client.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';

@@ -7,7 +7,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
-import { rotateWebhookSecret } from '../../src/commands/accounts.ts';
+import { rotateWebhookSecret } from '../../src/use-cases/accounts.ts';
 import { CALLBACK_RETRY_DELAYS_SECONDS } from '../../domain/job-decide.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';

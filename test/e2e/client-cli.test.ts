@@ -10,7 +10,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
+import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import { defaultPipelines } from '../../src/default-pipelines.ts';
 import { startHttpServer } from '../../src/http/server.ts';
 import { createLogger } from '../../src/logger.ts';

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import yazl from 'yazl';
-import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
+import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import { defaultPipelines } from '../../src/default-pipelines.ts';
 import { startHttpServer } from '../../src/http/server.ts';
 import { createLogger } from '../../src/logger.ts';

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { after, describe, test } from 'node:test';
 import { accountStreamId } from '../../domain/events.ts';
-import { createAccount } from '../../src/commands/accounts.ts';
+import { createAccount } from '../../src/use-cases/accounts.ts';
 import { readStream } from '../../src/store/read-stream.ts';
 import { inviteUser, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_EMAIL } from '../../src/portal/users.ts';
 import { createTestDatabase } from '../support/database.ts';
@@ -278,7 +278,7 @@ describe('sign-in and sessions', () => {
     const third = new PortalClient(baseUrl, from());
     await third.signIn('expiry@example.org', TEST_PASSWORD);
     const hash = async (client: PortalClient) =>
-      (await import('../../src/commands/accounts.ts')).sha256Hex(client.cookies.get('hwr_session')!);
+      (await import('../../src/use-cases/accounts.ts')).sha256Hex(client.cookies.get('hwr_session')!);
     await runtime.db.pool.query("update portal_sessions set last_seen_at = now() - interval '2 hours 1 minute' where session_sha256 = $1", [
       await hash(c),
     ]);

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { createAccount } from '../../src/commands/accounts.ts';
+import { createAccount } from '../../src/use-cases/accounts.ts';
 import { defaultPipelines } from '../../src/default-pipelines.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { PageResult } from '../../src/pipeline/page-result.ts';

@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { createAccount } from '../../src/commands/accounts.ts';
+import { createAccount } from '../../src/use-cases/accounts.ts';
 import { inviteUser } from '../../src/portal/users.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { pagesZip, startApiServer } from '../support/http-client.ts';

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { accountStreamId } from '../../domain/events.ts';
-import { createAccount, createApiKey } from '../../src/commands/accounts.ts';
+import { createAccount, createApiKey } from '../../src/use-cases/accounts.ts';
 import { readStream } from '../../src/store/read-stream.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startApiServer } from '../support/http-client.ts';

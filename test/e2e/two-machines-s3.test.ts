@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
+import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
-import { createApiKey, createAccount, revokeApiKey, rotateWebhookSecret } from '../../src/commands/accounts.ts';
+import { createApiKey, createAccount, revokeApiKey, rotateWebhookSecret } from '../../src/use-cases/accounts.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { dispatcherName, installProjections, PROJECTION_DISPATCHER, projectionsVersion } from '../../src/store/install-projections.ts';
 import { rebuildProjections, verifyProjections } from '../../src/store/replay-projections.ts';

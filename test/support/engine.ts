@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { ExportPipeline, JobOptions, PagePipeline, PageSource } from '../../src/pipeline/pipeline.ts';
 import { startRuntime, type Runtime } from '../../src/runtime.ts';
-import { createAccount } from '../../src/commands/accounts.ts';
+import { createAccount } from '../../src/use-cases/accounts.ts';
 
 export async function testConfig(databaseUrl: string, env: Record<string, string> = {}, dataDir?: string): Promise<Config> {
   return loadConfig({

@@ -6,7 +6,7 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after } from 'node:test';
 import yazl from 'yazl';
-import { createApiKey, createAccount } from '../../src/commands/accounts.ts';
+import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import type { Config } from '../../src/config.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
 import { startHttpServer, type RunningServer } from '../../src/http/server.ts';

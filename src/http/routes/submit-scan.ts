@@ -12,7 +12,7 @@ import { jobPrefix, pagesPrefix, uploadKey } from '../../blobs/blob-keys.ts';
 import { intakeScanZip } from '../../intake/scan-zip.ts';
 import { tempUploadDir } from '../../intake/temp-uploads.ts';
 import { uploadTooLargeError } from '../../intake/intake-error.ts';
-import { findIdempotentJob, IdempotencyConflict, submitJob } from '../../commands/submit-job.ts';
+import { findIdempotentJob, IdempotencyConflict, submitJob } from '../../use-cases/submit-job.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { readJobStatus } from '../../../projections/job-status.ts';
 import { resultUrl, statusUrl } from '../job-view.ts';
