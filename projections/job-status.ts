@@ -162,3 +162,71 @@ export async function unbilledJobsByState(
   );
   return result.rows.map((row) => ({ state: row.state, jobs: Number(row.jobs), pages: Number(row.pages) }));
 }
+
+/** Jobs by state, for the metrics endpoint. */
+export async function countJobsByState(db: Queryable): Promise<Array<{ state: string; count: number }>> {
+  const result = await db.query<{ state: string; count: string }>('select state, count(*) as count from job_status group by state');
+  return result.rows.map((row) => ({ state: row.state, count: Number(row.count) }));
+}
+
+/** Queued and processing jobs, oldest first: what the stranded-jobs sweep looks at. */
+export async function readRunningJobs(
+  db: Queryable,
+  limit: number,
+): Promise<Array<{ job_id: string; page_count: number; pages_done: number }>> {
+  const result = await db.query<{ job_id: string; page_count: number; pages_done: number }>(
+    `select job_id, page_count, pages_done from job_status where state in ('queued', 'processing') order by created_at limit $1`,
+    [limit],
+  );
+  return result.rows;
+}
+
+/** Ended jobs whose result has reached its expiry and is not expired yet, soonest first. */
+export async function readExpiredResultsDue(db: Queryable, now: Date, limit: number): Promise<string[]> {
+  const result = await db.query<{ job_id: string }>(
+    `select job_id from job_status
+     where not result_expired and expires_at <= $1 and state in ('done', 'failed', 'cancelled')
+     order by expires_at limit $2`,
+    [now, limit],
+  );
+  return result.rows.map((row) => row.job_id);
+}
+
+export interface JobListRow {
+  job_id: string;
+  state: string;
+  page_count: number;
+  pages_done: number;
+  current_step: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+/** An account's jobs, newest first, one page of a list. */
+export async function listAccountJobs(db: Queryable, accountId: string, limit: number, offset: number): Promise<JobListRow[]> {
+  const result = await db.query<JobListRow>(
+    `select job_id, state, page_count, pages_done, current_step, created_at, finished_at from job_status
+     where account_id = $1 order by created_at desc, job_id desc limit $2 offset $3`,
+    [accountId, limit, offset],
+  );
+  return result.rows;
+}
+
+export interface JobPageRow {
+  page_number: number;
+  name: string;
+  blob_key: string;
+  sha256: string;
+  completed: boolean;
+  result_key: string | null;
+  line_count: number | null;
+}
+
+/** A job's pages in page order (job_pages). */
+export async function readJobPages(db: Queryable, jobId: string): Promise<JobPageRow[]> {
+  const result = await db.query<JobPageRow>(
+    'select page_number, name, blob_key, sha256, completed, result_key, line_count from job_pages where job_id = $1 order by page_number',
+    [jobId],
+  );
+  return result.rows;
+}

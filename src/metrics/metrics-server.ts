@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
+import { countJobsByState } from '../../projections/job-status.ts';
 import type { Runtime } from '../runtime.ts';
 import { QUEUES } from '../workers/queues.ts';
 import { metricsRegistry } from './metrics.ts';
@@ -52,7 +53,7 @@ export function databaseMetrics(runtime: Runtime): { registry: client.Registry; 
   const read = async () => {
     try {
       const [states, tasks] = await Promise.all([
-        runtime.db.pool.query<{ state: string; count: string }>('select state, count(*) as count from job_status group by state'),
+        countJobsByState(runtime.db.pool),
         runtime.db.pool.query<{ name: string; ready: string; active: string; oldest: number | null }>(
           `select name,
                   count(*) filter (where state in ('created', 'retry') and start_after <= now()) as ready,
@@ -64,7 +65,7 @@ export function databaseMetrics(runtime: Runtime): { registry: client.Registry; 
       ]);
       jobs.reset();
       for (const state of JOB_STATES) jobs.set({ state }, 0);
-      for (const row of states.rows) jobs.set({ state: row.state }, Number(row.count));
+      for (const row of states) jobs.set({ state: row.state }, row.count);
       for (const queue of queues) {
         const row = tasks.rows.find((candidate) => candidate.name === queue);
         ready.set({ queue }, Number(row?.ready ?? 0));

@@ -8,21 +8,11 @@ import { readStream } from '../store/read-stream.ts';
 import { Rejection } from '../../domain/rejections.ts';
 import { csrfField, html, notice, time } from './html.ts';
 import type { PortalContext } from './portal.ts';
-import { readJobPages } from './viewer-pages.ts';
+import { listAccountJobs, readJobPages } from '../../projections/job-status.ts';
 import { PortalHttpError } from './web.ts';
 
 export const JOBS_PER_PAGE = 25;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-interface JobListRow {
-  job_id: string;
-  state: string;
-  page_count: number;
-  pages_done: number;
-  current_step: string | null;
-  created_at: Date;
-  finished_at: Date | null;
-}
 
 export function registerJobPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
@@ -30,13 +20,9 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
   router.get('/portal/jobs', async (ctx) => {
     const session = await pc.requireSession(ctx);
     const pageNumber = Math.max(1, Math.min(10_000, Number.parseInt(String(ctx.query.page ?? '1'), 10) || 1));
-    const result = await runtime.db.pool.query<JobListRow>(
-      `select job_id, state, page_count, pages_done, current_step, created_at, finished_at from job_status
-       where account_id = $1 order by created_at desc, job_id desc limit $2 offset $3`,
-      [session.accountId, JOBS_PER_PAGE + 1, (pageNumber - 1) * JOBS_PER_PAGE],
-    );
-    const more = result.rows.length > JOBS_PER_PAGE;
-    const rows = result.rows.slice(0, JOBS_PER_PAGE).map(
+    const listed = await listAccountJobs(runtime.db.pool, session.accountId, JOBS_PER_PAGE + 1, (pageNumber - 1) * JOBS_PER_PAGE);
+    const more = listed.length > JOBS_PER_PAGE;
+    const rows = listed.slice(0, JOBS_PER_PAGE).map(
       (
         job,
       ) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a></td><td class="state-${job.state}">${job.state}</td>
@@ -65,7 +51,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     const session = await pc.requireSession(ctx);
     const job = await ownJob(ctx, session.accountId);
     const events = await readStream(runtime.db.pool, jobStreamId(job.job_id));
-    const pages = await readJobPages(pc, job.job_id);
+    const pages = await readJobPages(runtime.db.pool, job.job_id);
     const thumbnails = pages.map(
       (
         p,

@@ -3,6 +3,7 @@
 // links to its polygon and each polygon to its text (`:target` highlights both sides); the
 // script (static/portal.js) adds highlighting on hover and focus. Low-confidence words are
 // marked; corrected lines show the recognised reading.
+import { readJobPages } from '../../projections/job-status.ts';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import sharp from 'sharp';
@@ -21,24 +22,6 @@ export const IMAGE_WIDTHS = [160, 1200] as const;
 const IMAGES_KEPT = 64;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-interface PageRow {
-  page_number: number;
-  name: string;
-  blob_key: string;
-  sha256: string;
-  completed: boolean;
-  result_key: string | null;
-  line_count: number | null;
-}
-
-export async function readJobPages(pc: PortalContext, jobId: string): Promise<PageRow[]> {
-  const result = await pc.runtime.db.pool.query<PageRow>(
-    'select page_number, name, blob_key, sha256, completed, result_key, line_count from job_pages where job_id = $1 order by page_number',
-    [jobId],
-  );
-  return result.rows;
-}
-
 const points = (polygon: readonly Point[]): string => polygon.map(([x, y]) => `${Math.round(x)},${Math.round(y)}`).join(' ');
 
 export function registerViewerPages(router: Router, pc: PortalContext): void {
@@ -50,7 +33,9 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     const job = UUID.test(jobId) ? await readJobStatus(runtime.db.pool, jobId.toLowerCase(), accountId) : undefined;
     if (!job) throw new PortalHttpError(404, 'There is no such job.');
     const number = Number(ctx.params.page);
-    const page = Number.isInteger(number) ? (await readJobPages(pc, job.job_id)).find((row) => row.page_number === number) : undefined;
+    const page = Number.isInteger(number)
+      ? (await readJobPages(pc.runtime.db.pool, job.job_id)).find((row) => row.page_number === number)
+      : undefined;
     if (!page) throw new PortalHttpError(404, 'The job has no such page.');
     return { job, page };
   }

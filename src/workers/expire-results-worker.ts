@@ -1,5 +1,6 @@
 // Cron task: at expires_at, delete a finished job's stored files (upload, page
 // images, page results, archive) and record ResultExpired.
+import { readExpiredResultsDue } from '../../projections/job-status.ts';
 import { jobPrefix } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
@@ -13,14 +14,9 @@ export interface ExpireResultsDeps {
 }
 
 export async function expireResults(deps: ExpireResultsDeps, now = new Date()): Promise<number> {
-  const due = await deps.bus.db.pool.query<{ job_id: string }>(
-    `select job_id from job_status
-     where not result_expired and expires_at <= $1 and state in ('done', 'failed', 'cancelled')
-     order by expires_at limit 1000`,
-    [now],
-  );
+  const due = await readExpiredResultsDue(deps.bus.db.pool, now, 1000);
   let expired = 0;
-  for (const { job_id: jobId } of due.rows) {
+  for (const jobId of due) {
     // Files first: a crash in between leaves the event to the next run, never files without an owner.
     await deps.blobs.deletePrefix(jobPrefix(jobId));
     try {

@@ -5,6 +5,7 @@
 // and why, whose reaction sends the job.failed callback. The sweep is the backstop: a job still
 // queued or processing with a page (or its export) that has no live task is failed. Both are
 // idempotent: FailJob on a failed job records nothing, and a page completed meanwhile is left be.
+import { readJobPages, readJobState, readRunningJobs } from '../../projections/job-status.ts';
 import { redactUrl } from '../callbacks/redact-url.ts';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import type { CommandBus } from '../use-cases/command-bus.ts';
@@ -137,12 +138,9 @@ const LIVE = new Set(['created', 'retry', 'active']);
 export async function sweepStrandedJobs(deps: { bus: CommandBus; log: Logger; schema?: string }, limit = 500): Promise<string[]> {
   const pool = deps.bus.db.pool;
   const schema = deps.schema ?? 'pgboss';
-  const candidates = await pool.query<{ job_id: string; page_count: number; pages_done: number }>(
-    `select job_id, page_count, pages_done from job_status where state in ('queued', 'processing') order by created_at limit $1`,
-    [limit],
-  );
+  const candidates = await readRunningJobs(pool, limit);
   const failed: string[] = [];
-  for (const candidate of candidates.rows) {
+  for (const candidate of candidates) {
     const jobId = candidate.job_id;
     const allPagesDoneBefore = candidate.pages_done === candidate.page_count;
     const pageIds = new Map<string, number>();
@@ -165,23 +163,19 @@ export async function sweepStrandedJobs(deps: { bus: CommandBus; log: Logger; sc
       return own ? lostReason(own.retry_count + 1, own.output) : 'its task is gone';
     };
 
-    const now = await pool.query<{ state: string }>('select state from job_status where job_id = $1', [jobId]);
-    const status = now.rows[0]?.state;
+    const status = await readJobState(pool, jobId);
     if (status !== 'queued' && status !== 'processing') continue;
-    const unfinished = await pool.query<{ page_number: number; name: string }>(
-      'select page_number, name from job_pages where job_id = $1 and not completed order by page_number',
-      [jobId],
-    );
+    const unfinished = (await readJobPages(pool, jobId)).filter((row) => !row.completed);
     let message: string | null = null;
     let page: number | null = null;
-    for (const row of unfinished.rows) {
+    for (const row of unfinished) {
       const id = pageTaskId(jobId, row.page_number);
       if (live(id)) continue;
       message = `page ${row.page_number} (${row.name}): ${why(id)}`;
       page = row.page_number;
       break;
     }
-    if (message === null && allPagesDoneBefore && unfinished.rows.length === 0 && !live(exportId)) {
+    if (message === null && allPagesDoneBefore && unfinished.length === 0 && !live(exportId)) {
       message = `export: ${why(exportId)}`;
     }
     if (message === null) continue;
