@@ -9,16 +9,15 @@
 // Needs ../shared (CI has it).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import sharp from 'sharp';
 import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/char-ngram-lm.ts';
 import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../src/pipeline/ctc-beam-search.ts';
 import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
 import { decodeCtc } from '../src/pipeline/recognition/ctc-decode.ts';
-import { readTar, readValidationLines } from './lib/htr-lines.ts';
+import { modelInput, readTar, readValidationLines } from './lib/htr-lines.ts';
 import { markdownTable, percent } from './lib/table.ts';
-import { editDistance } from './lib/text-metrics.ts';
+import { LineErrors } from './lib/text-metrics.ts';
 
 const { values } = parseArgs({
   options: {
@@ -27,41 +26,6 @@ const { values } = parseArgs({
     limit: { type: 'string', default: '0' },
   },
 });
-
-class Errors {
-  charEdits = 0;
-  chars = 0;
-  wordEdits = 0;
-  words = 0;
-  ms = 0;
-  add(hypothesis: string, reference: string, ms: number): void {
-    this.charEdits += editDistance([...hypothesis], [...reference]);
-    this.chars += [...reference].length;
-    const words = reference.split(/\s+/).filter(Boolean);
-    this.wordEdits += editDistance(hypothesis.split(/\s+/).filter(Boolean), words);
-    this.words += words.length;
-    this.ms += ms;
-  }
-}
-
-/** 64 px grey JPEG -> normalised 32 px input (2x2 mean, as the training's area resize). */
-async function modelInput(jpeg: Buffer, height: number, mean: number, std: number): Promise<{ data: Float32Array; width: number }> {
-  const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
-  const factor = info.height / height;
-  if (!Number.isInteger(factor)) throw new Error(`line height ${info.height} is not a multiple of ${height}`);
-  const width = Math.max(16, Math.round(info.width / factor));
-  const out = new Float32Array(height * width).fill((1 - mean) / std);
-  const columns = Math.floor(info.width / factor);
-  for (let y = 0; y < height; y += 1) {
-    for (let x = 0; x < columns; x += 1) {
-      let sum = 0;
-      for (let dy = 0; dy < factor; dy += 1)
-        for (let dx = 0; dx < factor; dx += 1) sum += data[(y * factor + dy) * info.width + x * factor + dx];
-      out[y * width + x] = (sum / (factor * factor) / 255 - mean) / std;
-    }
-  }
-  return { data: out, width };
-}
 
 async function main(): Promise<void> {
   const spec = loadModelSpec(values.model);
@@ -75,12 +39,12 @@ async function main(): Promise<void> {
   const limit = Number(values.limit);
   if (limit > 0) lines = lines.slice(0, limit);
 
-  const modelTime = new Errors();
+  const modelTime = new LineErrors();
   const decoders = {
-    greedy: new Errors(),
-    'beam, no LM': new Errors(),
-    'beam + LM (joint)': new Errors(),
-    'beam + LM (per language)': new Errors(),
+    greedy: new LineErrors(),
+    'beam, no LM': new LineErrors(),
+    'beam + LM (joint)': new LineErrors(),
+    'beam + LM (per language)': new LineErrors(),
   };
   for (const line of lines) {
     const jpeg = images.get(line.file);

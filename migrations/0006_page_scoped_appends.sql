@@ -69,18 +69,9 @@ begin
 end
 $$;
 
--- The job's current step is the earliest step of its unfinished pages: found through an
--- index instead of a scan of all its pages at every page event.
+-- The job's current step is the earliest step of its unfinished pages (hwr_job_current_step,
+-- 0004): its query's order matches this index, so it is found through it instead of a scan of
+-- all the job's pages at every page event.
 create index job_pages_open_step on job_pages
   (job_id, array_position(array['layout', 'recognition', 'correction', 'export'], coalesce(step, 'layout')))
   where not completed;
-
-create or replace function hwr_job_current_step(p_job_id uuid) returns text
-language sql stable as $$
-  select coalesce(
-    (select coalesce(p.step, 'layout') from job_pages p
-      where p.job_id = p_job_id and not p.completed
-      order by array_position(array['layout', 'recognition', 'correction', 'export'], coalesce(p.step, 'layout'))
-      limit 1),
-    'export')
-$$;

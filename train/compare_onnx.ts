@@ -16,10 +16,9 @@ import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
 import { decodeCtc } from '../src/pipeline/recognition/ctc-decode.ts';
-import sharp from 'sharp';
-import { readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
 import { markdownTable, percent } from '../bench/lib/table.ts';
-import { editDistance } from '../bench/lib/text-metrics.ts';
+import { LineErrors } from '../bench/lib/text-metrics.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -28,37 +27,6 @@ const { values, positionals } = parseArgs({
     limit: { type: 'string', default: '0' },
   },
 });
-
-class Errors {
-  charEdits = 0;
-  chars = 0;
-  wordEdits = 0;
-  words = 0;
-  add(hypothesis: string, reference: string): void {
-    this.charEdits += editDistance([...hypothesis], [...reference]);
-    this.chars += [...reference].length;
-    const words = reference.split(/\s+/).filter(Boolean);
-    this.wordEdits += editDistance(hypothesis.split(/\s+/).filter(Boolean), words);
-    this.words += words.length;
-  }
-}
-
-async function modelInput(jpeg: Buffer, height: number, mean: number, std: number): Promise<{ data: Float32Array; width: number }> {
-  const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
-  const factor = info.height / height;
-  if (!Number.isInteger(factor)) throw new Error(`line height ${info.height} is not a multiple of ${height}`);
-  const width = Math.max(16, Math.round(info.width / factor));
-  const out = new Float32Array(height * width).fill((1 - mean) / std);
-  const columns = Math.floor(info.width / factor);
-  for (let y = 0; y < height; y += 1) {
-    for (let x = 0; x < columns; x += 1) {
-      let sum = 0;
-      for (let dy = 0; dy < factor; dy += 1) for (let dx = 0; dx < factor; dx += 1) sum += data[(y * factor + dy) * info.width + x * factor + dx];
-      out[y * width + x] = (sum / (factor * factor) / 255 - mean) / std;
-    }
-  }
-  return { data: out, width };
-}
 
 const DECODERS = ['greedy', 'beam + LM (joint)', 'beam + LM (language)'] as const;
 
@@ -71,7 +39,7 @@ async function main(): Promise<void> {
       const lmFile = loadCharNgramFile(path.join(dir, 'lm.json'));
       const lm = spec.languageModel;
       const options = { ...DEFAULT_BEAM_SEARCH, ...(lm ? { beam: lm.beam, alpha: lm.alpha, beta: lm.beta, prune: lm.prune, maxCandidates: lm.maxCandidates } : {}) };
-      return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options, ms: 0, errors: new Map<string, Errors>() };
+      return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options, ms: 0, errors: new Map<string, LineErrors>() };
     }),
   );
   const images = readTar(path.join(values.dataset, 'val-000.tar'));
@@ -100,7 +68,7 @@ async function main(): Promise<void> {
       };
       for (const decoder of DECODERS) {
         for (const key of [`${decoder}|all`, `${decoder}|${source}`]) {
-          if (!m.errors.has(key)) m.errors.set(key, new Errors());
+          if (!m.errors.has(key)) m.errors.set(key, new LineErrors());
           m.errors.get(key)!.add(texts[decoder], line.text);
         }
       }

@@ -2,6 +2,7 @@
 // benchmarks that measure recognizers on lines no fixture page contains.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import sharp from 'sharp';
 
 export const DEFAULT_DATASET_DIR = path.resolve(import.meta.dirname, '../../../shared/datasets/htr-lines');
 
@@ -57,4 +58,23 @@ export function readTar(file: string): Map<string, Buffer> {
     offset += 512 + Math.ceil(size / 512) * 512;
   }
   return members;
+}
+
+/** 64 px grey JPEG -> normalised 32 px input (2x2 mean, as the training's area resize). */
+export async function modelInput(jpeg: Buffer, height: number, mean: number, std: number): Promise<{ data: Float32Array; width: number }> {
+  const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
+  const factor = info.height / height;
+  if (!Number.isInteger(factor)) throw new Error(`line height ${info.height} is not a multiple of ${height}`);
+  const width = Math.max(16, Math.round(info.width / factor));
+  const out = new Float32Array(height * width).fill((1 - mean) / std);
+  const columns = Math.floor(info.width / factor);
+  for (let y = 0; y < height; y += 1) {
+    for (let x = 0; x < columns; x += 1) {
+      let sum = 0;
+      for (let dy = 0; dy < factor; dy += 1)
+        for (let dx = 0; dx < factor; dx += 1) sum += data[(y * factor + dy) * info.width + x * factor + dx];
+      out[y * width + x] = (sum / (factor * factor) / 255 - mean) / std;
+    }
+  }
+  return { data: out, width };
 }

@@ -99,3 +99,20 @@ export function scorePage(
   const reference = scoringText(referenceLines);
   return { characters: characterErrors(hypothesis, reference), words: wordErrors(hypothesis, reference) };
 }
+
+/** Character and word edits of recognised lines against their references, summed (and time, where measured). */
+export class LineErrors {
+  charEdits = 0;
+  chars = 0;
+  wordEdits = 0;
+  words = 0;
+  ms = 0;
+  add(hypothesis: string, reference: string, ms = 0): void {
+    this.charEdits += editDistance([...hypothesis], [...reference]);
+    this.chars += [...reference].length;
+    const words = reference.split(/\s+/).filter(Boolean);
+    this.wordEdits += editDistance(hypothesis.split(/\s+/).filter(Boolean), words);
+    this.words += words.length;
+    this.ms += ms;
+  }
+}

@@ -50,25 +50,45 @@ export function createCallbackHandler(deps: CallbackWorkerDeps) {
       { ok: outcome.ok, http_status: outcome.status, error: outcome.error, webhook_url: redactUrl(state.options.webhookUrl) },
       'callback attempt',
     );
-    try {
-      await deps.bus.job(
-        jobId,
-        {
-          type: 'RecordCallbackAttempt',
-          attempt,
-          url: state.options.webhookUrl,
-          ok: outcome.ok,
-          httpStatus: outcome.status,
-          error: outcome.error,
-          durationMs: Math.round(outcome.durationMs),
-          now: new Date(),
-          retryScale: deps.config.callbacks.retryScale,
-        },
-        { actor: 'worker', causationId: task.id },
-      );
-    } catch (error) {
-      if (error instanceof Rejection && error.code === 'no_callback') return;
-      if (!isJobEnded(error)) throw error;
-    }
+    await recordCallbackAttempt(deps, jobId, attempt, state.options.webhookUrl, {
+      ok: outcome.ok,
+      httpStatus: outcome.status,
+      error: outcome.error,
+      durationMs: Math.round(outcome.durationMs),
+      causationId: task.id,
+    });
   };
+}
+
+/**
+ * Records one delivery attempt (its reaction schedules the next one); nothing when the delivery
+ * or the job has already ended meanwhile.
+ */
+export async function recordCallbackAttempt(
+  deps: { bus: CommandBus; config: Config },
+  jobId: string,
+  attempt: number,
+  url: string,
+  outcome: { ok: boolean; httpStatus: number | null; error: string | null; durationMs: number; causationId: string },
+): Promise<void> {
+  try {
+    await deps.bus.job(
+      jobId,
+      {
+        type: 'RecordCallbackAttempt',
+        attempt,
+        url,
+        ok: outcome.ok,
+        httpStatus: outcome.httpStatus,
+        error: outcome.error,
+        durationMs: outcome.durationMs,
+        now: new Date(),
+        retryScale: deps.config.callbacks.retryScale,
+      },
+      { actor: 'worker', causationId: outcome.causationId },
+    );
+  } catch (error) {
+    if (error instanceof Rejection && error.code === 'no_callback') return;
+    if (!isJobEnded(error)) throw error;
+  }
 }

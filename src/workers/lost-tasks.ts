@@ -11,11 +11,10 @@ import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { Rejection } from '../../domain/rejections.ts';
 import { isTerminalCallbackState } from './callback-body.ts';
+import { recordCallbackAttempt } from './callback-worker.ts';
 import { failJob } from './page-worker.ts';
 import { exportTaskId, pageTaskId, QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from './queues.ts';
-import { isJobEnded } from './task-errors.ts';
 
 export interface LostTaskDeps {
   bus: CommandBus;
@@ -89,26 +88,13 @@ export function createLostCallbackHandler(deps: LostTaskDeps) {
       { job_id: jobId, attempt, reason, webhook_url: redactUrl(state.options.webhookUrl) },
       'callback task lost: recording the attempt as failed',
     );
-    try {
-      await deps.bus.job(
-        jobId,
-        {
-          type: 'RecordCallbackAttempt',
-          attempt,
-          url: state.options.webhookUrl,
-          ok: false,
-          httpStatus: null,
-          error: `callback task ${reason}`,
-          durationMs: 0,
-          now: new Date(),
-          retryScale: deps.config.callbacks.retryScale,
-        },
-        { actor: 'worker', causationId: task.id },
-      );
-    } catch (error) {
-      if (error instanceof Rejection && error.code === 'no_callback') return;
-      if (!isJobEnded(error)) throw error;
-    }
+    await recordCallbackAttempt(deps, jobId, attempt, state.options.webhookUrl, {
+      ok: false,
+      httpStatus: null,
+      error: `callback task ${reason}`,
+      durationMs: 0,
+      causationId: task.id,
+    });
   };
 }
 

@@ -13,7 +13,7 @@ import { pageTaskId, QUEUES } from '../../src/workers/queues.ts';
 import { verifyProjections } from '../../src/store/replay-projections.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig, waitForJobState } from '../support/engine.ts';
-import { testExportPipeline, testPagePipeline, type PageLog } from '../support/test-pipelines.ts';
+import { testExportPipeline, testPagePipeline, tinyPageResult, type PageLog } from '../support/test-pipelines.ts';
 
 const url = await createTestDatabase();
 const old = openDatabase(url, { max: 2 });
@@ -83,7 +83,7 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
   const processed: PageLog[] = [];
   const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'new', processed }), export: testExportPipeline() });
   try {
-    await runtime.blobs.put(`jobs/${jobId}/results/0001.json`, JSON.stringify(pageOneResult(jobId)));
+    await runtime.blobs.put(`jobs/${jobId}/results/0001.json`, JSON.stringify(tinyPageResult({ page: pages[0] }, Buffer.from('page 1'))));
     for (const page of pages) await runtime.blobs.put(page.blobKey, Buffer.from(`page ${page.pageNumber}`));
     const columns = await runtime.db.pool.query('select stream_version, page from events where stream_id = $1 order by stream_version', [
       `job-${jobId}`,
@@ -114,45 +114,6 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
     await runtime.stop();
   }
 });
-
-function pageOneResult(jobId: string) {
-  return {
-    schema: 'hwr.page-result/1',
-    pageNumber: 1,
-    image: { name: '1.png', width: 200, height: 100, sha256: '0'.repeat(64), format: 'png', dpi: null },
-    regions: [
-      {
-        id: 'r1',
-        polygon: [
-          [0, 0],
-          [200, 0],
-          [200, 100],
-          [0, 100],
-        ],
-        lines: [
-          {
-            id: 'r1l1',
-            polygon: [
-              [10, 10],
-              [110, 10],
-              [110, 30],
-              [10, 30],
-            ],
-            baseline: [
-              [10, 28],
-              [110, 28],
-            ],
-            text: 'page 1',
-            confidence: 0.9,
-            words: [],
-          },
-        ],
-      },
-    ],
-    producer: { software: `hwr-before-upgrade ${jobId}`, version: '0', models: [] },
-    warnings: [],
-  };
-}
 
 /** The projection code as the previous version installed it: unversioned names, one event per call. */
 async function installPreviousProjections(client: pg.PoolClient): Promise<void> {

@@ -52,7 +52,8 @@ export function testExportPipeline(): ExportPipeline {
   };
 }
 
-function tinyPageResult(task: PageTask, image: Buffer): PageResult {
+/** The one-line result a test page pipeline produces for `task` (its text: `page N`). */
+export function tinyPageResult(task: Pick<PageTask, 'page'>, image: Buffer): PageResult {
   const box = { x: 10, y: 10, width: 100, height: 20 };
   return {
     schema: 'hwr.page-result/1',

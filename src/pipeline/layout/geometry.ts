@@ -139,21 +139,24 @@ export function intersectBoxes(a: Box, b: Box): Box | null {
  * from its pieces, to be read as one crop.
  */
 export function enclosingRect(rects: readonly RotatedRect[], angle: number): RotatedRect {
+  return enclosingRectOfPoints(rects.flatMap(rectCorners), angle);
+}
+
+/** The smallest rectangle at `angle` around `points`. */
+export function enclosingRectOfPoints(points: readonly Point[], angle: number): RotatedRect {
   const cos = Math.cos(angle);
   const sin = Math.sin(angle);
   let minU = Infinity;
   let maxU = -Infinity;
   let minV = Infinity;
   let maxV = -Infinity;
-  for (const rect of rects) {
-    for (const [x, y] of rectCorners(rect)) {
-      const u = x * cos + y * sin;
-      const v = -x * sin + y * cos;
-      minU = Math.min(minU, u);
-      maxU = Math.max(maxU, u);
-      minV = Math.min(minV, v);
-      maxV = Math.max(maxV, v);
-    }
+  for (const [x, y] of points) {
+    const u = x * cos + y * sin;
+    const v = -x * sin + y * cos;
+    minU = Math.min(minU, u);
+    maxU = Math.max(maxU, u);
+    minV = Math.min(minV, v);
+    maxV = Math.max(maxV, v);
   }
   const u = (minU + maxU) / 2;
   const v = (minV + maxV) / 2;

@@ -5,7 +5,7 @@
 // declares to the image's and clamped to the image. Anything unusable is a LayoutError with
 // a stable code (docs/intake.md, "Bring your own layout").
 import type { Point } from '../page-result.ts';
-import { boundingBox, minAreaRect, convexHull, normaliseRect, type RotatedRect } from './geometry.ts';
+import { boundingBox, convexHull, enclosingRectOfPoints, minAreaRect, normaliseRect, type RotatedRect } from './geometry.ts';
 import type { LayoutLine } from './group-lines.ts';
 import type { LayoutRegion } from './reading-order.ts';
 import { childNamed, childrenNamed, descendantsNamed, parseXml, XmlError, type XmlElement } from './xml-reader.ts';
@@ -400,27 +400,6 @@ function lineRect(line: UploadedLine): RotatedRect {
   } else {
     angle = normaliseRect(minAreaRect(convexHull(line.polygon))).angle;
   }
-  const cos = Math.cos(angle);
-  const sin = Math.sin(angle);
-  let minU = Infinity;
-  let maxU = -Infinity;
-  let minV = Infinity;
-  let maxV = -Infinity;
-  for (const [x, y] of line.polygon) {
-    const u = x * cos + y * sin;
-    const v = -x * sin + y * cos;
-    minU = Math.min(minU, u);
-    maxU = Math.max(maxU, u);
-    minV = Math.min(minV, v);
-    maxV = Math.max(maxV, v);
-  }
-  const u = (minU + maxU) / 2;
-  const v = (minV + maxV) / 2;
-  return {
-    cx: u * cos - v * sin,
-    cy: u * sin + v * cos,
-    width: Math.max(1, maxU - minU),
-    height: Math.max(1, (maxV - minV) * UPLOADED_CROP_HEIGHT),
-    angle,
-  };
+  const rect = enclosingRectOfPoints(line.polygon, angle);
+  return { ...rect, width: Math.max(1, rect.width), height: Math.max(1, rect.height * UPLOADED_CROP_HEIGHT) };
 }
