@@ -181,6 +181,18 @@ export async function readRunningJobs(
   return result.rows;
 }
 
+/** An account's queued and processing jobs: the submission limits and the page tasks' fair share read them. */
+export async function readAccountUnfinishedJobs(
+  db: Queryable,
+  accountId: string,
+): Promise<Array<{ job_id: string; page_count: number; pages_done: number }>> {
+  const result = await db.query<{ job_id: string; page_count: number; pages_done: number }>(
+    `select job_id, page_count, pages_done from job_status where account_id = $1 and state in ('queued', 'processing')`,
+    [accountId],
+  );
+  return result.rows;
+}
+
 /** Ended jobs whose result has reached its expiry and is not expired yet, soonest first. */
 export async function readExpiredResultsDue(db: Queryable, now: Date, limit: number): Promise<string[]> {
   const result = await db.query<{ job_id: string }>(

@@ -29,6 +29,7 @@ import { readStream } from '../store/read-stream.ts';
 import { countStreamEvents, readStreamHead, readStreamScope } from '../store/read-stream-scope.ts';
 import { toDomainEvent } from '../store/recorded-event.ts';
 import { scheduleReactions } from '../workers/boss.ts';
+import { firstPageTag } from '../workers/fair-share.ts';
 import { reactionsTo } from '../workers/reactions.ts';
 
 /** A conflict is retried until this long has passed since the first try. */
@@ -125,6 +126,9 @@ export class CommandBus {
   async commitJobEvents(client: pg.PoolClient, before: JobState, events: JobEvent[], metadata: EventMetadata): Promise<RecordedEvent[]> {
     const after = events.reduce(evolveJob, before);
     const streamId = jobStreamId(after.jobId);
+    // A new job's page tasks get their fair-share priorities (fair-share.ts; it takes the account's lock first).
+    const queued = events.some((event) => event.type === 'JobQueued');
+    const context = queued ? { firstPageTag: await firstPageTag(client, after.accountId, after.jobId) } : {};
     const recorded = await appendToStream(
       client,
       streamId,
@@ -133,7 +137,7 @@ export class CommandBus {
       { accountId: after.accountId, ...metadata },
       { scope: { page: null } },
     );
-    await scheduleReactions(this.boss, client, reactionsTo(events, after));
+    await scheduleReactions(this.boss, client, reactionsTo(events, after, context));
     return recorded;
   }
 
@@ -175,7 +179,7 @@ export class CommandBus {
         // The stream's append lock is held until commit: this count is exact, so exactly one
         // completion sees the last page done and schedules the export.
         const completed = await countStreamEvents(client, streamId, 'PageCompleted');
-        await scheduleReactions(this.boss, client, reactionsTo(events, after, completed));
+        await scheduleReactions(this.boss, client, reactionsTo(events, after, { pagesDone: completed }));
         return appended;
       });
       return { before, after, events: recorded, view: { state: after, seenVersion: recorded.at(-1)!.streamVersion } };

@@ -82,13 +82,13 @@ async function ensureQueue(boss: PgBoss, name: string, options: Parameters<PgBos
 /** Writes reactions through the caller's transaction. */
 export async function scheduleReactions(boss: PgBoss, client: pg.PoolClient, reactions: readonly Reaction[]): Promise<void> {
   const db = { executeSql: (text: string, values?: unknown[]) => client.query(text, values as unknown[]) };
-  const sends = new Map<string, Array<{ id: string; data: object; startAfter?: Date }>>();
+  const sends = new Map<string, Array<{ id: string; data: object; startAfter?: Date; priority?: number }>>();
   for (const reaction of reactions) {
     if (reaction.kind === 'cancel') {
       await boss.cancel(reaction.queue, reaction.ids, { db });
     } else {
       const list = sends.get(reaction.queue) ?? [];
-      list.push({ id: reaction.id, data: reaction.data, startAfter: reaction.startAfter });
+      list.push({ id: reaction.id, data: reaction.data, startAfter: reaction.startAfter, priority: reaction.priority });
       sends.set(reaction.queue, list);
     }
   }

@@ -3,29 +3,35 @@
 // no event without its reaction, no reaction for a rolled-back event.
 import type { DomainEvent } from '../../domain/events.ts';
 import { pagesDone, type JobState } from '../../domain/job.ts';
+import { pagePriority } from './fair-share.ts';
 import { callbackTaskId, exportTaskId, pageTaskId, QUEUES } from './queues.ts';
 
 export type Reaction =
-  | { kind: 'send'; queue: string; id: string; data: object; startAfter?: Date }
+  | { kind: 'send'; queue: string; id: string; data: object; startAfter?: Date; priority?: number }
   | { kind: 'cancel'; queue: string; ids: string[] };
 
-/**
- * `pagesDoneAfter`: the job's completed pages after `events`, where `after` does not know them
- * (a page command's state holds its own page only).
- */
-export function reactionsTo(events: readonly DomainEvent[], after: JobState, pagesDoneAfter = pagesDone(after)): Reaction[] {
+export interface ReactionContext {
+  /** The job's completed pages after the events, where `after` does not know them (a page command's state holds its own page only). */
+  pagesDone?: number;
+  /** The fair-share tag of the job's first page (fair-share.ts); its page tasks get priorities from it. */
+  firstPageTag?: number;
+}
+
+export function reactionsTo(events: readonly DomainEvent[], after: JobState, context: ReactionContext = {}): Reaction[] {
+  const pagesDoneAfter = context.pagesDone ?? pagesDone(after);
   const reactions: Reaction[] = [];
   for (const event of events) {
     switch (event.type) {
       case 'JobQueued':
-        for (const page of event.data.pages) {
+        event.data.pages.forEach((page, index) => {
           reactions.push({
             kind: 'send',
             queue: QUEUES.page,
             id: pageTaskId(after.jobId, page.pageNumber),
             data: { jobId: after.jobId, page: page.pageNumber },
+            priority: pagePriority(context.firstPageTag ?? 0, index),
           });
-        }
+        });
         break;
       case 'PageCompleted':
         // The append that completes the last page schedules the export.
