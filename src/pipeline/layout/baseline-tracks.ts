@@ -1,0 +1,167 @@
+// Baseline pieces from a baseline probability map, by column-wise run tracking: in each
+// column the runs of foreground pixels are found, and each run continues the track (a
+// baseline being followed from the left) whose predicted position it is nearest to. A run
+// fatter than the baseline stroke (a descender or a neighbouring baseline touching this one)
+// does not move the tracks that pass through it: each keeps its own predicted course inside
+// the run, so lines that touch at a point come out as two tracks, not one.
+// Coordinates here are pixel indices (pixel (x, y) at the point (x, y)).
+
+/** A baseline piece: one y for every column from `x0` on (`ys.length` columns). */
+export interface Piece {
+  x0: number;
+  ys: Float64Array;
+}
+
+interface Run {
+  start: number;
+  end: number;
+  centre: number;
+}
+
+interface Track {
+  xs: number[];
+  ys: number[];
+  /** Last column the track was seen in, observed or passing through a fat run. */
+  lastSeen: number;
+}
+
+/** Columns a track may go without any foreground before it ends. */
+const MAX_COLUMN_GAP = 2;
+/** Columns a track may go through runs too fat to follow (a blot, touching lines) before it ends. */
+const MAX_COAST = 40;
+/** Observed columns the direction of a track is estimated from. */
+const SLOPE_SPAN = 12;
+
+/** The baseline pieces of a map and the typical stroke thickness (px) of its baselines. */
+export function baselinePieces(
+  map: Float32Array,
+  width: number,
+  height: number,
+  threshold: number,
+): { pieces: Piece[]; thickness: number } {
+  const columns = columnRuns(map, width, height, threshold);
+  const lengths: number[] = [];
+  for (const runs of columns) for (const run of runs) lengths.push(run.end - run.start + 1);
+  if (lengths.length === 0) return { pieces: [], thickness: 0 };
+  lengths.sort((a, b) => a - b);
+  const thickness = lengths[lengths.length >> 1];
+  // Runs longer than this are not one baseline (a blot, a descender along two touching lines):
+  // tracks pass through them on their predicted course and no track starts in them.
+  const maxRun = Math.max(5, Math.ceil(2 * thickness + 1));
+  const maxJump = Math.max(2, 0.75 * thickness);
+  const half = (thickness - 1) / 2;
+
+  const finished: Track[] = [];
+  let active: Track[] = [];
+  for (let x = 0; x < width; x += 1) {
+    const runs = columns[x];
+    if (runs.length === 0 && active.length === 0) continue;
+    const predictions = active.map((track) => predict(track, x));
+    // Pairs of a track and a run it may continue into, nearest first. Within a run fatter than
+    // the stroke, a track may lie anywhere in its core: its distance there is zero.
+    const pairs: { track: number; run: number; distance: number; y: number }[] = [];
+    for (let i = 0; i < active.length; i += 1) {
+      const predicted = predictions[i];
+      const track = active[i];
+      const reach = maxJump + 0.5 * (x - track.xs[track.xs.length - 1] - 1);
+      for (let j = 0; j < runs.length; j += 1) {
+        const run = runs[j];
+        let low = run.start + half;
+        let high = run.end - half;
+        if (low > high) low = high = run.centre;
+        const y = Math.min(Math.max(predicted, low), high);
+        const distance = Math.abs(predicted - y);
+        if (distance <= reach) pairs.push({ track: i, run: j, distance, y });
+      }
+    }
+    pairs.sort((a, b) => a.distance - b.distance);
+    const trackTaken = new Uint8Array(active.length);
+    const runTaken = new Uint8Array(runs.length);
+    for (const pair of pairs) {
+      if (trackTaken[pair.track]) continue;
+      const run = runs[pair.run];
+      const length = run.end - run.start + 1;
+      const fat = length > thickness + 1;
+      // A stroke-wide run belongs to one track; a fat one may carry several.
+      if (runTaken[pair.run] && !fat) continue;
+      trackTaken[pair.track] = 1;
+      runTaken[pair.run] = 1;
+      const track = active[pair.track];
+      track.lastSeen = x;
+      if (length <= maxRun) {
+        track.xs.push(x);
+        track.ys.push(pair.y);
+      }
+    }
+    const next: Track[] = [];
+    for (const track of active) {
+      const lastX = track.xs[track.xs.length - 1];
+      if (x - track.lastSeen > MAX_COLUMN_GAP || x - lastX > MAX_COAST) finished.push(track);
+      else next.push(track);
+    }
+    for (let j = 0; j < runs.length; j += 1) {
+      const run = runs[j];
+      if (runTaken[j] || run.end - run.start + 1 > maxRun) continue;
+      next.push({ xs: [x], ys: [run.centre], lastSeen: x });
+    }
+    active = next;
+  }
+  finished.push(...active);
+  return { pieces: finished.map(toPiece), thickness };
+}
+
+/**
+ * The runs of each column, top to bottom, found in one row-major sweep (the map is read in
+ * memory order: a column-by-column scan of a row-major map is several times slower).
+ */
+function columnRuns(map: Float32Array, width: number, height: number, threshold: number): Run[][] {
+  const columns: Run[][] = Array.from({ length: width }, () => []);
+  const start = new Int32Array(width).fill(-1);
+  const weight = new Float64Array(width);
+  const moment = new Float64Array(width);
+  for (let y = 0; y <= height; y += 1) {
+    const row = y * width;
+    for (let x = 0; x < width; x += 1) {
+      const p = y < height ? map[row + x] : 0;
+      if (p >= threshold) {
+        if (start[x] < 0) {
+          start[x] = y;
+          weight[x] = 0;
+          moment[x] = 0;
+        }
+        weight[x] += p;
+        moment[x] += p * y;
+      } else if (start[x] >= 0) {
+        columns[x].push({ start: start[x], end: y - 1, centre: weight[x] > 0 ? moment[x] / weight[x] : (start[x] + y - 1) / 2 });
+        start[x] = -1;
+      }
+    }
+  }
+  return columns;
+}
+
+/** Where a track goes next: straight on along its recent direction. */
+function predict(track: Track, x: number): number {
+  const n = track.xs.length;
+  const lastX = track.xs[n - 1];
+  const lastY = track.ys[n - 1];
+  const k = Math.max(0, n - 1 - SLOPE_SPAN);
+  const span = lastX - track.xs[k];
+  // A track of a few columns has no direction yet (one pixel of jitter would read as 45°).
+  if (span < 4) return lastY;
+  const slope = Math.min(1, Math.max(-1, (lastY - track.ys[k]) / span));
+  return lastY + slope * (x - lastX);
+}
+
+/** One y per column, straight between the observed columns. */
+function toPiece(track: Track): Piece {
+  const x0 = track.xs[0];
+  const ys = new Float64Array(track.xs[track.xs.length - 1] - x0 + 1);
+  for (let i = 0; i < track.xs.length; i += 1) {
+    ys[track.xs[i] - x0] = track.ys[i];
+    if (i === 0) continue;
+    const gap = track.xs[i] - track.xs[i - 1];
+    for (let g = 1; g < gap; g += 1) ys[track.xs[i - 1] - x0 + g] = track.ys[i - 1] + ((track.ys[i] - track.ys[i - 1]) * g) / gap;
+  }
+  return { x0, ys };
+}
