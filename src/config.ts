@@ -64,6 +64,12 @@ export interface Config {
     maxPixelsInFlight: number;
     /** Uploads are refused (503) while DATA_DIR's file system has less free space than this. */
     minFreeDiskBytes: number;
+    /** Requests per API key: a token bucket per key and process (RATE_LIMIT_PER_SECOND, 0: off; RATE_LIMIT_BURST). */
+    rateLimit: { perSecond: number; burst: number };
+    /** Jobs not yet done, failed or cancelled one account may have; a submission past it gets 429 (0: no limit). */
+    maxActiveJobsPerAccount: number;
+    /** Pages of those jobs not yet processed, this submission's included; past it, 429 (0: no limit). */
+    maxQueuedPagesPerAccount: number;
   };
   results: {
     /** How long results stay downloadable after created_at. */
@@ -207,6 +213,12 @@ export function loadConfig(env: Env = process.env): Config {
       maxImagePixels: read.integer('MAX_IMAGE_PIXELS', 100_000_000, 1, Number.MAX_SAFE_INTEGER),
       maxPixelsInFlight: read.integer('MAX_PIXELS_IN_FLIGHT', defaultPixelBudget(availableMemory()), 1, Number.MAX_SAFE_INTEGER),
       minFreeDiskBytes: read.integer('MIN_FREE_DISK_BYTES', 1024 * 1024 * 1024, 0, Number.MAX_SAFE_INTEGER),
+      rateLimit: {
+        perSecond: read.number('RATE_LIMIT_PER_SECOND', 50, 0, 1_000_000),
+        burst: read.integer('RATE_LIMIT_BURST', 200, 1, 1_000_000),
+      },
+      maxActiveJobsPerAccount: read.integer('MAX_ACTIVE_JOBS_PER_ACCOUNT', 100, 0, 1_000_000),
+      maxQueuedPagesPerAccount: read.integer('MAX_QUEUED_PAGES_PER_ACCOUNT', 10_000, 0, 100_000_000),
     },
     results: {
       retentionSeconds: read.integer('RESULT_RETENTION_SECONDS', 7 * 24 * 3600, 1, 10 * 365 * 24 * 3600),
@@ -233,6 +245,13 @@ export function loadConfig(env: Env = process.env): Config {
       `correction's worst case on one page (${CORRECTION_ANSWER_ROUNDS} answers x (CORRECTION_RETRIES + 1) x CORRECTION_TIMEOUT_MS ` +
         `plus CORRECTION_RETRIES x CORRECTION_MAX_RETRY_WAIT_MS each = ${Math.ceil(correctionMs / 1000)} s) is longer than ` +
         `TASK_EXPIRE_SECONDS (${config.workers.taskExpireSeconds} s): the page task would expire mid-correction; lower the first or raise the second`,
+    );
+  }
+  const { maxQueuedPagesPerAccount, maxPages } = config.limits;
+  if (maxQueuedPagesPerAccount > 0 && maxQueuedPagesPerAccount < maxPages) {
+    problems.push(
+      `MAX_QUEUED_PAGES_PER_ACCOUNT (${maxQueuedPagesPerAccount}) must be at least MAX_PAGES (${maxPages}), or 0 (no limit): ` +
+        'a job of MAX_PAGES pages could never be accepted',
     );
   }
   if (config.results.redirect && config.blobs.store !== 's3') {

@@ -82,3 +82,23 @@ test('a correction whose worst case on one page outlasts TASK_EXPIRE_SECONDS is 
   assert.equal(loadConfig({ ...gemini, CORRECTION_TIMEOUT_MS: '120000', TASK_EXPIRE_SECONDS: '1800' }).workers.taskExpireSeconds, 1800);
   assert.equal(loadConfig({ CORRECTION_TIMEOUT_MS: '120000' }).correction.provider, null, 'no provider, nothing to refuse');
 });
+
+test('limits: a request rate per key and unfinished jobs and pages per account, each 0 for none; queued pages fit a largest job', () => {
+  const defaults = loadConfig({}).limits;
+  assert.deepEqual(defaults.rateLimit, { perSecond: 50, burst: 200 });
+  assert.equal(defaults.maxActiveJobsPerAccount, 100);
+  assert.equal(defaults.maxQueuedPagesPerAccount, 10_000);
+  const off = loadConfig({ RATE_LIMIT_PER_SECOND: '0', MAX_ACTIVE_JOBS_PER_ACCOUNT: '0', MAX_QUEUED_PAGES_PER_ACCOUNT: '0' }).limits;
+  assert.deepEqual([off.rateLimit.perSecond, off.maxActiveJobsPerAccount, off.maxQueuedPagesPerAccount], [0, 0, 0]);
+  assert.equal(loadConfig({ RATE_LIMIT_PER_SECOND: '0.5' }).limits.rateLimit.perSecond, 0.5);
+  assert.throws(
+    () => loadConfig({ MAX_PAGES: '500', MAX_QUEUED_PAGES_PER_ACCOUNT: '499', RATE_LIMIT_BURST: '0' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      const text = error.problems.join('\n');
+      assert.match(text, /MAX_QUEUED_PAGES_PER_ACCOUNT \(499\) must be at least MAX_PAGES \(500\)/);
+      assert.match(text, /RATE_LIMIT_BURST/);
+      return true;
+    },
+  );
+});
