@@ -1,4 +1,6 @@
 // Typed refusals of a command by `decide`. `code` is stable and reaches clients.
+import { CodedError, type ErrorCatalog } from './errors.ts';
+
 export const REJECTION_CODES = {
   job_not_found: 'The job does not exist.',
   job_already_exists: 'A job with this id already exists.',
@@ -23,13 +25,38 @@ export const REJECTION_CODES = {
 
 export type RejectionCode = keyof typeof REJECTION_CODES;
 
-export class Rejection extends Error {
-  readonly code: RejectionCode;
+/**
+ * Every rejection code's HTTP status and retryability, chosen on purpose (docs/contract.md,
+ * "Rejection codes"): 404 where the thing named does not exist for the caller, 409 where the
+ * command conflicts with the state it found. Retryable only where the state the command waits
+ * for comes by itself (a job starts, finishes, its pages complete, its result reaches expiry).
+ */
+export const REJECTION_ERRORS: ErrorCatalog<RejectionCode, 404 | 409> = {
+  job_not_found: { status: 404, retryable: false },
+  job_already_exists: { status: 409, retryable: false },
+  job_already_finished: { status: 409, retryable: false },
+  job_cancelled: { status: 409, retryable: false },
+  job_not_started: { status: 409, retryable: true },
+  job_not_done: { status: 409, retryable: true },
+  pages_incomplete: { status: 409, retryable: true },
+  unknown_page: { status: 404, retryable: false },
+  result_not_expired: { status: 409, retryable: true },
+  no_callback: { status: 409, retryable: false },
+  account_not_found: { status: 404, retryable: false },
+  account_already_exists: { status: 409, retryable: false },
+  key_not_found: { status: 404, retryable: false },
+  key_already_exists: { status: 409, retryable: false },
+  user_not_found: { status: 404, retryable: false },
+  user_already_exists: { status: 409, retryable: false },
+  invite_not_found: { status: 404, retryable: false },
+  invite_used: { status: 409, retryable: false },
+  invite_expired: { status: 409, retryable: false },
+};
 
+export class Rejection extends CodedError<RejectionCode, 404 | 409> {
   constructor(code: RejectionCode, detail?: string) {
-    super(detail ?? REJECTION_CODES[code]);
+    super(code, REJECTION_ERRORS[code], detail ?? REJECTION_CODES[code]);
     this.name = 'Rejection';
-    this.code = code;
   }
 }
 

@@ -2,6 +2,7 @@
 // at every delivery, where the addresses checked are the ones connected to.
 import { lookup as dnsLookup } from 'node:dns/promises';
 import net from 'node:net';
+import { CodedError, type ErrorCatalog } from '../../domain/errors.ts';
 import { classifyAddress } from './ip-address.ts';
 
 export interface ResolvedAddress {
@@ -31,14 +32,17 @@ export interface WebhookTarget {
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
-export class WebhookUrlError extends Error {
-  readonly code = 'invalid_webhook_url';
-  readonly status = 400;
-  readonly title = 'Invalid webhook URL';
+/** The one code of a refused webhook address: 400 at submission; at delivery, the attempt fails with it. */
+export const WEBHOOK_URL_ERRORS = {
+  invalid_webhook_url: { status: 400, retryable: false, title: 'Invalid webhook URL' },
+} as const satisfies ErrorCatalog<string, 400>;
+
+export class WebhookUrlError extends CodedError<keyof typeof WEBHOOK_URL_ERRORS, 400> {
+  readonly title = WEBHOOK_URL_ERRORS.invalid_webhook_url.title;
   readonly detail: string;
 
   constructor(detail: string, options?: { cause?: unknown }) {
-    super(detail, options);
+    super('invalid_webhook_url', WEBHOOK_URL_ERRORS.invalid_webhook_url, detail, options);
     this.name = 'WebhookUrlError';
     this.detail = detail;
   }

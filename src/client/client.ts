@@ -53,6 +53,10 @@ export class HwrApiError extends Error {
   get code(): string | null {
     return this.problem?.code ?? null;
   }
+  /** The problem's `retryable` (docs/contract.md, "Error codes"); null without a problem body. */
+  get retryable(): boolean | null {
+    return typeof this.problem?.retryable === 'boolean' ? this.problem.retryable : null;
+  }
 }
 
 const RETRY_STATUSES = new Set([429, 503]);

@@ -103,6 +103,8 @@ export interface Problem {
   status: number;
   detail: string;
   code: string;
+  /** Whether the same request, sent again unchanged, may succeed (docs/contract.md, "Error codes"). */
+  retryable: boolean;
   instance?: string;
 }
 
@@ -131,7 +133,7 @@ export const RESPONSE_FIELDS = {
   JobEvent: ['position', 'version', 'type', 'data', 'metadata', 'recorded_at'],
   Usage: ['account_id', 'from', 'to', 'jobs', 'pages', 'correction'],
   CorrectionUsage: ['provider', 'model', 'pages', 'input_tokens', 'output_tokens'],
-  Problem: ['type', 'title', 'status', 'detail', 'code', 'instance'],
+  Problem: ['type', 'title', 'status', 'detail', 'code', 'retryable', 'instance'],
 } as const satisfies {
   Submission: readonly (keyof Submission)[];
   JobStatus: readonly (keyof JobStatus)[];

@@ -4,7 +4,7 @@ import type { Context, Next } from 'koa';
 import { findActiveKey, type ActiveKeyRow } from '../../projections/api-keys.ts';
 import { sha256Hex } from '../use-cases/accounts.ts';
 import type { Queryable } from '../db/database.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem, type HttpProblemCode } from './problem.ts';
 
 export interface AuthContext {
   accountId: string;
@@ -51,8 +51,8 @@ function presentedKey(ctx: Context): string | null {
   return match ? match[1] : null;
 }
 
-function unauthorized(detail: string, code: string): HttpProblem {
-  return new HttpProblem(401, code, 'Unauthorized', detail, { 'WWW-Authenticate': 'Bearer realm="hwr"' });
+function unauthorized(detail: string, code: HttpProblemCode & ('missing_api_key' | 'invalid_api_key')): HttpProblem {
+  return new HttpProblem(code, detail, { headers: { 'WWW-Authenticate': 'Bearer realm="hwr"' } });
 }
 
 /** last_used_at, written at most once a minute per key and process, off the request path. */

@@ -5,7 +5,7 @@
 import type http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from '../config.ts';
-import { problemType } from './problem.ts';
+import { HttpProblem, problemBody } from './problem.ts';
 
 const RATE_CHECK_MS = 5_000;
 const SMALL_BODY_BYTES = 64 * 1024;
@@ -77,13 +77,14 @@ function watchBodyRate(request: http.IncomingMessage, response: http.ServerRespo
 
 function refuseSlowBody(response: http.ServerResponse, socket: Socket, config: Config['http']): void {
   if (!response.headersSent) {
-    const body = JSON.stringify({
-      type: problemType('request_body_too_slow'),
-      title: 'Request Timeout',
-      status: 408,
-      code: 'request_body_too_slow',
-      detail: `The request body arrived slower than ${config.minBodyBytesPerSecond} bytes/s over ${config.bodyRateWindowSeconds} s (MIN_BODY_BYTES_PER_SECOND).`,
-    });
+    const body = JSON.stringify(
+      problemBody(
+        new HttpProblem(
+          'request_body_too_slow',
+          `The request body arrived slower than ${config.minBodyBytesPerSecond} bytes/s over ${config.bodyRateWindowSeconds} s (MIN_BODY_BYTES_PER_SECOND).`,
+        ),
+      ),
+    );
     response.writeHead(408, { 'content-type': 'application/problem+json', connection: 'close', 'content-length': Buffer.byteLength(body) });
     response.end(body);
   }

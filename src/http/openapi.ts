@@ -262,13 +262,17 @@ export function openApiDocument(baseUrl: string) {
       schemas: {
         Problem: {
           type: 'object',
-          required: ['type', 'title', 'status', 'detail', 'code'],
+          required: ['type', 'title', 'status', 'detail', 'code', 'retryable'],
           properties: {
             type: { type: 'string' },
             title: { type: 'string' },
             status: { type: 'integer' },
             detail: { type: 'string' },
             code: { type: 'string', pattern: '^[a-z0-9_]+$' },
+            retryable: {
+              type: 'boolean',
+              description: 'Whether the same request, sent again unchanged (after Retry-After where given), may succeed.',
+            },
             instance: { type: 'string' },
           },
         },

@@ -1,96 +1,143 @@
-// RFC 9457 problem+json errors. Every error a client can cause has a stable `code`.
+// RFC 9457 problem+json errors. Every error a client can cause has a stable `code`, and every
+// code its status and retryability from one catalog: the HTTP layer's own below, the domain's
+// rejections (domain/rejections.ts), the upload's (src/intake/intake-error.ts) and the webhook
+// address's (src/callbacks/webhook-url.ts). docs/contract.md, "Error codes", lists them all.
 import type { Context, Next } from 'koa';
-import { Rejection, type RejectionCode } from '../../domain/rejections.ts';
-import { isIntakeError } from '../intake/intake-error.ts';
-import { isWebhookUrlError } from '../callbacks/webhook-url.ts';
+import { CodedError, type ErrorCatalog, type ErrorShape, type ErrorSpec, isCodedError } from '../../domain/errors.ts';
+import { REJECTION_ERRORS, type RejectionCode } from '../../domain/rejections.ts';
+import { INTAKE_ERRORS } from '../intake/intake-error.ts';
 
-export class HttpProblem extends Error {
+/** The codes the HTTP layer answers with itself, each with its status on purpose. */
+export const HTTP_PROBLEMS = {
+  /** A body the parser or router refused; the answer keeps the 4xx it gave (400 when it gave none). */
+  bad_request: { status: 400, retryable: false, title: 'Bad request' },
+  invalid_date: { status: 400, retryable: false, title: 'Invalid input' },
+  invalid_idempotency_key: { status: 400, retryable: false, title: 'Invalid input' },
+  invalid_llm_tier: { status: 400, retryable: false, title: 'Invalid input' },
+  invalid_multipart: { status: 400, retryable: false, title: 'Invalid multipart body' },
+  invalid_pdf_format: { status: 400, retryable: false, title: 'Invalid input' },
+  invalid_pipeline_steps: { status: 400, retryable: false, title: 'Invalid input' },
+  invalid_preset: { status: 400, retryable: false, title: 'Invalid input' },
+  missing_scan_zip: { status: 400, retryable: false, title: 'Invalid input' },
+  missing_api_key: { status: 401, retryable: false, title: 'Unauthorized' },
+  invalid_api_key: { status: 401, retryable: false, title: 'Unauthorized' },
+  not_found: { status: 404, retryable: false, title: 'Not found' },
+  method_not_allowed: { status: 405, retryable: false, title: 'Method not allowed' },
+  /** The connection guard's answer to a body slower than MIN_BODY_BYTES_PER_SECOND (connection-guards.ts). */
+  request_body_too_slow: { status: 408, retryable: true, title: 'Request Timeout' },
+  idempotency_key_reused: { status: 409, retryable: false, title: 'Idempotency-Key reused' },
+  result_expired: { status: 410, retryable: false, title: 'Result expired' },
+  unsupported_media_type: { status: 415, retryable: false, title: 'Unsupported media type' },
+  /** The API key's request rate is spent (rate-limit.ts); Retry-After says when a request goes through again. */
+  rate_limited: { status: 429, retryable: true, title: 'Too many requests' },
+  /** The account has as many unfinished jobs as it may; a retry passes once one finishes. */
+  too_many_active_jobs: { status: 429, retryable: true, title: 'Account limit reached' },
+  /** The account has as many unprocessed pages as it may (this upload included); a retry passes once pages are done. */
+  too_many_queued_pages: { status: 429, retryable: true, title: 'Account limit reached' },
+  internal_error: { status: 500, retryable: true, title: 'Internal server error' },
+  insufficient_storage: { status: 503, retryable: true, title: 'Service unavailable' },
+} as const satisfies ErrorCatalog<string, number>;
+
+export type HttpProblemCode = keyof typeof HTTP_PROBLEMS;
+
+/** Titles by status for codes whose catalog names none (the domain's rejections). */
+const STATUS_TITLES: Readonly<Record<number, string>> = { 404: 'Not found', 409: 'Request conflicts with the job state' };
+
+/** What an error answer says: the boundary error's shape, with its problem+json members. */
+export interface ProblemAnswer extends ErrorShape {
   readonly status: number;
-  readonly code: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+type AnswerCode = HttpProblemCode | RejectionCode;
+
+/** An error answer thrown by the HTTP layer: its code's status and retryability come from its catalog. */
+export class HttpProblem extends CodedError<AnswerCode, number> implements ProblemAnswer {
   readonly title: string;
   readonly detail: string;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, code: string, title: string, detail: string, headers: Record<string, string> = {}) {
-    super(detail);
+  constructor(code: AnswerCode, detail: string, options: { title?: string; headers?: Record<string, string> } = {}) {
+    const spec: ErrorSpec<number> =
+      code in HTTP_PROBLEMS ? HTTP_PROBLEMS[code as HttpProblemCode] : REJECTION_ERRORS[code as RejectionCode];
+    super(code, spec, detail);
     this.name = 'HttpProblem';
-    this.status = status;
-    this.code = code;
-    this.title = title;
+    this.title = options.title ?? spec.title ?? titleForStatus(spec.status);
     this.detail = detail;
-    this.headers = headers;
+    this.headers = options.headers ?? {};
   }
 }
 
 export const problemType = (code: string): string => `urn:hwr:problem:${code}`;
 
-/** Every rejection code's HTTP status, chosen on purpose (docs/contract.md, "Rejection codes"). */
-export const REJECTION_STATUS: Record<RejectionCode, 404 | 409> = {
-  job_not_found: 404,
-  job_already_exists: 409,
-  job_already_finished: 409,
-  job_cancelled: 409,
-  job_not_started: 409,
-  job_not_done: 409,
-  pages_incomplete: 409,
-  unknown_page: 404,
-  result_not_expired: 409,
-  no_callback: 409,
-  account_not_found: 404,
-  account_already_exists: 409,
-  key_not_found: 404,
-  key_already_exists: 409,
-  user_not_found: 404,
-  user_already_exists: 409,
-  invite_not_found: 404,
-  invite_used: 409,
-  invite_expired: 409,
-};
+/** The problem+json body of an answer; `requestId` becomes `instance`. */
+export function problemBody(problem: ProblemAnswer, requestId?: string): Record<string, unknown> {
+  return {
+    type: problemType(problem.code),
+    title: problem.title,
+    status: problem.status,
+    detail: problem.detail,
+    code: problem.code,
+    retryable: problem.retryable,
+    ...(requestId === undefined ? {} : { instance: `urn:hwr:request:${requestId}` }),
+  };
+}
 
-export function toProblem(error: unknown): HttpProblem | null {
+/** The answer for a thrown error: any boundary error with an HTTP status, a client error of koa's; null otherwise (a 500). */
+export function toProblem(error: unknown): ProblemAnswer | null {
   if (error instanceof HttpProblem) return error;
-  if (isIntakeError(error)) return new HttpProblem(error.status, error.code, error.title, error.detail);
-  if (isWebhookUrlError(error)) return new HttpProblem(400, error.code, 'Invalid webhook_url', error.message);
-  if (error instanceof Rejection) {
-    const status = REJECTION_STATUS[error.code];
-    return new HttpProblem(status, error.code, status === 404 ? 'Not found' : 'Request conflicts with the job state', error.message);
-  }
+  if (isCodedError(error) && error.status !== null) return answer(error as CodedError<string, number>, error.status);
   const status = (error as { status?: number; httpCode?: number }).status ?? (error as { httpCode?: number }).httpCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new HttpProblem(
+    const spec = status === 413 ? INTAKE_ERRORS.upload_too_large : HTTP_PROBLEMS.bad_request;
+    return {
+      code: status === 413 ? 'upload_too_large' : 'bad_request',
+      message: (error as Error).message,
+      detail: (error as Error).message,
       status,
-      status === 413 ? 'upload_too_large' : 'bad_request',
-      status === 413 ? 'Upload too large' : 'Bad request',
-      (error as Error).message,
-    );
+      retryable: spec.retryable,
+      title: spec.title,
+      headers: {},
+    };
   }
   return null;
+}
+
+function answer(error: CodedError<string, number>, status: number): ProblemAnswer {
+  const title = (error as { title?: unknown }).title;
+  return {
+    code: error.code,
+    message: error.message,
+    detail: error.message,
+    status,
+    retryable: error.retryable,
+    title: typeof title === 'string' ? title : titleForStatus(status),
+    headers: {},
+  };
+}
+
+function titleForStatus(status: number): string {
+  return STATUS_TITLES[status] ?? 'Error';
 }
 
 /** Turns every thrown error into problem+json; unexpected ones into a 500 that hides internals. */
 export async function problemMiddleware(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined)
-      throw new HttpProblem(404, 'not_found', 'Not found', `No route for ${ctx.method} ${ctx.path}`);
+    if (ctx.status === 404 && ctx.body === undefined) throw new HttpProblem('not_found', `No route for ${ctx.method} ${ctx.path}`);
     if (ctx.status === 405 && ctx.body === undefined)
-      throw new HttpProblem(405, 'method_not_allowed', 'Method not allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+      throw new HttpProblem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
   } catch (error) {
     let problem = toProblem(error);
     if (!problem) {
       ctx.state.log?.error({ err: error }, 'request failed');
-      problem = new HttpProblem(500, 'internal_error', 'Internal server error', 'The request failed on our side; it is safe to retry.');
+      problem = new HttpProblem('internal_error', 'The request failed on our side; it is safe to retry.');
     }
     ctx.status = problem.status;
     ctx.set(problem.headers);
     ctx.type = 'application/problem+json';
-    ctx.body = {
-      type: problemType(problem.code),
-      title: problem.title,
-      status: problem.status,
-      detail: problem.detail,
-      code: problem.code,
-      instance: `urn:hwr:request:${ctx.state.requestId ?? 'unknown'}`,
-    };
+    ctx.body = problemBody(problem, ctx.state.requestId ?? 'unknown');
   }
 }

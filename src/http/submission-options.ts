@@ -11,7 +11,7 @@ import {
   type PipelineStep,
 } from '../pipeline/pipeline.ts';
 import { DEFAULT_PRESET, isPreset, PRESETS } from '../pipeline/correction/presets.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem, type HttpProblemCode } from './problem.ts';
 
 type Fields = Record<string, string | string[] | undefined>;
 
@@ -64,11 +64,11 @@ function field(fields: Fields, name: string): string | null {
   return trimmed ? trimmed : null;
 }
 
-function oneOf(value: string, allowed: readonly string[], name: string, code: string): string {
+function oneOf(value: string, allowed: readonly string[], name: string, code: HttpProblemCode): string {
   if (!allowed.includes(value)) throw invalid(code, `${name} must be one of ${allowed.join(', ')}; got ${JSON.stringify(value)}`);
   return value;
 }
 
-function invalid(code: string, detail: string): HttpProblem {
-  return new HttpProblem(400, code, 'Invalid input', detail);
+function invalid(code: HttpProblemCode, detail: string): HttpProblem {
+  return new HttpProblem(code, detail);
 }

@@ -1,46 +1,43 @@
 // The one error type of upload intake. Each code is stable (clients branch on it) and maps to
 // an HTTP status and a problem+json title; `detail` names the offending file. docs/intake.md
-// lists every code with the rule behind it.
+// lists every code with the rule behind it. None is retryable: the same upload is refused again.
+import { CodedError, type ErrorCatalog } from '../../domain/errors.ts';
 
 export const INTAKE_ERRORS = {
-  upload_too_large: { status: 413, title: 'Upload too large' },
-  invalid_zip: { status: 400, title: 'Not a readable ZIP archive' },
-  encrypted_zip: { status: 400, title: 'Encrypted ZIP entries are not supported' },
-  unsupported_compression: { status: 400, title: 'Unsupported ZIP compression method' },
-  unsafe_path: { status: 400, title: 'Unsafe entry path in ZIP' },
-  duplicate_entry: { status: 400, title: 'Duplicate entry path in ZIP' },
-  zip_bomb: { status: 400, title: 'ZIP exceeds the decompression limits' },
-  too_many_entries: { status: 400, title: 'Too many entries in ZIP' },
-  no_images: { status: 400, title: 'No images in ZIP' },
-  not_an_image: { status: 400, title: 'Entry is not an image' },
-  unsupported_image_format: { status: 400, title: 'Unsupported image format' },
-  unreadable_image: { status: 400, title: 'Unreadable image' },
-  multi_page_image: { status: 400, title: 'Multi-page image' },
-  image_too_large: { status: 400, title: 'Image has too many pixels' },
-  too_many_pages: { status: 400, title: 'Too many pages' },
-  layout_unmatched: { status: 400, title: 'Layout file without its page image' },
-  layout_too_large: { status: 400, title: 'Layout file too large' },
-  layout_unsafe_xml: { status: 400, title: 'Layout file declares a DTD or entities' },
-  layout_invalid: { status: 400, title: 'Layout file is not usable PageXML or ALTO' },
-  layout_size_mismatch: { status: 400, title: 'Layout file describes a page of another shape' },
-  layout_outside_image: { status: 400, title: 'Layout line outside the image' },
-} as const satisfies Record<string, { status: number; title: string }>;
+  upload_too_large: { status: 413, retryable: false, title: 'Upload too large' },
+  invalid_zip: { status: 400, retryable: false, title: 'Not a readable ZIP archive' },
+  encrypted_zip: { status: 400, retryable: false, title: 'Encrypted ZIP entries are not supported' },
+  unsupported_compression: { status: 400, retryable: false, title: 'Unsupported ZIP compression method' },
+  unsafe_path: { status: 400, retryable: false, title: 'Unsafe entry path in ZIP' },
+  duplicate_entry: { status: 400, retryable: false, title: 'Duplicate entry path in ZIP' },
+  zip_bomb: { status: 400, retryable: false, title: 'ZIP exceeds the decompression limits' },
+  too_many_entries: { status: 400, retryable: false, title: 'Too many entries in ZIP' },
+  no_images: { status: 400, retryable: false, title: 'No images in ZIP' },
+  not_an_image: { status: 400, retryable: false, title: 'Entry is not an image' },
+  unsupported_image_format: { status: 400, retryable: false, title: 'Unsupported image format' },
+  unreadable_image: { status: 400, retryable: false, title: 'Unreadable image' },
+  multi_page_image: { status: 400, retryable: false, title: 'Multi-page image' },
+  image_too_large: { status: 400, retryable: false, title: 'Image has too many pixels' },
+  too_many_pages: { status: 400, retryable: false, title: 'Too many pages' },
+  layout_unmatched: { status: 400, retryable: false, title: 'Layout file without its page image' },
+  layout_too_large: { status: 400, retryable: false, title: 'Layout file too large' },
+  layout_unsafe_xml: { status: 400, retryable: false, title: 'Layout file declares a DTD or entities' },
+  layout_invalid: { status: 400, retryable: false, title: 'Layout file is not usable PageXML or ALTO' },
+  layout_size_mismatch: { status: 400, retryable: false, title: 'Layout file describes a page of another shape' },
+  layout_outside_image: { status: 400, retryable: false, title: 'Layout line outside the image' },
+} as const satisfies ErrorCatalog<string, number>;
 
 export type IntakeErrorCode = keyof typeof INTAKE_ERRORS;
 
-export class IntakeError extends Error {
-  readonly code: IntakeErrorCode;
-  readonly status: number;
+export class IntakeError extends CodedError<IntakeErrorCode, number> {
   readonly title: string;
   readonly detail: string;
   /** The ZIP entry path the error is about, when it is about one. */
   readonly entry: string | null;
 
   constructor(code: IntakeErrorCode, detail: string, options: { entry?: string; cause?: unknown } = {}) {
-    super(detail, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, INTAKE_ERRORS[code], detail, options);
     this.name = 'IntakeError';
-    this.code = code;
-    this.status = INTAKE_ERRORS[code].status;
     this.title = INTAKE_ERRORS[code].title;
     this.detail = detail;
     this.entry = options.entry ?? null;

@@ -45,21 +45,17 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
   router.get('/v1/process-scan/:jobId/result', authenticate, async (ctx) => {
     const job = await loadOwnJob(ctx);
     if (job.state !== 'done') {
-      throw new HttpProblem(
-        409,
-        'job_not_done',
-        'Result not available',
-        `The job is ${job.state}; its result exists only once it is done.`,
-      );
+      throw new HttpProblem('job_not_done', `The job is ${job.state}; its result exists only once it is done.`, {
+        title: 'Result not available',
+      });
     }
     if (job.result_expired || Date.now() >= job.expires_at.getTime() || !job.archive_key) {
-      throw new HttpProblem(410, 'result_expired', 'Result expired', `The result was available until ${job.expires_at.toISOString()}.`);
+      throw new HttpProblem('result_expired', `The result was available until ${job.expires_at.toISOString()}.`);
     }
     const { blobs } = runtime;
     if (runtime.config.results.redirect && blobs.presignedGetUrl) {
       // The archive comes from the object store, not through this process (docs/deployment.md).
-      if (!(await blobs.stat(job.archive_key)))
-        throw new HttpProblem(410, 'result_expired', 'Result expired', 'The result is no longer stored.');
+      if (!(await blobs.stat(job.archive_key))) throw new HttpProblem('result_expired', 'The result is no longer stored.');
       const ttl = Math.max(1, Math.min(runtime.config.results.urlTtlSeconds, Math.floor((job.expires_at.getTime() - Date.now()) / 1000)));
       const url = await blobs.presignedGetUrl(job.archive_key, {
         expiresInSeconds: ttl,
@@ -81,8 +77,7 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
       ctx.set('Content-Disposition', `attachment; filename="${job.job_id}.zip"`);
       ctx.body = stream;
     } catch (error) {
-      if (error instanceof BlobNotFoundError)
-        throw new HttpProblem(410, 'result_expired', 'Result expired', 'The result is no longer stored.');
+      if (error instanceof BlobNotFoundError) throw new HttpProblem('result_expired', 'The result is no longer stored.');
       throw error;
     }
   });
@@ -101,5 +96,5 @@ function jobIdParam(ctx: Context): string | null {
 }
 
 function jobNotFound(ctx: Context): HttpProblem {
-  return new HttpProblem(404, 'job_not_found', 'Not found', `No job ${String(ctx.params.jobId)}.`);
+  return new HttpProblem('job_not_found', `No job ${String(ctx.params.jobId)}.`);
 }

@@ -137,12 +137,7 @@ function refuseOversizedUpload(config: Config) {
       throw uploadTooLargeError(config.limits.maxUploadBytes);
     }
     if (!ctx.is('multipart/form-data')) {
-      throw new HttpProblem(
-        415,
-        'unsupported_media_type',
-        'Unsupported media type',
-        'Send the scan as multipart/form-data with the ZIP in the field scan_zip.',
-      );
+      throw new HttpProblem('unsupported_media_type', 'Send the scan as multipart/form-data with the ZIP in the field scan_zip.');
     }
     await next();
   };
@@ -159,13 +154,9 @@ function refuseWhenDiskLow(config: Config) {
       const free = await freeBytes(config.dataDir);
       if (free !== null && free < config.limits.minFreeDiskBytes) {
         ctx.set('Connection', 'close');
-        throw new HttpProblem(
-          503,
-          'insufficient_storage',
-          'Service unavailable',
-          'The service is low on disk space for uploads; retry later.',
-          { 'Retry-After': String(DISK_LOW_RETRY_AFTER_SECONDS) },
-        );
+        throw new HttpProblem('insufficient_storage', 'The service is low on disk space for uploads; retry later.', {
+          headers: { 'Retry-After': String(DISK_LOW_RETRY_AFTER_SECONDS) },
+        });
       }
     }
     await next();
@@ -236,7 +227,7 @@ function uploadedFile(ctx: Context): UploadedFile {
   const file = Array.isArray(entry) ? entry[0] : entry;
   if (!file) {
     for (const other of Object.values(files ?? {})) for (const f of [other].flat()) void rm(f.filepath, { force: true });
-    throw new HttpProblem(400, 'missing_scan_zip', 'Invalid input', 'The multipart field scan_zip (the ZIP of page images) is required.');
+    throw new HttpProblem('missing_scan_zip', 'The multipart field scan_zip (the ZIP of page images) is required.');
   }
   return file;
 }
@@ -245,16 +236,16 @@ function readIdempotencyKey(ctx: Context): string | null {
   const key = ctx.get('Idempotency-Key').trim();
   if (!key) return null;
   if (key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw new HttpProblem(400, 'invalid_idempotency_key', 'Invalid input', 'Idempotency-Key must be 1-255 visible ASCII characters.');
+    throw new HttpProblem('invalid_idempotency_key', 'Idempotency-Key must be 1-255 visible ASCII characters.');
   }
   return key;
 }
 
 function conflictProblem(error: unknown): never {
-  if (error instanceof IdempotencyConflict) throw new HttpProblem(409, 'idempotency_key_reused', 'Idempotency-Key reused', error.message);
+  if (error instanceof IdempotencyConflict) throw new HttpProblem('idempotency_key_reused', error.message);
   throw error;
 }
 
 function invalidMultipart(detail: string): HttpProblem {
-  return new HttpProblem(400, 'invalid_multipart', 'Invalid multipart body', detail);
+  return new HttpProblem('invalid_multipart', detail);
 }

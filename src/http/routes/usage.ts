@@ -29,7 +29,6 @@ export function registerUsage(router: Router, runtime: Runtime, authenticate: Au
 function dateParam(value: unknown, name: string): Date | null {
   if (value === undefined || value === '') return null;
   const date = typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
-  if (Number.isNaN(date.getTime()))
-    throw new HttpProblem(400, 'invalid_date', 'Invalid input', `${name} must be an ISO 8601 date or timestamp.`);
+  if (Number.isNaN(date.getTime())) throw new HttpProblem('invalid_date', `${name} must be an ISO 8601 date or timestamp.`);
   return date;
 }

@@ -4,6 +4,7 @@
 // depth and element count), size-limited, its coordinates scaled from the page size it
 // declares to the image's and clamped to the image. Anything unusable is a LayoutError with
 // a stable code (docs/intake.md, "Bring your own layout").
+import { CodedError, type ErrorCatalog } from '../../../domain/errors.ts';
 import type { Point } from '../page-result.ts';
 import { boundingBox, convexHull, enclosingRectOfPoints, minAreaRect, normaliseRect, type RotatedRect } from './geometry.ts';
 import type { LayoutLine } from './group-lines.ts';
@@ -17,27 +18,28 @@ export const MAX_LAYOUT_LINES = 20_000;
 /** Most coordinate points in one layout file (all polygons and baselines together). */
 export const MAX_LAYOUT_POINTS = 2_000_000;
 
-export const LAYOUT_ERROR_CODES = [
+/**
+ * The codes of an unusable layout file: the same codes, with the same 400, as the upload's
+ * (src/intake/intake-error.ts), which refuses such a file before a job exists; never retryable.
+ */
+export const LAYOUT_ERRORS = {
   /** Larger than MAX_LAYOUT_BYTES, or more lines or points than the limits. */
-  'layout_too_large',
+  layout_too_large: { status: 400, retryable: false },
   /** A DOCTYPE or entity declaration (DTDs, external entities are never read). */
-  'layout_unsafe_xml',
+  layout_unsafe_xml: { status: 400, retryable: false },
   /** Not well-formed UTF-8 XML, not PageXML or ALTO of a supported version, or coordinates that are not numbers. */
-  'layout_invalid',
+  layout_invalid: { status: 400, retryable: false },
   /** The page size the file declares has another shape than the image (a file for another image). */
-  'layout_size_mismatch',
+  layout_size_mismatch: { status: 400, retryable: false },
   /** A line lies wholly outside the image. */
-  'layout_outside_image',
-] as const;
-export type LayoutErrorCode = (typeof LAYOUT_ERROR_CODES)[number];
+  layout_outside_image: { status: 400, retryable: false },
+} as const satisfies ErrorCatalog<string, 400>;
+export type LayoutErrorCode = keyof typeof LAYOUT_ERRORS;
 
-export class LayoutError extends Error {
-  readonly code: LayoutErrorCode;
-  readonly retryable = false;
+export class LayoutError extends CodedError<LayoutErrorCode, 400> {
   constructor(code: LayoutErrorCode, message: string) {
-    super(message);
+    super(code, LAYOUT_ERRORS[code], message);
     this.name = 'LayoutError';
-    this.code = code;
   }
 }
 
