@@ -1,6 +1,6 @@
 // The PostgreSQL pool and transactions.
 import pg from 'pg';
-import type { Logger } from '../logger.ts';
+import { createLogger, type Logger } from '../logger.ts';
 
 // Timestamps come back as Date, bigint as string (global positions can exceed 2^53).
 export type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -46,12 +46,21 @@ export function openDatabase(url: string, options: DatabaseOptions = {}, log?: L
     application_name: options.applicationName ?? 'hwr',
     ...poolTimeouts(options),
   });
-  // An idle client that loses its connection (database restart) must not crash the process;
-  // the pool drops it and opens a new one when needed. Logged, so an operator sees it.
-  pool.on('error', (error: Error & { code?: string }) => {
-    log?.warn(
-      { err: error, code: error.code, component: 'pg-pool', application_name: options.applicationName ?? 'hwr' },
-      'idle database connection lost',
+  // A client that loses its connection (database restart) must not crash the process; the pool
+  // drops an idle one and opens a new one when needed, and checkOut() forwards a checked-out
+  // one's error here. Logged (to stderr when the caller gave no logger), never swallowed.
+  const poolLog = log ?? createLogger('warn', { toStderr: true });
+  pool.on('error', (error: Error & { code?: string }, client?: pg.PoolClient) => {
+    poolLog.warn(
+      {
+        // Not the error object itself: pg-pool hangs the whole client (connection parameters, buffers) on it.
+        err: { type: error.name, message: error.message, code: error.code },
+        code: error.code,
+        component: 'pg-pool',
+        application_name: options.applicationName ?? 'hwr',
+        checked_out: client !== undefined && checkedOut.has(client),
+      },
+      'database connection lost',
     );
   });
   return {
@@ -80,18 +89,31 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
 /**
  * A client for more than one query. pg-pool drops its own error listener while a client is
  * checked out, so a connection lost mid-use (a database restart) would emit an unhandled
- * 'error' and end the process; the query in flight rejects anyway, which is what callers see.
+ * 'error' and end the process. The query in flight rejects anyway, which is what callers see;
+ * the error itself goes to the pool's 'error' listeners (logged and counted like an idle
+ * client's), or, on a pool without any, is dropped rather than ending the process.
  */
 export async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
   const client = await pool.connect();
   if (!guarded.has(client)) {
     guarded.add(client);
-    client.on('error', () => {});
+    client.on('error', (error: Error) => {
+      if (checkedOut.has(client) && pool.listenerCount('error') > 0) pool.emit('error', error, client);
+    });
   }
+  // pg-pool gives the client a new release() at every checkout; this one also marks it idle again.
+  checkedOut.add(client);
+  const release = client.release;
+  client.release = (error?: Error | boolean) => {
+    checkedOut.delete(client);
+    return release(error);
+  };
   return client;
 }
 
 const guarded = new WeakSet<pg.PoolClient>();
+/** Clients between checkOut() and release(): their connection errors are not the pool's idle ones. */
+const checkedOut = new WeakSet<pg.PoolClient>();
 
 /** Where a URL points, without its credentials (for messages). */
 export function describeDatabaseUrl(url: string): string {
