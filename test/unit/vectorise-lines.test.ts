@@ -139,7 +139,12 @@ function along(line: readonly Point[], step = 4, margin = 3): Point[] {
 }
 
 /** Checks the output's shape, pairs each expected baseline with its detected line and checks ends and polygons. */
-function checkLines(found: VectorLine[], expected: readonly Point[][], tolerance = 3): VectorLine[] {
+function checkLines(
+  found: VectorLine[],
+  expected: readonly Point[][],
+  tolerance = 3,
+  endTolerance = (_line: number) => tolerance,
+): VectorLine[] {
   for (const line of found) {
     assert.ok(line.baseline.length >= 2, 'a baseline has 2 points at least');
     for (let i = 1; i < line.baseline.length; i += 1)
@@ -171,7 +176,7 @@ function checkLines(found: VectorLine[], expected: readonly Point[][], tolerance
       Math.hypot(foundStart[0] - start[0], foundStart[1] - start[1]) <= tolerance,
       `line ${i} starts at ${foundStart}, not ${start}`,
     );
-    assert.ok(Math.hypot(foundEnd[0] - end[0], foundEnd[1] - end[1]) <= tolerance, `line ${i} ends at ${foundEnd}, not ${end}`);
+    assert.ok(Math.hypot(foundEnd[0] - end[0], foundEnd[1] - end[1]) <= endTolerance(i), `line ${i} ends at ${foundEnd}, not ${end}`);
     for (const [x, y] of along(truth)) assert.ok(Math.abs(yAt(line, x) - y) <= 2, `line ${i} at x=${x}: ${yAt(line, x)}, not ${y}`);
     for (const [x, y] of along(truth)) assert.ok(inside(matched[i].polygon, x, y), `line ${i}: (${x}, ${y}) inside its polygon`);
     expected.forEach((other, j) => {
@@ -214,7 +219,7 @@ test('lines that touch at a point stay apart: descenders drawn as baseline, a li
   // Line 8 rises at its end to touch line 7.
   expected[8] = [
     [40, ys[8]],
-    [400, ys[8]],
+    [430, ys[8]],
     [460, ys[7]],
   ];
   for (const line of expected) drawLine(maps, line, interline);
@@ -231,8 +236,9 @@ test('lines that touch at a point stay apart: descenders drawn as baseline, a li
     [120, ys[9] - 4],
     [124, ys[10] + 2],
   ]);
-  // Where line 8 meets line 7 their strokes are the same pixels: its end is found within 5 px.
-  checkLines(vectoriseLines(maps), expected, 5);
+  // Where line 8 runs into line 7 their strokes share their pixels for the last few columns:
+  // which of them the end belongs to is not in the map, so that end is found within 8 px.
+  checkLines(vectoriseLines(maps), expected, 3, (line) => (line === 8 ? 8 : 3));
 });
 
 test('slanted lines (a page turned 10°) come out along their slant', () => {

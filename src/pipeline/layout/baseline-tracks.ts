@@ -10,12 +10,15 @@
 export interface Piece {
   x0: number;
   ys: Float64Array;
+  /** The highest baseline probability on the piece. */
+  peak: number;
 }
 
 interface Run {
   start: number;
   end: number;
   centre: number;
+  peak: number;
 }
 
 interface Track {
@@ -23,6 +26,7 @@ interface Track {
   ys: number[];
   /** Last column the track was seen in, observed or passing through a fat run. */
   lastSeen: number;
+  peak: number;
 }
 
 /** Columns a track may go without any foreground before it ends. */
@@ -89,6 +93,7 @@ export function baselinePieces(
       const track = active[pair.track];
       track.lastSeen = x;
       if (length <= maxRun) {
+        if (run.peak > track.peak) track.peak = run.peak;
         track.xs.push(x);
         track.ys.push(pair.y);
       }
@@ -102,7 +107,7 @@ export function baselinePieces(
     for (let j = 0; j < runs.length; j += 1) {
       const run = runs[j];
       if (runTaken[j] || run.end - run.start + 1 > maxRun) continue;
-      next.push({ xs: [x], ys: [run.centre], lastSeen: x });
+      next.push({ xs: [x], ys: [run.centre], lastSeen: x, peak: run.peak });
     }
     active = next;
   }
@@ -119,6 +124,7 @@ function columnRuns(map: Float32Array, width: number, height: number, threshold:
   const start = new Int32Array(width).fill(-1);
   const weight = new Float64Array(width);
   const moment = new Float64Array(width);
+  const peak = new Float64Array(width);
   for (let y = 0; y <= height; y += 1) {
     const row = y * width;
     for (let x = 0; x < width; x += 1) {
@@ -128,11 +134,14 @@ function columnRuns(map: Float32Array, width: number, height: number, threshold:
           start[x] = y;
           weight[x] = 0;
           moment[x] = 0;
+          peak[x] = 0;
         }
         weight[x] += p;
         moment[x] += p * y;
+        if (p > peak[x]) peak[x] = p;
       } else if (start[x] >= 0) {
-        columns[x].push({ start: start[x], end: y - 1, centre: weight[x] > 0 ? moment[x] / weight[x] : (start[x] + y - 1) / 2 });
+        const centre = weight[x] > 0 ? moment[x] / weight[x] : (start[x] + y - 1) / 2;
+        columns[x].push({ start: start[x], end: y - 1, centre, peak: peak[x] });
         start[x] = -1;
       }
     }
@@ -163,5 +172,5 @@ function toPiece(track: Track): Piece {
     const gap = track.xs[i] - track.xs[i - 1];
     for (let g = 1; g < gap; g += 1) ys[track.xs[i - 1] - x0 + g] = track.ys[i - 1] + ((track.ys[i] - track.ys[i - 1]) * g) / gap;
   }
-  return { x0, ys };
+  return { x0, ys, peak: track.peak };
 }

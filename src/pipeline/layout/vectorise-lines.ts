@@ -37,8 +37,12 @@ export interface VectorLine {
 }
 
 export interface VectoriseOptions {
-  /** A pixel is on a baseline when its baseline probability is at least this. */
+  /**
+   * Hysteresis on the baseline map: a line needs pixels of at least `baselineThreshold`, and
+   * runs on through pixels of at least `baselineLowThreshold` (faded ink).
+   */
   baselineThreshold: number;
+  baselineLowThreshold: number;
   /** A pixel is inside a line's region when its region probability is at least this. */
   regionThreshold: number;
   /** Lines whose mean region probability along the baseline is below this are dropped as noise. */
@@ -78,11 +82,12 @@ export interface VectoriseOptions {
 
 const DEFAULTS: VectoriseOptions = {
   baselineThreshold: 0.5,
+  baselineLowThreshold: 0.3,
   regionThreshold: 0.5,
   minRegionSupport: 0.3,
   minLength: 8,
   minLengthFraction: 0.5,
-  minCoverage: 0.5,
+  minCoverage: 0.4,
   maxPieceAngle: 30,
   maxJoinGap: 1,
   maxBridgedGap: 4,
@@ -116,7 +121,7 @@ export function vectoriseLines(maps: SegmentationMaps, options: Partial<Vectoris
     throw new RangeError(`segmentation maps must hold ${width} × ${height} values`);
   if (width === 0 || height === 0) return [];
 
-  const traced = baselinePieces(baseline, width, height, settings.baselineThreshold);
+  const traced = baselinePieces(baseline, width, height, Math.min(settings.baselineLowThreshold, settings.baselineThreshold));
   let pieces = traced.pieces.filter((piece) => piece.ys.length >= MIN_PIECE);
   pieces = dropSteep(pieces, settings.maxPieceAngle);
   const interline = estimateInterline(pieces, traced.thickness, region, width, height, settings);
@@ -125,8 +130,11 @@ export function vectoriseLines(maps: SegmentationMaps, options: Partial<Vectoris
   const minLength = Math.max(settings.minLength, settings.minLengthFraction * interline);
   pieces = pieces.filter((piece) => support(piece) >= settings.minRegionSupport);
   const lines = joinPieces(pieces, interline, region, width, height, settings)
-    .filter(({ line, ink }) => line.ys.length >= minLength && ink >= settings.minCoverage * line.ys.length)
-    .map(({ line }) => smooth(line));
+    .filter(
+      ({ line, ink }) =>
+        line.ys.length >= minLength && ink >= settings.minCoverage * line.ys.length && line.peak >= settings.baselineThreshold,
+    )
+    .map(({ line }) => smooth(trim(line, Math.floor(traced.thickness / 2))));
 
   const polygons = linePolygons(lines, region, width, height, interline, settings);
   const toMap = ([x, y]: Point): Point => [Math.min(Math.max(x + 0.5, 0), width), Math.min(Math.max(y + 0.5, 0), height)];
@@ -262,7 +270,7 @@ function union(first: Piece, second: Piece): Piece {
     for (let g = previous + 1; g < i; g += 1) ys[g] = ys[previous] + ((ys[i] - ys[previous]) * (g - previous)) / (i - previous);
     previous = i;
   }
-  return { x0, ys };
+  return { x0, ys, peak: Math.max(first.peak, second.peak) };
 }
 
 /** Chains pieces that continue one another into lines, cheapest joins first; `ink`: the columns the pieces cover. */
@@ -382,7 +390,13 @@ function smooth(piece: Piece): Piece {
     for (let j = i - k; j <= i + k; j += 1) sum += piece.ys[j];
     ys[i] = sum / (2 * k + 1);
   }
-  return { x0: piece.x0, ys };
+  return { x0: piece.x0, ys, peak: piece.peak };
+}
+
+/** The line without `columns` columns at either end: the stroke's round ends reach beyond the baseline's. */
+function trim(piece: Piece, columns: number): Piece {
+  if (piece.ys.length <= 2 * columns + 2) return piece;
+  return { x0: piece.x0 + columns, ys: piece.ys.subarray(columns, piece.ys.length - columns), peak: piece.peak };
 }
 
 /** Points every `step` columns, the last column always. */
