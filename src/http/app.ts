@@ -20,7 +20,7 @@ export function createApp(runtime: Runtime): Koa {
   app.proxy = runtime.config.http.trustProxy;
   app.silent = true;
   const router = new Router();
-  const auth = authenticate(runtime.db.pool);
+  const auth = authenticate(runtime.db.pool, runtime.config.limits.rateLimit);
   registerHealth(router, runtime);
   const document = openApiDocument(runtime.config.baseUrl);
   router.get('/v1/openapi.json', (ctx) => {

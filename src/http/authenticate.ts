@@ -1,10 +1,12 @@
 // API key authentication: `X-API-Key: <key>` or `Authorization: Bearer <key>`.
 // Only the key's SHA-256 is stored; a revoked key fails on the very next request.
+// Each key has a request rate (rate-limit.ts): past it, 429 rate_limited with Retry-After.
 import type { Context, Next } from 'koa';
 import { findActiveKey, type ActiveKeyRow } from '../../projections/api-keys.ts';
 import { sha256Hex } from '../use-cases/accounts.ts';
 import type { Queryable } from '../db/database.ts';
 import { HttpProblem, type HttpProblemCode } from './problem.ts';
+import { RateLimiter, type RateLimitSettings } from './rate-limit.ts';
 
 export interface AuthContext {
   accountId: string;
@@ -21,10 +23,17 @@ export type Authenticate = ((ctx: Context, next: Next) => Promise<void>) & {
 
 const USAGE_WRITE_INTERVAL_MS = 60_000;
 
-export function authenticate(db: Queryable): Authenticate {
+export function authenticate(db: Queryable, rateLimit: RateLimitSettings): Authenticate {
   const lastUsageWrite = new Map<string, number>();
+  const limiter = new RateLimiter(rateLimit);
   const accept = (ctx: Context, row: ActiveKeyRow | undefined): AuthContext => {
     if (!row) throw unauthorized('The API key is not valid or has been revoked.', 'invalid_api_key');
+    const wait = limiter.take(row.key_id);
+    if (wait > 0) {
+      // An upload refused here is not read: the connection is not reused for the rest of it.
+      if (Number(ctx.get('Content-Length')) > 0 || ctx.get('Transfer-Encoding')) ctx.set('Connection', 'close');
+      throw limiter.refusal(wait);
+    }
     const auth: AuthContext = { accountId: row.account_id, keyId: row.key_id };
     ctx.state.auth = auth;
     recordUsage(db, row.key_id, lastUsageWrite);

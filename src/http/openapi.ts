@@ -23,6 +23,16 @@ const unauthorized = {
   },
 };
 
+const retryAfter = {
+  'Retry-After': { required: true, description: 'Seconds to wait before trying again.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+};
+
+/** Every authenticated operation: the key's request rate (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST). */
+const rateLimited = {
+  ...problem('rate_limited: this API key sent requests faster than its rate limit; retry after Retry-After seconds.'),
+  headers: retryAfter,
+};
+
 const JOB_ID_PARAMETER = { name: 'job_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The job id (a UUID).' };
 
 export function openApiDocument(baseUrl: string) {
@@ -90,6 +100,14 @@ export function openApiDocument(baseUrl: string) {
             '409': problem('The Idempotency-Key was used for a different request.'),
             '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
             '415': problem('The body is not multipart/form-data.'),
+            '429': {
+              ...problem(
+                'rate_limited: the key sent requests faster than its rate limit; too_many_active_jobs or too_many_queued_pages: ' +
+                  'the account has as many unfinished jobs (MAX_ACTIVE_JOBS_PER_ACCOUNT) or unprocessed pages ' +
+                  '(MAX_QUEUED_PAGES_PER_ACCOUNT, this upload included) as it may; retry after Retry-After seconds.',
+              ),
+              headers: retryAfter,
+            },
             '503': problem(
               'insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); retry after Retry-After seconds.',
             ),
@@ -107,6 +125,7 @@ export function openApiDocument(baseUrl: string) {
               content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
             },
             '401': unauthorized,
+            '429': rateLimited,
             '404': problem('Unknown job, or another account’s.'),
           },
         },
@@ -119,6 +138,7 @@ export function openApiDocument(baseUrl: string) {
               content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
             },
             '401': unauthorized,
+            '429': rateLimited,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem('The job has already finished (done or failed).'),
           },
@@ -153,6 +173,7 @@ export function openApiDocument(baseUrl: string) {
               },
             },
             '401': unauthorized,
+            '429': rateLimited,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem('The job is not done.'),
             '410': problem('The result has expired (after expires_at).'),
@@ -170,6 +191,7 @@ export function openApiDocument(baseUrl: string) {
               content: { 'application/json': { schema: { $ref: '#/components/schemas/JobEvents' } } },
             },
             '401': unauthorized,
+            '429': rateLimited,
             '404': problem('Unknown job, or another account’s.'),
           },
         },
@@ -198,6 +220,7 @@ export function openApiDocument(baseUrl: string) {
             '200': { description: 'Usage.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Usage' } } } },
             '400': problem('An invalid date.'),
             '401': unauthorized,
+            '429': rateLimited,
           },
         },
       },

@@ -12,7 +12,16 @@ import { jobPrefix, pagesPrefix, uploadKey } from '../../blobs/blob-keys.ts';
 import { intakeScanZip } from '../../intake/scan-zip.ts';
 import { tempUploadDir } from '../../intake/temp-uploads.ts';
 import { uploadTooLargeError } from '../../intake/intake-error.ts';
-import { findIdempotentJob, IdempotencyConflict, submitJob } from '../../use-cases/submit-job.ts';
+import { findIdempotencyKey } from '../../../projections/idempotency-keys.ts';
+import {
+  AccountLimitExceeded,
+  type AccountLimits,
+  accountLimitRefusal,
+  findIdempotentJob,
+  IDEMPOTENCY_WINDOW_HOURS,
+  IdempotencyConflict,
+  submitJob,
+} from '../../use-cases/submit-job.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { readJobStatus } from '../../../projections/job-status.ts';
 import { resultUrl, statusUrl } from '../job-view.ts';
@@ -23,6 +32,8 @@ import { parseSubmissionOptions } from '../submission-options.ts';
 const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
 const MAX_FORM_FIELDS = 20;
 const DISK_LOW_RETRY_AFTER_SECONDS = 300;
+/** A job of the account has to finish first: no telling when, so a poll interval's worth. */
+const ACCOUNT_LIMIT_RETRY_AFTER_SECONDS = 30;
 const MAX_FORM_FIELDS_BYTES = 64 * 1024;
 /** The `code` of formidable's errors (formidable 3, src/FormidableError.js; koa-body's parser). */
 const FORMIDABLE_ERRORS = {
@@ -43,11 +54,16 @@ interface UploadedFile {
 export function registerSubmitScan(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { config } = runtime;
   const uploadDir = tempUploadDir(config.dataDir);
+  const limits: AccountLimits = {
+    maxActiveJobs: config.limits.maxActiveJobsPerAccount,
+    maxQueuedPages: config.limits.maxQueuedPagesPerAccount,
+  };
   router.post(
     '/v1/process-scan',
     authenticate,
     refuseOversizedUpload(config),
     refuseWhenDiskLow(config),
+    refuseOverAccountLimits(runtime, limits),
     parseUpload(config, uploadDir),
     async (ctx) => {
       const file = uploadedFile(ctx);
@@ -92,6 +108,7 @@ export function registerSubmitScan(router: Router, runtime: Runtime, authenticat
             idempotency,
             requestId: ctx.state.requestId,
             actor: auth.actor,
+            limits,
           }).catch(conflictProblem);
           if (submitted.replayed) await runtime.blobs.deletePrefix(jobFiles);
           ctx.state.log.info(
@@ -161,6 +178,31 @@ function refuseWhenDiskLow(config: Config) {
     }
     await next();
   };
+}
+
+/**
+ * An account at its limits is refused before its upload is read (the exact check, with the
+ * upload's page count, is the submission's own). A request whose Idempotency-Key the account has
+ * used goes on: it may be the retry of a job already accepted, answered with that job.
+ */
+function refuseOverAccountLimits(runtime: Runtime, limits: AccountLimits) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const { accountId } = ctx.state.auth as AuthContext;
+    const refusal = await accountLimitRefusal(runtime.db.pool, accountId, 1, limits);
+    if (refusal) {
+      const key = ctx.get('Idempotency-Key').trim();
+      const known = key !== '' && (await findIdempotencyKey(runtime.db.pool, accountId, key, IDEMPOTENCY_WINDOW_HOURS)) !== undefined;
+      if (!known) {
+        ctx.set('Connection', 'close');
+        throw accountLimitProblem(refusal);
+      }
+    }
+    await next();
+  };
+}
+
+function accountLimitProblem(refusal: AccountLimitExceeded): HttpProblem {
+  return new HttpProblem(refusal.code, refusal.message, { headers: { 'Retry-After': String(ACCOUNT_LIMIT_RETRY_AFTER_SECONDS) } });
 }
 
 async function freeBytes(directory: string): Promise<number | null> {
@@ -243,6 +285,7 @@ function readIdempotencyKey(ctx: Context): string | null {
 
 function conflictProblem(error: unknown): never {
   if (error instanceof IdempotencyConflict) throw new HttpProblem('idempotency_key_reused', error.message);
+  if (error instanceof AccountLimitExceeded) throw accountLimitProblem(error);
   throw error;
 }
 
