@@ -55,6 +55,8 @@ try {
     PORT: String(port),
     HOST: '127.0.0.1',
     BASE_URL: baseUrl,
+    // The status read's own throughput, not the per-key rate limit's refusals (docs/operations.md, "Limits").
+    RATE_LIMIT_PER_SECOND: '0',
   };
 
   // An account and a key, made the way `hwr accounts create` / `hwr keys create` make them.
