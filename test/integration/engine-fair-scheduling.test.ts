@@ -70,8 +70,10 @@ describe('fair scheduling of page tasks between accounts', () => {
     const big = await submitTestJob(workers, await testAccount(workers), 200);
     const bigDone = () => processed.filter((entry) => entry.jobId === big).length;
     await until(() => bigDone() >= 6, 'the large job is under way');
+    const smallAccount = await testAccount(workers);
+    const small = await submitTestJob(workers, smallAccount, 1);
+    // Counted once the small job's task is in the queue.
     const doneAtSubmit = bigDone();
-    const small = await submitTestJob(workers, await testAccount(workers), 1);
     await until(() => processed.some((entry) => entry.jobId === small), 'the small job’s page ran', 120_000);
     const doneWhenSmallRan = bigDone();
     assert.equal(await waitForJobState(workers, small, ['done', 'failed'], 60_000), 'done');
