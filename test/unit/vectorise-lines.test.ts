@@ -87,6 +87,33 @@ function fillPolygon(map: Float32Array, polygon: readonly Point[], value = 0.9):
   }
 }
 
+/** Gaussian blur (separable), as a network's output is soft. */
+function blur(map: Float32Array, sigma: number): void {
+  const radius = Math.ceil(2.5 * sigma);
+  const kernel = Array.from({ length: 2 * radius + 1 }, (_, i) => Math.exp(-((i - radius) ** 2) / (2 * sigma * sigma)));
+  const sum = kernel.reduce((a, b) => a + b, 0);
+  const along = (get: (i: number) => number, n: number, set: (i: number, v: number) => void) => {
+    const line = Float32Array.from({ length: n }, (_, i) => get(i));
+    for (let i = 0; i < n; i += 1) {
+      let value = 0;
+      for (let k = -radius; k <= radius; k += 1) value += kernel[k + radius] * line[Math.min(n - 1, Math.max(0, i + k))];
+      set(i, value / sum);
+    }
+  };
+  for (let y = 0; y < HEIGHT; y += 1)
+    along(
+      (x) => map[y * WIDTH + x],
+      WIDTH,
+      (x, v) => (map[y * WIDTH + x] = v),
+    );
+  for (let x = 0; x < WIDTH; x += 1)
+    along(
+      (y) => map[y * WIDTH + x],
+      HEIGHT,
+      (y, v) => (map[y * WIDTH + x] = v),
+    );
+}
+
 /** A line as the segmenter is trained to see it: its baseline, and the region 0.65 interline above it and 0.33 below. */
 function drawLine(
   maps: SegmentationMaps,
@@ -285,6 +312,23 @@ test('a line broken into three pieces comes out as one line', () => {
       drawLine(maps, line, interline, [straight(40, 200, line[0][1] - 1), straight(215, 470, line[0][1] + 1)]);
     } else drawLine(maps, line, interline);
   });
+  checkLines(vectoriseLines(maps), expected);
+});
+
+test('soft maps of dense lines (interline 12, blurred): every line found; a long faded stretch is followed (hysteresis)', () => {
+  const maps = blankMaps(9);
+  const interline = 12;
+  const expected = Array.from({ length: 25 }, (_, k) => straight(40, 470, 50 + k * interline));
+  expected.forEach((line, k) => {
+    const y = line[0][1];
+    if (k === 10) {
+      // Faded ink over 200 px (16 interlines): between the low and the high threshold once blurred.
+      drawLine(maps, line, interline, [straight(40, 150, y), straight(350, 470, y)]);
+      drawPolyline(maps.baseline, straight(150, 350, y), 3, 0.5);
+    } else drawLine(maps, line, interline);
+  });
+  blur(maps.baseline, 1.2);
+  blur(maps.region, 1.2);
   checkLines(vectoriseLines(maps), expected);
 });
 

@@ -53,50 +53,26 @@ export function baselinePieces(
   // tracks pass through them on their predicted course and no track starts in them.
   const maxRun = Math.max(5, Math.ceil(2 * thickness + 1));
   const maxJump = Math.max(2, 0.75 * thickness);
-  const half = (thickness - 1) / 2;
 
   const finished: Track[] = [];
+  // Active tracks, kept in their top-to-bottom order (baselines do not cross).
   let active: Track[] = [];
   for (let x = 0; x < width; x += 1) {
     const runs = columns[x];
     if (runs.length === 0 && active.length === 0) continue;
-    const predictions = active.map((track) => predict(track, x));
-    // Pairs of a track and a run it may continue into, nearest first. Within a run fatter than
-    // the stroke, a track may lie anywhere in its core: its distance there is zero.
-    const pairs: { track: number; run: number; distance: number; y: number }[] = [];
-    for (let i = 0; i < active.length; i += 1) {
-      const predicted = predictions[i];
-      const track = active[i];
-      const reach = maxJump + 0.5 * (x - track.xs[track.xs.length - 1] - 1);
-      for (let j = 0; j < runs.length; j += 1) {
-        const run = runs[j];
-        let low = run.start + half;
-        let high = run.end - half;
-        if (low > high) low = high = run.centre;
-        const y = Math.min(Math.max(predicted, low), high);
-        const distance = Math.abs(predicted - y);
-        if (distance <= reach) pairs.push({ track: i, run: j, distance, y });
-      }
-    }
-    pairs.sort((a, b) => a.distance - b.distance);
-    const trackTaken = new Uint8Array(active.length);
+    const matched = matchTracks(active, runs, x, thickness, maxJump);
     const runTaken = new Uint8Array(runs.length);
-    for (const pair of pairs) {
-      if (trackTaken[pair.track]) continue;
-      const run = runs[pair.run];
-      const length = run.end - run.start + 1;
-      const fat = length > thickness + 1;
-      // A stroke-wide run belongs to one track; a fat one may carry several.
-      if (runTaken[pair.run] && !fat) continue;
-      trackTaken[pair.track] = 1;
-      runTaken[pair.run] = 1;
-      const track = active[pair.track];
+    for (let i = 0; i < active.length; i += 1) {
+      const j = matched.runs[i];
+      if (j < 0) continue;
+      runTaken[j] = 1;
+      const run = runs[j];
+      const track = active[i];
       track.lastSeen = x;
-      if (length <= maxRun) {
-        if (run.peak > track.peak) track.peak = run.peak;
-        track.xs.push(x);
-        track.ys.push(pair.y);
-      }
+      if (run.end - run.start + 1 > maxRun) continue;
+      if (run.peak > track.peak) track.peak = run.peak;
+      track.xs.push(x);
+      track.ys.push(matched.ys[i]);
     }
     const next: Track[] = [];
     for (const track of active) {
@@ -109,10 +85,94 @@ export function baselinePieces(
       if (runTaken[j] || run.end - run.start + 1 > maxRun) continue;
       next.push({ xs: [x], ys: [run.centre], lastSeen: x, peak: run.peak });
     }
+    next.sort((a, b) => a.ys[a.ys.length - 1] - b.ys[b.ys.length - 1]);
     active = next;
   }
   finished.push(...active);
   return { pieces: finished.map(toPiece), thickness };
+}
+
+/**
+ * Which run each track (top to bottom) continues into, and where in it: the matching of least
+ * total distance that keeps the tracks' order (baselines do not cross), by dynamic programming
+ * over tracks and runs. A stroke-wide run takes one track; a fatter one (a descender, two
+ * lines touching) may take several, each at its predicted place within the run's core, kept
+ * in order. A track left unmatched costs as much as its farthest allowed match.
+ */
+function matchTracks(
+  tracks: readonly Track[],
+  runs: readonly Run[],
+  x: number,
+  thickness: number,
+  maxJump: number,
+): { runs: Int32Array; ys: Float64Array } {
+  const t = tracks.length;
+  const r = runs.length;
+  const result = { runs: new Int32Array(t).fill(-1), ys: new Float64Array(t) };
+  if (t === 0 || r === 0) return result;
+  const half = (thickness - 1) / 2;
+  const predicted = tracks.map((track) => predict(track, x));
+  const reach = tracks.map((track) => maxJump + 0.5 * (x - track.xs[track.xs.length - 1] - 1));
+  const placeIn = (i: number, j: number): number => {
+    const run = runs[j];
+    let low = run.start + half;
+    let high = run.end - half;
+    if (low > high) low = high = run.centre;
+    return Math.min(Math.max(predicted[i], low), high);
+  };
+  const fat = runs.map((run) => run.end - run.start + 1 > thickness + 1);
+  // cost[i][j]: tracks before i matched within runs before j (run j - 1 possibly shared when fat).
+  const columns = r + 1;
+  const cost = new Float64Array((t + 1) * columns);
+  const step = new Uint8Array((t + 1) * columns);
+  const SKIP_RUN = 1;
+  const SKIP_TRACK = 2;
+  const MATCH = 3;
+  const SHARE = 4;
+  for (let i = 1; i <= t; i += 1) {
+    const miss = reach[i - 1] + 1e-3;
+    cost[i * columns] = cost[(i - 1) * columns] + miss;
+    step[i * columns] = SKIP_TRACK;
+    for (let j = 1; j <= r; j += 1) {
+      let best = cost[i * columns + j - 1];
+      let how = SKIP_RUN;
+      if (cost[(i - 1) * columns + j] + miss < best) {
+        best = cost[(i - 1) * columns + j] + miss;
+        how = SKIP_TRACK;
+      }
+      const distance = Math.abs(predicted[i - 1] - placeIn(i - 1, j - 1));
+      if (distance <= reach[i - 1]) {
+        if (cost[(i - 1) * columns + j - 1] + distance < best) {
+          best = cost[(i - 1) * columns + j - 1] + distance;
+          how = MATCH;
+        }
+        if (fat[j - 1] && cost[(i - 1) * columns + j] + distance < best) {
+          best = cost[(i - 1) * columns + j] + distance;
+          how = SHARE;
+        }
+      }
+      cost[i * columns + j] = best;
+      step[i * columns + j] = how;
+    }
+  }
+  let i = t;
+  let j = r;
+  while (i > 0) {
+    const how = j === 0 ? SKIP_TRACK : step[i * columns + j];
+    if (how === SKIP_RUN) j -= 1;
+    else if (how === SKIP_TRACK) i -= 1;
+    else {
+      result.runs[i - 1] = j - 1;
+      result.ys[i - 1] = placeIn(i - 1, j - 1);
+      i -= 1;
+      if (how === MATCH) j -= 1;
+    }
+  }
+  // Tracks sharing a run keep their order in it.
+  for (let k = 1; k < t; k += 1) {
+    if (result.runs[k] >= 0 && result.runs[k] === result.runs[k - 1]) result.ys[k] = Math.max(result.ys[k], result.ys[k - 1]);
+  }
+  return result;
 }
 
 /**

@@ -123,18 +123,19 @@ export function vectoriseLines(maps: SegmentationMaps, options: Partial<Vectoris
 
   const traced = baselinePieces(baseline, width, height, Math.min(settings.baselineLowThreshold, settings.baselineThreshold));
   let pieces = traced.pieces.filter((piece) => piece.ys.length >= MIN_PIECE);
-  pieces = dropSteep(pieces, settings.maxPieceAngle);
+  const pageSlope = dominantSlope(pieces);
+  pieces = dropSteep(pieces, pageSlope, settings.maxPieceAngle);
   const interline = estimateInterline(pieces, traced.thickness, region, width, height, settings);
   pieces = joinOverlapping(pieces, interline);
   const support = (piece: Piece): number => regionSupport(piece, region, width, height, interline);
   const minLength = Math.max(settings.minLength, settings.minLengthFraction * interline);
   pieces = pieces.filter((piece) => support(piece) >= settings.minRegionSupport);
-  const lines = joinPieces(pieces, interline, region, width, height, settings)
-    .filter(
-      ({ line, ink }) =>
-        line.ys.length >= minLength && ink >= settings.minCoverage * line.ys.length && line.peak >= settings.baselineThreshold,
-    )
-    .map(({ line }) => smooth(trim(line, Math.floor(traced.thickness / 2))));
+  const ends = Math.floor(traced.thickness / 2);
+  const lines = joinPieces(pieces, interline, pageSlope, region, width, height, settings)
+    .filter(({ line, ink }) => ink >= settings.minCoverage * line.ys.length && line.peak >= settings.baselineThreshold)
+    .map(({ line }) => trim(line, ends))
+    .filter((line) => line.ys.length >= minLength)
+    .map(smooth);
 
   const polygons = linePolygons(lines, region, width, height, interline, settings);
   const toMap = ([x, y]: Point): Point => [Math.min(Math.max(x + 0.5, 0), width), Math.min(Math.max(y + 0.5, 0), height)];
@@ -165,23 +166,23 @@ function slopeOf(piece: Piece, from = 0, to = piece.ys.length): number {
   return denominator === 0 ? 0 : (n * sxy - sx * sy) / denominator;
 }
 
-/** Drops pieces far steeper than the page's writing direction (the length-weighted median). */
-function dropSteep(pieces: Piece[], maxAngle: number): Piece[] {
-  if (pieces.length === 0) return pieces;
-  const angles = pieces.map((piece) => Math.atan(slopeOf(piece)));
-  const order = angles.map((_, i) => i).sort((a, b) => angles[a] - angles[b]);
+/** The page's writing direction: the length-weighted median slope of the pieces. */
+function dominantSlope(pieces: readonly Piece[]): number {
+  const slopes = pieces.map((piece) => slopeOf(piece));
+  const order = slopes.map((_, i) => i).sort((a, b) => slopes[a] - slopes[b]);
   const total = pieces.reduce((sum, piece) => sum + piece.ys.length, 0);
   let seen = 0;
-  let dominant = 0;
   for (const i of order) {
     seen += pieces[i].ys.length;
-    if (seen >= total / 2) {
-      dominant = angles[i];
-      break;
-    }
+    if (seen >= total / 2) return slopes[i];
   }
+  return 0;
+}
+
+/** Drops pieces far steeper than the page's writing direction. */
+function dropSteep(pieces: Piece[], pageSlope: number, maxAngle: number): Piece[] {
   const limit = (maxAngle * Math.PI) / 180;
-  return pieces.filter((_, i) => Math.abs(angles[i] - dominant) <= limit);
+  return pieces.filter((piece) => Math.abs(Math.atan(slopeOf(piece)) - Math.atan(pageSlope)) <= limit);
 }
 
 /**
@@ -197,9 +198,12 @@ function estimateInterline(
   height: number,
   settings: VectoriseOptions,
 ): number {
+  // Specks between the lines would read as half interlines: only pieces of some length count.
+  const long = pieces.filter((piece) => piece.ys.length >= settings.minLength);
   const columns: number[][] = Array.from({ length: width }, () => []);
-  for (const piece of pieces) for (let i = 0; i < piece.ys.length; i += 1) columns[piece.x0 + i].push(piece.ys[i]);
-  const minSeparation = Math.max(4, 2 * thickness);
+  for (const piece of long.length > 0 ? long : pieces) for (let i = 0; i < piece.ys.length; i += 1) columns[piece.x0 + i].push(piece.ys[i]);
+  // Closer than this, two pieces are one baseline's stroke split in two.
+  const minSeparation = Math.max(4, 1.5 * thickness);
   const distances: number[] = [];
   for (const ys of columns) {
     if (ys.length < 2) continue;
@@ -277,6 +281,7 @@ function union(first: Piece, second: Piece): Piece {
 function joinPieces(
   pieces: readonly Piece[],
   interline: number,
+  pageSlope: number,
   region: Float32Array,
   width: number,
   height: number,
@@ -298,7 +303,11 @@ function joinPieces(
       const right = pieces[b];
       const gap = right.x0 - leftEnd;
       if (b === a || gap <= 0 || gap > settings.maxBridgedGap * interline + 1) continue;
-      const slope = (endSlopes[a].end + endSlopes[b].start) / 2;
+      // The direction across the gap: both ends' directions, a short piece's counting less, and the page's.
+      const weightLeft = Math.min(left.ys.length, 3 * interline);
+      const weightRight = Math.min(right.ys.length, 3 * interline);
+      const slope =
+        (weightLeft * endSlopes[a].end + weightRight * endSlopes[b].start + interline * pageSlope) / (weightLeft + weightRight + interline);
       const offset = Math.abs(right.ys[0] - (yEnd + slope * gap));
       if (offset > settings.maxJoinOffset * interline) continue;
       if (
