@@ -25,6 +25,10 @@ from pathlib import Path
 TRAIN = Path(__file__).resolve().parent.parent
 REPO = TRAIN.parent
 sys.path.insert(0, str(TRAIN))
+# The project's Node 24 (`npm install` brings it) first on the PATH, before export_onnx picks its
+# `node`: the export check and the manifest check run there, whatever Node the machine has.
+if (REPO / "node_modules" / ".bin" / "node").exists():
+    os.environ["PATH"] = f"{REPO / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}"
 
 from PIL import Image  # noqa: E402
 
