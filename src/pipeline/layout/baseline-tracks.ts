@@ -1,9 +1,11 @@
 // Baseline pieces from a baseline probability map, by column-wise run tracking: in each
-// column the runs of foreground pixels are found, and each run continues the track (a
-// baseline being followed from the left) whose predicted position it is nearest to. A run
-// fatter than the baseline stroke (a descender or a neighbouring baseline touching this one)
-// does not move the tracks that pass through it: each keeps its own predicted course inside
-// the run, so lines that touch at a point come out as two tracks, not one.
+// column the runs of foreground pixels are found, and the tracks (baselines being followed
+// from the left) continue into them: the matching of least total distance from each track's
+// predicted position that keeps the tracks' top-to-bottom order, since baselines do not cross.
+// A run fatter than the baseline stroke (a descender, or a neighbouring baseline touching this
+// one) does not move the tracks that pass through it: each keeps its own predicted course
+// inside the run, so lines that touch at a point come out as two tracks, not one, and never
+// swap. Thresholding is the caller's low (hysteresis) threshold; each piece records its peak.
 // Coordinates here are pixel indices (pixel (x, y) at the point (x, y)).
 
 /** A baseline piece: one y for every column from `x0` on (`ys.length` columns). */

@@ -2,8 +2,9 @@
 // region is walked up and down in the region map; regions of adjacent lines often merge
 // there, so each walk is also capped by the neighbouring baselines: upwards at most
 // `ascentShare` of the way to the baseline above, downwards at most the rest of the way to
-// the baseline below. Two neighbouring polygons therefore never overlap, and a polygon never
-// reaches its neighbour's baseline. Coordinates are pixel indices, as in baseline-tracks.ts.
+// the baseline below. Two neighbouring polygons therefore do not overlap (but for the
+// simplification's tolerance, and beyond the baselines' ends), and a polygon never reaches its
+// neighbour's baseline. Coordinates are pixel indices, as in baseline-tracks.ts.
 import type { Point } from '../page-result.ts';
 import type { Piece } from './baseline-tracks.ts';
 

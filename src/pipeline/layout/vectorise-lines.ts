@@ -3,17 +3,19 @@
 // outline polygon, in map pixel coordinates (pixel (i, j) covers [i, i+1) × [j, j+1), so the
 // caller scales to page pixels by multiplying with page size / map size).
 //
-// 1. Baseline pieces by column-wise run tracking (baseline-tracks.ts), robust to lines that
-//    touch at a point; pieces far steeper than the page's writing (a descender predicted as
-//    baseline between two lines) are dropped.
+// 1. Baseline pieces by column-wise run tracking (baseline-tracks.ts) on the baseline map
+//    thresholded at `baselineLowThreshold`, robust to lines that touch at a point; pieces far
+//    steeper than the page's writing (a descender predicted as baseline between two lines)
+//    are dropped.
 // 2. The interline distance: the median vertical distance between neighbouring baselines
 //    (from the region map's extent for a page of one line).
 // 3. Pieces of one line are joined: overlapping pieces at the same height, and a piece that
 //    starts after another ends, in line with it (offset and direction) and close enough: within
 //    `maxJoinGap` interlines, or `maxBridgedGap` where the region map goes on across the gap (a
 //    long word space or faded ink; the gutter between two columns holds no line region).
-// 4. Pieces with little line region under them, lines too short and lines mostly gap (a chain
-//    of specks) are noise and dropped.
+// 4. Pieces with little line region under them, lines without a pixel of `baselineThreshold`
+//    (hysteresis), lines too short and lines mostly gap (a chain of specks) are noise and
+//    dropped; a line's ends lose half the stroke's thickness (its round caps).
 // 5. Baselines are smoothed and simplified; outlines come from the region map, capped by
 //    the neighbouring baselines (line-polygons.ts).
 import type { Point } from '../page-result.ts';
