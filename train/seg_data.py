@@ -1,0 +1,97 @@
+"""Pages of htr-pages as segmenter training examples: the page at the model's scale and its target maps.
+
+A page is scaled so that its longer side is `side` pixels (the service does the same before the
+segmenter runs, src/pipeline/layout/line-segmenter.ts). The targets are drawn at half that scale,
+the network's output resolution, one channel each:
+
+  0 baseline  every line's baseline polyline, BASELINE_WIDTH px wide
+  1 region    the inside of every line's outline polygon
+  2 boundary  the outline of every line polygon, BOUNDARY_WIDTH px wide (where neighbouring lines meet)
+
+Rendered pages are cached as one .npz per page, keyed by the rendering settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+BASELINE_WIDTH = 3
+BOUNDARY_WIDTH = 2
+CHANNELS = ("baseline", "region", "boundary")
+RENDER_VERSION = 1
+
+
+@dataclass
+class Page:
+    name: str
+    source: str
+    image: np.ndarray  # uint8 [H, W], the page at the model's scale (longer side = side)
+    target: np.ndarray  # uint8 [3, ceil(H/2), ceil(W/2)], 0 or 1
+
+
+def read_pages(dataset: Path, split: str):
+    """(json, grayscale PIL image) of every page of a split, in shard order."""
+    for shard in sorted(dataset.glob(f"{split}-*.tar")):
+        with tarfile.open(shard) as tf:
+            members = {m.name: m for m in tf.getmembers()}
+            for name in sorted(n for n in members if n.endswith(".json")):
+                page = json.load(tf.extractfile(members[name]))
+                image = Image.open(io.BytesIO(tf.extractfile(members[name[:-5] + ".jpg"]).read())).convert("L")
+                yield page, image
+
+
+def model_size(width: int, height: int, side: int) -> tuple[int, int]:
+    ratio = side / max(width, height)
+    return max(1, round(width * ratio)), max(1, round(height * ratio))
+
+
+def render_targets(page: dict, ratio: float, width: int, height: int) -> np.ndarray:
+    """The three target maps of a page at `ratio` times its stored size, `width` x `height` pixels."""
+    maps = [Image.new("L", (width, height), 0) for _ in CHANNELS]
+    draws = [ImageDraw.Draw(m) for m in maps]
+    scale = lambda points: [((x + 0.5) * ratio - 0.5, (y + 0.5) * ratio - 0.5) for x, y in points]  # noqa: E731
+    for line in page["lines"]:
+        polygon = line.get("polygon")
+        if polygon and len(polygon) >= 3:
+            draws[1].polygon(scale(polygon), fill=1)
+            draws[2].line(scale(polygon + polygon[:1]), fill=1, width=BOUNDARY_WIDTH, joint="curve")
+    for line in page["lines"]:
+        baseline = line.get("baseline")
+        if baseline and len(baseline) >= 2:
+            draws[0].line(scale(baseline), fill=1, width=BASELINE_WIDTH, joint="curve")
+    return np.stack([np.asarray(m, dtype=np.uint8) for m in maps])
+
+
+def render_page(page: dict, image: Image.Image, side: int) -> Page:
+    width, height = model_size(image.width, image.height, side)
+    resized = np.asarray(image.resize((width, height), Image.LANCZOS), dtype=np.uint8)
+    ratio = width / image.width / 2
+    target = render_targets(page, ratio, (width + 1) // 2, (height + 1) // 2)
+    return Page(page["page"], page["page"].split("_")[0], resized, target)
+
+
+def load_split(dataset: Path, split: str, side: int, cache: Path) -> list[Page]:
+    key = hashlib.sha256(f"{RENDER_VERSION}:{side}:{BASELINE_WIDTH}:{BOUNDARY_WIDTH}".encode()).hexdigest()[:10]
+    folder = cache / f"{split}-{side}-{key}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pages: list[Page] = []
+    listing = folder / "pages.json"
+    if listing.exists():
+        for name in json.loads(listing.read_text()):
+            data = np.load(folder / f"{name}.npz")
+            pages.append(Page(name, name.split("_")[0], data["image"], data["target"]))
+        return pages
+    for page, image in read_pages(dataset, split):
+        rendered = render_page(page, image, side)
+        np.savez_compressed(folder / f"{rendered.name}.npz", image=rendered.image, target=rendered.target)
+        pages.append(rendered)
+    listing.write_text(json.dumps([p.name for p in pages]))
+    return pages
