@@ -1,6 +1,8 @@
 // `npm run eval:pages`: the whole page pipeline (image -> layout -> recognition) on whole
 // pages with line-level ground truth, in one run for
 //   - ours: the configured setup (MODEL_DIR, else models/default) and decoder;
+//   - ours, detector lines: when ours has a line segmenter, the same recognizers on the lines of
+//     the PP-OCRv4 detector and our line grouping (the layout before the segmenter);
 //   - PP-OCRv4 alone (the built-in model, greedy), unless ours is it;
 //   - tesseract (`tesseract` CLI, the page's language, TSV output for its line boxes);
 //   - with --gt-layout also ours and PP-OCRv4 alone reading the ground-truth lines (the
@@ -128,6 +130,12 @@ async function main(): Promise<number> {
     const ours = await OcrEngine.load(spec, { ...settings, decoder: config.recognition.decoder });
     engines.push(ours);
     setups.push(engineSetup('ours', ours, false));
+    if (spec.segmentation && !values['no-peers']) {
+      // The same recognizers on the PP-OCRv4 detector's lines (the layout before the line segmenter).
+      const detectorLines = await OcrEngine.load({ ...spec, segmentation: null }, { ...settings, decoder: config.recognition.decoder });
+      engines.push(detectorLines);
+      setups.push(engineSetup('ours, detector lines', detectorLines, false));
+    }
     const peers = !values['no-peers'];
     const ppAlone =
       peers && (spec.directory !== null || spec.screening)

@@ -8,6 +8,8 @@ import type { RgbImage } from './image/raster.ts';
 import { groupLines } from './layout/group-lines.ts';
 import { orderRegions, type LayoutRegion } from './layout/reading-order.ts';
 import { detectText, type DetectedBox } from './layout/text-detector.ts';
+import { segmentLines } from './layout/line-segmenter.ts';
+import { outlinedLine } from './layout/outlined-line.ts';
 import type { ModelSpec, SelectionSpec } from './models/model-manifest.ts';
 import type { LayoutLine } from './layout/group-lines.ts';
 import { enclosingRect } from './layout/geometry.ts';
@@ -44,6 +46,7 @@ export class OcrEngine {
   readonly spec: ModelSpec;
   readonly settings: EngineSettings;
   private readonly detection: InferenceSession;
+  private readonly segmentation: InferenceSession | null;
   private readonly main: LineRecognizer;
   private readonly screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
   private readonly orientation: InferenceSession | null;
@@ -54,6 +57,7 @@ export class OcrEngine {
     settings: EngineSettings,
     parts: {
       detection: InferenceSession;
+      segmentation: InferenceSession | null;
       main: LineRecognizer;
       screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
       orientation: InferenceSession | null;
@@ -62,6 +66,7 @@ export class OcrEngine {
     this.spec = spec;
     this.settings = settings;
     this.detection = parts.detection;
+    this.segmentation = parts.segmentation;
     this.main = parts.main;
     this.screening = parts.screening;
     this.orientation = parts.orientation;
@@ -91,6 +96,7 @@ export class OcrEngine {
           })
         : Promise.resolve(null),
       spec.orientation ? createSession(spec.orientation.file, threads) : Promise.resolve(null),
+      spec.segmentation ? createSession(spec.segmentation.file, threads) : Promise.resolve(null),
     ] as const);
     const failed = loaded.find((result) => result.status === 'rejected');
     if (failed) {
@@ -100,14 +106,12 @@ export class OcrEngine {
       await Promise.all(loaded.map((result) => (result.status === 'fulfilled' ? release(result.value) : undefined)));
       throw failed.reason;
     }
-    const [detection, main, screening, orientation] = loaded.map((result) => (result as PromiseFulfilledResult<unknown>).value) as [
-      InferenceSession,
-      LineRecognizer,
-      LineRecognizer | null,
-      InferenceSession | null,
-    ];
+    const [detection, main, screening, orientation, segmentation] = loaded.map(
+      (result) => (result as PromiseFulfilledResult<unknown>).value,
+    ) as [InferenceSession, LineRecognizer, LineRecognizer | null, InferenceSession | null, InferenceSession | null];
     return new OcrEngine(spec, settings, {
       detection,
+      segmentation,
       main,
       screening: screening && spec.screening ? { recognizer: screening, selection: spec.screening } : null,
       orientation,
@@ -122,6 +126,7 @@ export class OcrEngine {
     });
     const own = { name: this.spec.name, version: this.spec.version };
     return [
+      ...(this.spec.segmentation ? [info('detection', own, this.spec.segmentation.file)] : []),
       info('detection', own, this.spec.detection.file),
       ...(this.spec.orientation ? [info('orientation', own, this.spec.orientation.file)] : []),
       info('recognition', this.main.source, this.main.file),
@@ -134,8 +139,17 @@ export class OcrEngine {
     return { main: this.main.decoder, screening: this.screening?.recognizer.decoder ?? null };
   }
 
-  /** Text lines in regions, in reading order. */
+  /**
+   * Text lines in regions, in reading order: from the line segmenter where the model has one
+   * and it finds lines, else from the text detector and line grouping.
+   */
   async layout(image: RgbImage): Promise<LayoutRegion[]> {
+    const { segmentation } = this;
+    if (segmentation && this.spec.segmentation) {
+      const spec = this.spec.segmentation;
+      const lines = await this.gate(() => segmentLines(segmentation, spec, image));
+      if (lines.length > 0) return orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline)));
+    }
     const boxes = await this.gate(() => detectText(this.detection, this.spec.detection, image));
     return orderRegions(groupLines(boxes));
   }
@@ -237,6 +251,12 @@ export class OcrEngine {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.detection.release(), this.main.close(), this.screening?.recognizer.close(), this.orientation?.release()]);
+    await Promise.all([
+      this.detection.release(),
+      this.segmentation?.release(),
+      this.main.close(),
+      this.screening?.recognizer.close(),
+      this.orientation?.release(),
+    ]);
   }
 }

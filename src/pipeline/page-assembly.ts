@@ -43,7 +43,7 @@ function assembleLine(image: RgbImage, line: LayoutLine, id: string, readings: M
   // Left to right along the line, even where pieces overlap.
   const along = (point: Point): number => point[0] * Math.cos(line.angle) + point[1] * Math.sin(line.angle);
   const baseline = clampPolygon(
-    line.fragments.flatMap((fragment) => pieceBaseline(image, fragment)).sort((a, b) => along(a) - along(b)),
+    line.baseline ?? line.fragments.flatMap((fragment) => pieceBaseline(image, fragment)).sort((a, b) => along(a) - along(b)),
     image.width,
     image.height,
   );

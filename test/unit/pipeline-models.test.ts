@@ -134,6 +134,55 @@ test('an invalid manifest names every problem at once', async () => {
   await assert.rejects(async () => loadModelSpec(path.join(directory, 'nowhere')), /has no manifest\.json/);
 });
 
+test('a segmentation section names the segmenter, its input and map thresholds, or borrows them from another model', async () => {
+  const base = {
+    format: 'hwr-model/1',
+    name: 'seg',
+    version: '1',
+    detection: { model: 'builtin' },
+    recognition: { file: 'rec.onnx', charset: 'charset.txt' },
+  };
+  const without = loadModelSpec(await manifest(base));
+  assert.equal(without.segmentation, null);
+  const own = loadModelSpec(await manifest({ ...base, segmentation: { file: 'rec.onnx', maxSideLength: 768, baselineThreshold: 0.4 } }));
+  assert.deepEqual(
+    { ...own.segmentation, file: path.basename(own.segmentation!.file) },
+    {
+      file: 'rec.onnx',
+      channels: 1,
+      channelOrder: 'bgr',
+      mean: [0.5],
+      std: [0.5],
+      maxSideLength: 768,
+      sizeMultiple: 16,
+      baselineThreshold: 0.4,
+      regionThreshold: 0.5,
+    },
+  );
+  const borrowing = await mkdtemp(path.join(os.tmpdir(), 'hwr-model-borrowing-'));
+  try {
+    await writeFile(
+      path.join(borrowing, 'manifest.json'),
+      JSON.stringify({
+        ...base,
+        name: 'borrower',
+        segmentation: { model: path.relative(borrowing, directory) },
+        recognition: { model: 'builtin' },
+      }),
+    );
+    assert.deepEqual(loadModelSpec(borrowing).segmentation, own.segmentation);
+  } finally {
+    await rm(borrowing, { recursive: true, force: true });
+  }
+  await assert.rejects(
+    async () => loadModelSpec(await manifest({ ...base, segmentation: { file: 'missing.onnx', regionThreshold: 2 } })),
+    (error) =>
+      error instanceof PipelineError &&
+      /segmentation\.file: file .*missing\.onnx/.test(error.message) &&
+      /regionThreshold/.test(error.message),
+  );
+});
+
 test('character classes: blank first or last, the optional space class, Latin-only decoding', () => {
   const paddle = characterClasses('a\nb\n', { blankIndex: 0, appendSpace: true });
   assert.deepEqual(paddle.symbols, ['', 'a', 'b', ' ']);

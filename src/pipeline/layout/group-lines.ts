@@ -13,6 +13,8 @@ export interface LayoutLine {
   /** Outline following the pieces: their top edges, then their bottom edges back. */
   polygon: Point[];
   box: Box;
+  /** Left-to-right baseline, when the line came with one (uploaded or segmented); else found from the ink. */
+  baseline?: Point[];
 }
 
 export interface GroupOptions {

@@ -6,8 +6,8 @@
 // a stable code (docs/intake.md, "Bring your own layout").
 import { CodedError, type ErrorCatalog } from '../../../domain/errors.ts';
 import type { Point } from '../page-result.ts';
-import { boundingBox, convexHull, enclosingRectOfPoints, minAreaRect, normaliseRect, type RotatedRect } from './geometry.ts';
-import type { LayoutLine } from './group-lines.ts';
+import { boundingBox } from './geometry.ts';
+import { outlinedLine } from './outlined-line.ts';
 import type { LayoutRegion } from './reading-order.ts';
 import { childNamed, childrenNamed, descendantsNamed, parseXml, XmlError, type XmlElement } from './xml-reader.ts';
 
@@ -365,43 +365,10 @@ function bandAround(baseline: Point[], image: ImageSize): Point[] {
   ];
 }
 
-/**
- * The height of the piece read for an uploaded line, as a share of its outline's extent across
- * the writing (the piece stays centred on the outline). Outlines drawn in eScriptorium or
- * Transkribus hold the ascenders and descenders and reach towards the next line, and the
- * recognizers then add their own context (`cropHeightScale`, 1.2 for ours), so reading the
- * whole extent gives a crop much taller than the detected lines the recognizers were tuned on.
- * Chosen on the 52 htr-pages val pages (docs/accuracy.md, "Whole pages"): with `hwr-htr` 3 our
- * CER on their ground-truth lines is 16.7 % at 1, 15.8 % at 0.833, 17.0 % at 0.7.
- */
-export const UPLOADED_CROP_HEIGHT = 0.833;
-
-/**
- * The uploaded layout as the engine's layout (regions of lines in reading order): each line
- * becomes one piece, the rectangle at the line's writing direction (its baseline's, else its
- * outline's) that holds its outline, narrowed across the writing to UPLOADED_CROP_HEIGHT.
- */
+/** The uploaded layout as the engine's layout (regions of lines in reading order), each line one piece (outlined-line.ts). */
 export function layoutRegionsOf(layout: UploadedLayout): LayoutRegion[] {
   return layout.regions.map((region) => ({
     type: region.type === 'marginalia' ? 'marginalia' : 'paragraph',
-    lines: region.lines.map((line): LayoutLine => {
-      const rect = lineRect(line);
-      return { fragments: [{ ...rect, score: 1 }], angle: rect.angle, polygon: line.polygon, box: boundingBox(line.polygon) };
-    }),
+    lines: region.lines.map((line) => outlinedLine(line.polygon, line.baseline)),
   }));
-}
-
-function lineRect(line: UploadedLine): RotatedRect {
-  const base = line.baseline;
-  let angle: number;
-  if (base.length >= 2) {
-    const [x0, y0] = base[0];
-    const [x1, y1] = base[base.length - 1];
-    angle = Math.atan2(y1 - y0, x1 - x0);
-    if (x1 === x0 && y1 === y0) angle = normaliseRect(minAreaRect(convexHull(line.polygon))).angle;
-  } else {
-    angle = normaliseRect(minAreaRect(convexHull(line.polygon))).angle;
-  }
-  const rect = enclosingRectOfPoints(line.polygon, angle);
-  return { ...rect, width: Math.max(1, rect.width), height: Math.max(1, rect.height * UPLOADED_CROP_HEIGHT) };
 }

@@ -42,6 +42,19 @@ export interface DetectionSpec extends InputNormalisation {
   unclipRatio: number;
 }
 
+/** A line segmenter (layout/line-segmenter.ts): a page in, baseline and line-region maps out at half its input scale. */
+export interface SegmentationSpec extends InputNormalisation {
+  file: string;
+  /** The page is scaled so that its longer side is this many pixels (up or down, as in training). */
+  maxSideLength: number;
+  /** Input sides are padded (white) to a multiple of this (the network's total stride). */
+  sizeMultiple: number;
+  /** Probability above which a map pixel is baseline. */
+  baselineThreshold: number;
+  /** Probability above which a map pixel is inside a line. */
+  regionThreshold: number;
+}
+
 export interface RecognitionSpec extends InputNormalisation {
   file: string;
   /** Absolute path of the character set file: one character (or string) per line. */
@@ -142,6 +155,8 @@ export interface ModelSpec {
   /** Directory the manifest was read from (null for the built-in model). */
   directory: string | null;
   detection: DetectionSpec;
+  /** Lines from a trained segmenter instead of the detector (which stays the fallback); null: detector only. */
+  segmentation: SegmentationSpec | null;
   recognition: RecognitionSpec;
   /** Name and version of the model the recognition section comes from (this one unless borrowed). */
   recognitionSource: { name: string; version: string };
@@ -238,6 +253,23 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     unclipRatio: det.number('unclipRatio', 1.5, 0, 10),
   };
 
+  let segmentation: SegmentationSpec | null = null;
+  if (root.has('segmentation')) {
+    const seg = root.object('segmentation');
+    const segmentationModel = borrow(seg, 'manifest.segmentation');
+    segmentation = segmentationModel
+      ? segmentationModel.segmentation
+      : {
+          file: seg.file('file', baseDir) ?? '',
+          ...seg.normalisation(1, [0.5], [0.5]),
+          maxSideLength: seg.integer('maxSideLength', 1024, 64, 8192),
+          sizeMultiple: seg.integer('sizeMultiple', 16, 1, 256),
+          baselineThreshold: seg.number('baselineThreshold', 0.5, 0, 1),
+          regionThreshold: seg.number('regionThreshold', 0.5, 0, 1),
+        };
+    if (segmentationModel && !segmentationModel.segmentation) problems.push('manifest.segmentation.model: that model has no segmentation');
+  }
+
   const rec = root.object('recognition');
   const recognitionModel = borrow(rec, 'manifest.recognition');
   const recognition = recognitionModel?.recognition ?? parseRecognition(rec, baseDir, problems);
@@ -292,6 +324,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     version,
     directory,
     detection,
+    segmentation,
     recognition,
     recognitionSource: recognitionModel ? recognitionModel.recognitionSource : { name, version },
     languageModel,
