@@ -10,12 +10,13 @@
 // height); beam options are each manifest's languageModel settings.
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/char-ngram-lm.ts';
-import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../src/pipeline/ctc-beam-search.ts';
+import { DEFAULT_BEAM_SEARCH } from '../src/pipeline/decoding/beam-search-options.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
+import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
 import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
-import { decodeCtc } from '../src/pipeline/recognition/ctc-decode.ts';
 import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
 import { markdownTable, percent } from '../bench/lib/table.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';

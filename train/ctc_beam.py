@@ -1,6 +1,6 @@
 """CTC prefix beam search with a character n-gram language model (Hannun et al. 2014, "first-pass LM").
 
-The TypeScript decoder (src/pipeline/ctc-beam-search.ts) implements the same algorithm with the same
+The TypeScript decoder (src/pipeline/decoding/ctc-beam-search.ts) implements the same algorithm with the same
 parameters; this one measures it against greedy decoding on the validation set and tunes alpha/beta.
 
 For every prefix the search keeps two log scores: ending in blank (pb) and ending in its last

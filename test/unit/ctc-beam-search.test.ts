@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { lastCodePoints, loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/char-ngram-lm.ts';
-import { beamSearchCtc, DEFAULT_BEAM_SEARCH } from '../../src/pipeline/ctc-beam-search.ts';
-import { languageModelStates } from '../../src/pipeline/lm-states.ts';
+import { DEFAULT_BEAM_SEARCH } from '../../src/pipeline/decoding/beam-search-options.ts';
+import { lastCodePoints, loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../../src/pipeline/decoding/ctc-beam-search.ts';
+import { decodeCtc } from '../../src/pipeline/decoding/ctc-decode.ts';
+import { languageModelStates } from '../../src/pipeline/decoding/lm-states.ts';
 import { characterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
-import { decodeCtc } from '../../src/pipeline/recognition/ctc-decode.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
 
 const fixtures = new URL('../fixtures/ctc-beam-search/', import.meta.url);

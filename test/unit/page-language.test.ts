@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadCharNgramFile } from '../../src/pipeline/char-ngram-lm.ts';
-import { lineLogLikelihood, mostLikelyLanguage } from '../../src/pipeline/recognition/page-language.ts';
+import { loadCharNgramFile } from '../../src/pipeline/decoding/char-ngram-lm.ts';
+import { lineLogLikelihood, mostLikelyLanguage } from '../../src/pipeline/decoding/page-language.ts';
 
 const file = loadCharNgramFile(fileURLToPath(new URL('../../models/hwr-htr-v2/lm.json', import.meta.url)));
 const perLanguage = new Map([...file.models].filter(([name]) => name !== 'all'));

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { characterClasses } from '../../src/pipeline/models/charset.ts';
-import { decodeCtc } from '../../src/pipeline/recognition/ctc-decode.ts';
+import { decodeCtc } from '../../src/pipeline/decoding/ctc-decode.ts';
 import { insertGapSpaces } from '../../src/pipeline/recognition/gap-spaces.ts';
 import { planBatches, type PlacedCharacter } from '../../src/pipeline/recognition/text-recognizer.ts';
 import { wordsOf } from '../../src/pipeline/recognition/words.ts';

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
-import { loadCharNgramFile } from '../../src/pipeline/char-ngram-lm.ts';
+import { loadCharNgramFile } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
 import { builtinModelSpec, loadModelSpec, type SelectionSpec } from '../../src/pipeline/models/model-manifest.ts';
 import {

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_BEAM_SEARCH } from '../ctc-beam-search.ts';
+import { DEFAULT_BEAM_SEARCH } from '../decoding/beam-search-options.ts';
 import { PipelineError } from '../errors.ts';
 
 export const MANIFEST_FORMAT = 'hwr-model/1';
@@ -101,7 +101,7 @@ export interface RecognitionSpec extends InputNormalisation {
   outputLayout: 'NTC' | 'TNC';
 }
 
-/** A character n-gram LM (`hwr-char-ngram/1`, char-ngram-lm.ts) and the beam search settings it is used with. */
+/** A character n-gram LM (`hwr-char-ngram/1`, decoding/char-ngram-lm.ts) and the beam search settings it is used with. */
 export interface LanguageModelSpec {
   file: string;
   /** Which model of the file: `all` (joint), one language's, or `auto` (per page, the language that fits it best). */

@@ -2,16 +2,17 @@
 // (crop, batched model runs, greedy or beam-search CTC decoding, word spaces from
 // gaps where the model asks for them). The engine holds one or two of these.
 import path from 'node:path';
-import { loadCharNgramFile, type CharNgramModel } from '../char-ngram-lm.ts';
-import { mostLikelyLanguage } from './page-language.ts';
-import { beamSearchCtc, type BeamSearchOptions } from '../ctc-beam-search.ts';
+import type { BeamSearchOptions } from '../decoding/beam-search-options.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../decoding/ctc-beam-search.ts';
+import { decodeCtc } from '../decoding/ctc-decode.ts';
+import { mostLikelyLanguage } from '../decoding/page-language.ts';
 import { PipelineError } from '../errors.ts';
 import { frameForRect, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../layout/geometry.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
 import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-manifest.ts';
 import { createSession, type InferenceSession } from '../models/onnx.ts';
-import { decodeCtc } from './ctc-decode.ts';
 import { insertGapSpaces } from './gap-spaces.ts';
 import {
   cropLine,
@@ -103,7 +104,7 @@ export class LineRecognizer {
 
   /**
    * Greedy decoding, or beam search with the language model; with several (`model: "auto"`),
-   * the one under which these lines' greedy reading is most likely (page-language.ts).
+   * the one under which these lines' greedy reading is most likely (decoding/page-language.ts).
    */
   private decoderFor(scored: readonly CropScores[]): CtcDecoder {
     const loaded = this.languageModels;

@@ -7,7 +7,7 @@ import type { CharacterClasses } from '../models/charset.ts';
 import type { RecognitionSpec } from '../models/model-manifest.ts';
 import { floatTensor, runModel, whiteValue, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
 import { PipelineError } from '../errors.ts';
-import type { DecodedCharacter } from './ctc-decode.ts';
+import type { DecodedCharacter } from '../decoding/ctc-decode.ts';
 
 export interface LineCrop {
   /** Maps crop pixels (u, v) to page pixels. */

@@ -2,7 +2,7 @@
 // the page's first reading (greedy decoding of every line) is most likely. A page is
 // hundreds of characters, enough for character n-grams to tell English from French even
 // when a third of the letters are misread; beam search then uses that language's model.
-import type { CharNgramModel } from '../char-ngram-lm.ts';
+import type { CharNgramModel } from './char-ngram-lm.ts';
 
 /** Natural-log likelihood of `text` as one line (its characters, then the end of the line). */
 export function lineLogLikelihood(model: CharNgramModel, text: string): number {

@@ -4,7 +4,7 @@
 // then pays an array read per (prefix, class) instead of building a string key and
 // looking it up in the n-gram tables (those look-ups were most of its time).
 import { lastCodePoints, type CharNgramModel } from './char-ngram-lm.ts';
-import type { CharacterClasses } from './models/charset.ts';
+import type { CharacterClasses } from '../models/charset.ts';
 
 /** Past this many states the cache starts again (about 1.8 KB per state with 150 classes). */
 const MAX_STATES = 8192;

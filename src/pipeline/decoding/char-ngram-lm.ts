@@ -2,7 +2,7 @@
 // train/char_lm.py (interpolated Witten-Bell stored in backoff form; natural logs).
 // The lookup below must stay identical to CharNgram.logp in train/char_lm.py.
 import { readFileSync } from 'node:fs';
-import { PipelineError } from './errors.ts';
+import { PipelineError } from '../errors.ts';
 
 export const CHAR_NGRAM_FORMAT = 'hwr-char-ngram/1';
 

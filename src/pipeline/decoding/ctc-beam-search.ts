@@ -7,24 +7,11 @@
 // alpha * log P_lm(c | prefix) + beta; a repeated character extends only from pb (CTC
 // needs a blank between equal letters) and otherwise collapses into the same prefix.
 // At the end each prefix gets alpha * log P_lm(boundary | prefix); the best total wins.
+import type { CharacterClasses } from '../models/charset.ts';
+import { DEFAULT_BEAM_SEARCH, type BeamSearchOptions } from './beam-search-options.ts';
 import type { CharNgramModel } from './char-ngram-lm.ts';
+import type { DecodedCharacter } from './ctc-decode.ts';
 import { languageModelStates } from './lm-states.ts';
-import type { CharacterClasses } from './models/charset.ts';
-import type { DecodedCharacter } from './recognition/ctc-decode.ts';
-
-export interface BeamSearchOptions {
-  beam: number;
-  /** Weight of the language model's log probability. */
-  alpha: number;
-  /** Bonus per emitted character (balances the LM's preference for short lines). */
-  beta: number;
-  /** Only classes with at least this probability at a frame are tried. */
-  prune: number;
-  maxCandidates: number;
-}
-
-// alpha and beta tuned on half of the validation documents (docs/training.md)
-export const DEFAULT_BEAM_SEARCH: BeamSearchOptions = { beam: 10, alpha: 0.5, beta: 2.0, prune: 1e-3, maxCandidates: 12 };
 
 /** One emitted character on a prefix's path; shared by the prefixes that extend it. */
 interface Emission {
