@@ -72,7 +72,7 @@ interface PageScore {
 interface Setup {
   label: string;
   describe: string;
-  read(page: EvalPage, pageNumber: number): Promise<{ lines: string[]; polygons: Point[][]; ms: number }>;
+  read(page: EvalPage, pageNumber: number): Promise<{ lines: string[]; polygons: Point[][]; ms: number; layoutBy?: string }>;
   close(): Promise<void>;
 }
 
@@ -110,7 +110,7 @@ async function main(): Promise<number> {
       .join(' + ')}; decoding ${engine.decoders.main}${groundTruthLines ? '; ground-truth lines (no detection)' : ''}`,
     async read(page, pageNumber) {
       const started = performance.now();
-      const { page: result } = await recognizePage(engine, readFileSync(page.imagePath), {
+      const { page: result, layoutBy } = await recognizePage(engine, readFileSync(page.imagePath), {
         name: path.basename(page.imagePath),
         pageNumber,
         maxPixels: config.limits.maxImagePixels,
@@ -119,7 +119,7 @@ async function main(): Promise<number> {
       });
       const ms = performance.now() - started;
       const lines = allLines(result);
-      return { lines: lines.map((line) => line.text), polygons: lines.map((line) => line.polygon), ms };
+      return { lines: lines.map((line) => line.text), polygons: lines.map((line) => line.polygon), ms, layoutBy };
     },
     close: async () => undefined,
   });
@@ -202,7 +202,8 @@ async function main(): Promise<number> {
           ms: read.ms,
         };
         scores.get(setup.label)!.set(page.name, score);
-        parts.push(`${setup.label} ${percent(errorRate(score.characters))} (${score.found}/${score.gtLines})`);
+        const by = read.layoutBy && read.layoutBy !== 'uploaded' ? `, ${read.layoutBy}` : '';
+        parts.push(`${setup.label} ${percent(errorRate(score.characters))} (${score.found}/${score.gtLines}${by})`);
       }
       process.stderr.write(
         `[${index + 1}/${pages.length} ${((performance.now() - started) / 1000).toFixed(0)} s] ${page.name}: ${parts.join(', ')}\n`,

@@ -4,6 +4,8 @@
 //   - ours: the configured setup (MODEL_DIR, else the default: our handwriting recognizer with
 //     PP-OCRv4 screening, models/default) with the configured decoder (RECOGNITION_DECODER);
 //   - ours with greedy decoding, when the setup decodes with beam search (the LM's effect);
+//   - ours on the lines of the PP-OCRv4 detector and our line grouping, when ours has a line
+//     segmenter (the layout before it);
 //   - PP-OCRv4 alone (the built-in model, the default before issue 7), unless ours is it;
 //   - tesseract (one process per page, the page's language).
 // The per-page table shows ours against tesseract and PP-OCRv4; layout columns are ours.
@@ -106,6 +108,13 @@ async function main(): Promise<number> {
     if (!values['no-peers']) {
       if (ours.decoders.main === 'beam')
         setups.push(await engineSetup('ours, greedy', await OcrEngine.load(spec, { ...settings, decoder: 'greedy' })));
+      if (spec.segmentation)
+        setups.push(
+          await engineSetup(
+            'ours, detector lines',
+            await OcrEngine.load({ ...spec, segmentation: null }, { ...settings, decoder: config.recognition.decoder }),
+          ),
+        );
       if (spec.directory !== null || spec.screening)
         setups.push(await engineSetup('PP-OCRv4 alone', await OcrEngine.load(builtinModelSpec(), { ...settings, decoder: 'greedy' })));
     }

@@ -36,6 +36,12 @@ export interface EngineSettings {
   decoder?: DecoderChoice;
 }
 
+/** The lines a page was read on, and what was read in each piece. */
+export interface PageReading {
+  regions: LayoutRegion[];
+  readings: Map<DetectedBox, PieceReading>;
+}
+
 /** What recognition read in one detected piece, with the crop it read it from. */
 export interface PieceReading extends PieceRead {
   /** Which recognizer's reading the piece's line kept. */
@@ -51,6 +57,8 @@ export class OcrEngine {
   private readonly screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
   private readonly orientation: InferenceSession | null;
   private readonly gate: ModelGate;
+  /** Layouts this engine's segmenter made (read() may lay their page out again when it is printed). */
+  private readonly segmented = new WeakSet<readonly LayoutRegion[]>();
 
   private constructor(
     spec: ModelSpec,
@@ -148,17 +156,48 @@ export class OcrEngine {
     if (segmentation && this.spec.segmentation) {
       const spec = this.spec.segmentation;
       const lines = await this.gate(() => segmentLines(segmentation, spec, image));
-      if (lines.length > 0) return orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline)));
+      if (lines.length > 0) {
+        const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline)));
+        this.segmented.add(regions);
+        return regions;
+      }
     }
+    return this.detectedLayout(image);
+  }
+
+  /** Which model laid out regions this engine returned. */
+  laidOutBy(regions: readonly LayoutRegion[]): 'segmenter' | 'detector' {
+    return this.segmented.has(regions) ? 'segmenter' : 'detector';
+  }
+
+  private async detectedLayout(image: RgbImage): Promise<LayoutRegion[]> {
     const boxes = await this.gate(() => detectText(this.detection, this.spec.detection, image));
     return orderRegions(groupLines(boxes));
   }
 
   /**
    * Reads every line: with the main recognizer alone, or, with a screening recognizer,
-   * as select-reading.ts shares the lines between the two.
+   * as select-reading.ts shares the lines between the two. A page the screening probe finds
+   * printed, laid out by the line segmenter (trained on handwriting), is laid out again by the
+   * text detector (trained on print, and more exact there: docs/recognition.md, "Layout") and
+   * read on those lines; the regions returned are the ones read.
    */
-  async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<Map<DetectedBox, PieceReading>> {
+  async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<PageReading> {
+    const first = await this.readRegions(image, regions, this.segmented.has(regions) ? 'stop' : 'read');
+    if (first) return { regions: [...regions], readings: first };
+    const detected = await this.detectedLayout(image);
+    return { regions: detected, readings: (await this.readRegions(image, detected, 'known')) ?? new Map() };
+  }
+
+  /**
+   * `printed`: 'read' reads a page the probe finds printed, 'stop' returns null for it before
+   * reading more, 'known' takes the page as printed without a probe.
+   */
+  private async readRegions(
+    image: RgbImage,
+    regions: readonly LayoutRegion[],
+    printedPage: 'read' | 'stop' | 'known',
+  ): Promise<Map<DetectedBox, PieceReading> | null> {
     const lines = regions.flatMap((region) => region.lines);
     const pieces = lines.flatMap((line) => line.fragments);
     const flips =
@@ -219,12 +258,15 @@ export class OcrEngine {
     }
     const { recognizer, selection } = this.screening;
     const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
-    const probe = probeLines(widths, selection.probeLines).map((index) => lines[index]);
+    const probe = printedPage === 'known' ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
     const screened = await readLines(recognizer, 'screening', probe);
-    const printed = pageLooksPrinted(
-      [...screened.values()].map((reads) => reads.map((read) => read.characters)),
-      selection,
-    );
+    const printed =
+      printedPage === 'known' ||
+      pageLooksPrinted(
+        [...screened.values()].map((reads) => reads.map((read) => read.characters)),
+        selection,
+      );
+    if (printed && printedPage === 'stop') return null;
     if (printed) {
       const rest = lines.filter((line) => !screened.has(line));
       for (const [line, reads] of await readLines(recognizer, 'screening', rest)) screened.set(line, reads);

@@ -20,6 +20,8 @@ export interface StageTimings {
 export interface PageRecognition {
   page: PageResult;
   timings: StageTimings;
+  /** Where the lines came from: the page's own layout file, the line segmenter or the text detector. */
+  layoutBy: 'uploaded' | 'segmenter' | 'detector';
   /** How many layout lines kept each recognizer's reading (all 0 for layout only). */
   linesReadBy: Record<PieceReading['recognizer'], number>;
 }
@@ -57,7 +59,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   start = performance.now();
   const uploaded: UploadedLayout | null =
     options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
-  const layout = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(prepared.raster);
+  let layout = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(prepared.raster);
   let detectionMs = performance.now() - start;
   signal?.throwIfAborted();
 
@@ -66,7 +68,8 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   if (options.recognize) {
     await options.enterStep?.('recognition');
     start = performance.now();
-    readings = await engine.read(prepared.raster, layout);
+    // Reading may lay a printed page out again (OcrEngine.read): the lines read are the ones kept.
+    ({ regions: layout, readings } = await engine.read(prepared.raster, layout));
     recognitionMs = performance.now() - start;
     signal?.throwIfAborted();
   }
@@ -97,5 +100,6 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     const reading = readings?.get(line.fragments[0]);
     if (reading) linesReadBy[reading.recognizer] += 1;
   }
-  return { page, timings: { decodeMs, detectionMs, recognitionMs }, linesReadBy };
+  const layoutBy = uploaded ? 'uploaded' : engine.laidOutBy(layout);
+  return { page, timings: { decodeMs, detectionMs, recognitionMs }, layoutBy, linesReadBy };
 }
