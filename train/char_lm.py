@@ -64,8 +64,9 @@ class CharNgram:
         return CharNgram(order, model["ngrams"], model["backoff"], model["unknown"])
 
 
-def estimate(texts: list[str], order: int, min_count: int) -> dict:
-    counts: list[Counter] = [Counter() for _ in range(order + 1)]  # counts[n][gram] for n = 1..order
+def count_ngrams(texts: list[str], order: int) -> list[Counter]:
+    """counts[n][gram] for n = 1..order over lines (each "\n" + text + "\n", the first symbol a context only)."""
+    counts: list[Counter] = [Counter() for _ in range(order + 1)]
     for text in texts:
         padded = BOUNDARY + text + BOUNDARY
         for n in range(1, order + 1):
@@ -75,9 +76,45 @@ def estimate(texts: list[str], order: int, min_count: int) -> dict:
                 if start < 0:
                     continue
                 counts[n][padded[start : end + 1]] += 1
-    vocabulary = {g for g in counts[1]}
-    total = sum(counts[1].values())
-    unigram = {c: (counts[1][c] + 1) / (total + len(vocabulary) + 1) for c in vocabulary}
+    return counts
+
+
+SEPARATOR = "\x00"  # between lexicon words in count_words: grams across two words are not counted
+
+
+def count_words(words: list[str], order: int) -> list[Counter]:
+    """counts[n][gram] of the words of a lexicon, each seen as " word " inside running text: the grams
+    within a word, from the space before it and to the space after it, never across two words nor
+    with a line boundary (a word list says nothing about what starts or ends a line)."""
+    text = SEPARATOR + SEPARATOR.join(f" {w} " for w in words) + SEPARATOR
+    counts: list[Counter] = [Counter() for _ in range(order + 1)]
+    for n in range(1, order + 1):
+        grams = Counter(text[i : i + n] for i in range(len(text) - n + 1))
+        counts[n] = Counter({g: c for g, c in grams.items() if SEPARATOR not in g})
+    return counts
+
+
+def estimate(texts: list[str], order: int, min_count: int, extra: list[tuple[list[Counter], float]] | None = None, extra_min_count: int = 1) -> dict:
+    """Interpolated Witten-Bell over the lines' counts plus, optionally, weighted counts from elsewhere
+    (`extra`: (counts, weight) pairs, e.g. a lexicon's words at weight 0.01 each). With weighted counts
+    C(h) is the weighted total and T(h) counts each follower as min(1, its weighted count), which is
+    the plain type count for whole counts. An n-gram of order >= 3 is kept if the lines have it at
+    least `min_count` times, or if the extra counts (unweighted) have it at least `extra_min_count` times."""
+    counts = count_ngrams(texts, order)
+    merged: list[Counter] = counts
+    extra_only: list[dict[str, float]] = [dict() for _ in range(order + 1)]  # unweighted occurrences
+    if extra:
+        merged = [Counter() for _ in range(order + 1)]
+        for n in range(1, order + 1):
+            combined: dict[str, float] = dict(counts[n])
+            for extra_counts, weight in extra:
+                for gram, count in extra_counts[n].items():
+                    extra_only[n][gram] = extra_only[n].get(gram, 0) + count
+                    combined[gram] = combined.get(gram, 0.0) + weight * count
+            merged[n] = combined  # type: ignore[assignment]
+    vocabulary = {g for g in merged[1]}
+    total = sum(merged[1].values())
+    unigram = {c: (merged[1][c] + 1) / (total + len(vocabulary) + 1) for c in vocabulary}
     unknown = 1 / (total + len(vocabulary) + 1)
 
     ngrams: dict[str, float] = {c: math.log(p) for c, p in unigram.items()}
@@ -98,17 +135,17 @@ def estimate(texts: list[str], order: int, min_count: int) -> dict:
             context = context[1:]
 
     for n in range(2, order + 1):
-        followers: dict[str, Counter] = defaultdict(Counter)
-        for gram, count in counts[n].items():
+        followers: dict[str, dict[str, float]] = defaultdict(dict)
+        for gram, count in merged[n].items():
             followers[gram[:-1]][gram[-1]] = count
         for context, chars in followers.items():
             c_h = sum(chars.values())
-            t_h = len(chars)
+            t_h = sum(min(1.0, c) for c in chars.values())
             backoff[context] = math.log(t_h / (c_h + t_h))
             for char, count in chars.items():
-                if n >= 3 and count < min_count:
-                    continue
                 gram = context + char
+                if n >= 3 and counts[n].get(gram, 0) < min_count and extra_only[n].get(gram, 0) < max(1, extra_min_count):
+                    continue
                 p = (count + t_h * lower(gram)) / (c_h + t_h)
                 probability[gram] = p
                 ngrams[gram] = math.log(p)
@@ -140,6 +177,18 @@ def perplexity_per_char(model: CharNgram, texts: list[str]) -> float:
     return math.exp(-total / chars)
 
 
+def read_lexicon(path: Path, alphabet: set[str]) -> list[str]:
+    """One word per line (a hunspell form list, /usr/share/dict/*): NFC, '/flags' and trailing fields cut,
+    words with a character the recognizer cannot write (not in `alphabet`) left out, duplicates once."""
+    words: dict[str, None] = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for raw in f:
+            word = unicodedata.normalize("NFC", raw.split("/", 1)[0].split()[0] if raw.split() else "")
+            if word and all(ch in alphabet for ch in word) and any(ch.isalpha() for ch in word):
+                words[word] = None
+    return list(words)
+
+
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description="Build the character n-gram LM from the htr-lines training transcriptions.")
     p.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "htr-lines")
@@ -147,27 +196,48 @@ def main(argv: list[str]) -> None:
     p.add_argument("--order", type=int, default=6)
     p.add_argument("--min-count", type=int, default=2)
     p.add_argument("--languages", default="en,fr", help="per-language models besides the joint one ('' for joint only)")
+    p.add_argument("--lexicon", action="append", default=[], metavar="LANG=FILE[@WEIGHT]",
+                   help="word list of a language (repeatable): each of its words counts as WEIGHT occurrences "
+                        "(default --lexicon-weight) in running text of that language's model")
+    p.add_argument("--lexicon-weight", type=float, default=0.01, help="count of one lexicon word against one occurrence in the transcriptions")
+    p.add_argument("--lexicon-min", type=int, default=1, help="n-grams of order >= 3 not in the transcriptions are kept when the word lists have them this many times")
+    p.add_argument("--joint-lexicon", action="store_true", help="add the lexicons to the joint model 'all' too (default: transcriptions only)")
     args = p.parse_args(argv)
 
     train = read_texts(args.dataset / "train.tsv")
     val = read_texts(args.dataset / "val.tsv")
+    alphabet = {ch for _, t in train for ch in t}
+    lexicons: list[tuple[str, list[Counter], float]] = []  # (language, counts, weight per word)
+    sources = []
+    for spec in args.lexicon:
+        lang, _, rest = spec.partition("=")
+        file, _, weight = rest.partition("@")
+        words = read_lexicon(Path(file), alphabet)
+        lexicons.append((lang, count_words(words, args.order), float(weight) if weight else args.lexicon_weight))
+        sources.append(f"{Path(file).name} ({lang}, {len(words)} words, weight {lexicons[-1][2]})")
+        print(f"lexicon {file}: {len(words)} words for {lang}", flush=True)
     groups = {"all": None, **{lang: lang for lang in args.languages.split(",") if lang}}
     models = {}
     for name, lang in groups.items():
         texts = [t for l, t in train if lang is None or l == lang]
-        models[name] = estimate(texts, args.order, args.min_count)
+        extra = [(c, w) for l, c, w in lexicons if l == lang or (lang is None and args.joint_lexicon)]
+        models[name] = estimate(texts, args.order, args.min_count, extra or None, args.lexicon_min)
         lm = CharNgram.from_json(models[name], args.order)
         held_out = [t for l, t in val if lang is None or l == lang]
         print(
             f"{name}: {len(texts)} lines, {len(models[name]['ngrams'])} n-grams, {len(models[name]['backoff'])} contexts, "
-            f"validation perplexity per char {perplexity_per_char(lm, held_out):.2f}"
+            f"validation perplexity per char {perplexity_per_char(lm, held_out):.2f}",
+            flush=True,
         )
+    source = "htr-lines train.tsv text_norm (NFC)"
+    if sources:
+        source += f"; word lists, each word as a fraction of an occurrence, n-grams only they have kept from {args.lexicon_min} occurrences ({'all models' if args.joint_lexicon else 'per-language models'}): " + ", ".join(sources)
     document = {
         "format": FORMAT,
         "order": args.order,
         "boundary": BOUNDARY,
         "logBase": "e",
-        "source": "htr-lines train.tsv text_norm (NFC)",
+        "source": source,
         "models": models,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

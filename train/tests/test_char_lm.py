@@ -1,0 +1,66 @@
+"""The character n-gram LM of train/char_lm.py: estimation with and without word lists (weighted
+counts), normalisation, the lexicon's word-only counting, and that a spelling no list has keeps
+its probability (the lists add knowledge, they never force a word)."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import unittest
+from pathlib import Path
+
+import support  # noqa: F401  (puts train/ on sys.path)
+
+from char_lm import BOUNDARY, CharNgram, count_words, estimate, read_lexicon
+
+LINES = ["the quick brown fox", "the queen quietly quit", "a quiet question", "quite unique", "le quai de la gare", "qu'il était équipé"]
+
+
+def total_probability(lm: CharNgram, history: str, alphabet: set[str]) -> float:
+    return sum(math.exp(lm.logp(history, ch)) for ch in alphabet | {BOUNDARY})
+
+
+class CharLmTest(unittest.TestCase):
+    def test_no_word_list_is_the_plain_model(self) -> None:
+        self.assertEqual(estimate(LINES, 4, 1), estimate(LINES, 4, 1, None))
+        self.assertEqual(estimate(LINES, 4, 1), estimate(LINES, 4, 1, [(count_words([], 4), 0.5)]))
+
+    def test_words_are_counted_inside_spaces_never_across_words_or_lines(self) -> None:
+        counts = count_words(["ab", "cd"], 3)
+        self.assertEqual(counts[3], {" ab": 1, "ab ": 1, " cd": 1, "cd ": 1})
+        self.assertEqual(counts[2], {" a": 1, "ab": 1, "b ": 1, " c": 1, "cd": 1, "d ": 1})
+        self.assertFalse(any(BOUNDARY in g for n in counts[1:] for g in n))
+
+    def test_weighted_model_is_normalised(self) -> None:
+        words = ["quietude", "quickly", "question", "quasi", "équipage", "unique"]
+        model = estimate(LINES, 4, 1, [(count_words(words, 4), 0.3)])
+        lm = CharNgram.from_json(model, 4)
+        alphabet = {ch for text in LINES + words for ch in text}
+        for history in ("", "the qu", "a quie", "équi", "zzz"):
+            self.assertAlmostEqual(total_probability(lm, history, alphabet), 1.0, delta=0.02, msg=history)
+
+    def test_word_list_raises_its_words_and_keeps_other_spellings(self) -> None:
+        plain = CharNgram.from_json(estimate(LINES, 4, 1), 4)
+        lexicon = CharNgram.from_json(estimate(LINES, 4, 1, [(count_words(["quickly", "quietude"] * 3, 4), 0.5)]), 4)
+        self.assertGreater(lexicon.line_logp("the quickly"), plain.line_logp("the quickly"))
+        # an old spelling that no list has still gets a finite probability, not far below the plain model's
+        old = "qu'il étoit"
+        self.assertTrue(math.isfinite(lexicon.line_logp(old)))
+        self.assertGreater(lexicon.line_logp(old), plain.line_logp(old) - 2.0)
+
+    def test_lexicon_only_ngrams_are_pruned_by_their_occurrences(self) -> None:
+        counts = count_words(["zyxw", "zyxv", "abcd"], 4)
+        kept = estimate(LINES, 4, 1, [(counts, 0.1)], 2)["ngrams"]
+        self.assertIn(" zy", kept)  # in two words
+        self.assertNotIn(" ab", kept)  # in one
+        self.assertIn("the", kept)  # the transcriptions' own n-grams stay
+
+    def test_read_lexicon(self) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "words.txt"
+            path.write_text("e\u0301tait/n'q'|\nétait po:v\nchat\n1er\n123\nzèbre\n", encoding="utf-8")
+            self.assertEqual(read_lexicon(path, set("étaitchz1er")), ["était", "chat", "1er"])
+
+
+if __name__ == "__main__":
+    unittest.main()
