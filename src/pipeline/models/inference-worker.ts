@@ -1,0 +1,117 @@
+// The inference worker thread: hosts every onnxruntime session of its process and runs
+// the models, so that a model run (onnxruntime-node's `run` is a synchronous native call
+// despite its promise) never holds the main event loop. Started and spoken to only by
+// onnx.ts; messages carry Float32Array buffers by transfer, not by copy.
+//
+// A native call of onnxruntime cannot be interrupted: a worker stopped in the middle of one (the
+// process ending with process.exit while a model runs) aborts the whole process. So every native
+// call counts itself in `nativeCalls` (shared with the main thread), and the main thread, when
+// its process exits, waits for the count to reach 0 and sets it to EXITING, after which no call starts.
+import { parentPort, workerData } from 'node:worker_threads';
+import * as ort from 'onnxruntime-node';
+
+export type InferenceRequest =
+  | { kind: 'load'; id: number; file: string; threads: number }
+  | { kind: 'run'; id: number; session: number; data: Float32Array; dims: number[] }
+  | { kind: 'release'; id: number; session: number }
+  /** Throw, uncaught, as a bug would (tests of what a crash does). */
+  | { kind: 'crash' };
+
+export type InferenceReply =
+  | { id: number; kind: 'loaded'; session: number; inputNames: string[]; outputNames: string[] }
+  | { id: number; kind: 'output'; data: Float32Array; dims: number[] }
+  | { id: number; kind: 'released' }
+  /** `code`: the PipelineError code the main thread raises; null: a plain Error. */
+  | { id: number; kind: 'failed'; code: 'model_invalid' | 'model_mismatch' | null; message: string; stack?: string };
+
+/** workerData: the Int32Array over a SharedArrayBuffer whose element 0 counts the native calls in progress. */
+export interface InferenceWorkerData {
+  nativeCalls: Int32Array;
+}
+
+/** `nativeCalls[0]` once the process is exiting: no native call may start (the same in onnx.ts). */
+const EXITING = -1;
+
+const port = parentPort;
+if (port) {
+  const { nativeCalls } = workerData as InferenceWorkerData;
+  /** Runs one onnxruntime call, counted in nativeCalls; refused once the process is exiting. */
+  const native = async <T>(call: () => Promise<T>): Promise<T> => {
+    for (;;) {
+      const count = Atomics.load(nativeCalls, 0);
+      if (count === EXITING) throw new Error('the process is exiting');
+      if (Atomics.compareExchange(nativeCalls, 0, count, count + 1) === count) break;
+    }
+    try {
+      return await call();
+    } finally {
+      Atomics.sub(nativeCalls, 0, 1);
+      Atomics.notify(nativeCalls, 0);
+    }
+  };
+  const sessions = new Map<number, ort.InferenceSession>();
+  let nextSession = 1;
+
+  const handle = async (request: Exclude<InferenceRequest, { kind: 'crash' }>): Promise<InferenceReply> => {
+    switch (request.kind) {
+      case 'load': {
+        let session: ort.InferenceSession;
+        try {
+          session = await native(() =>
+            ort.InferenceSession.create(request.file, {
+              intraOpNumThreads: request.threads,
+              interOpNumThreads: 1,
+              executionMode: 'sequential',
+              graphOptimizationLevel: 'all',
+              // Line widths vary from page to page; the arena keeps the largest activations ever
+              // seen (about 200 MB more at peak over the fixture pages, at no measurable speed gain).
+              enableCpuMemArena: false,
+            }),
+          );
+        } catch (error) {
+          return { id: request.id, kind: 'failed', code: 'model_invalid', message: (error as Error).message };
+        }
+        const id = nextSession++;
+        sessions.set(id, session);
+        return { id: request.id, kind: 'loaded', session: id, inputNames: [...session.inputNames], outputNames: [...session.outputNames] };
+      }
+      case 'run': {
+        const session = sessions.get(request.session);
+        if (!session) throw new Error(`no inference session ${request.session} in the inference worker (released?)`);
+        const input = new ort.Tensor('float32', request.data, request.dims);
+        const outputs = await native(() => session.run({ [session.inputNames[0]]: input }));
+        const output = outputs[session.outputNames[0]];
+        if (output.type !== 'float32')
+          return { id: request.id, kind: 'failed', code: 'model_mismatch', message: `model output is ${output.type}, expected float32` };
+        return { id: request.id, kind: 'output', data: output.data as Float32Array, dims: [...output.dims] };
+      }
+      case 'release': {
+        const session = sessions.get(request.session);
+        sessions.delete(request.session);
+        if (session) await native(() => session.release());
+        return { id: request.id, kind: 'released' };
+      }
+    }
+  };
+
+  port.on('message', (request: InferenceRequest) => {
+    if (request.kind === 'crash') throw new Error('the inference worker was asked to crash');
+    handle(request).then(
+      (reply) => {
+        if (reply.kind !== 'output') return port.postMessage(reply);
+        const { buffer, byteOffset, byteLength } = reply.data;
+        try {
+          port.postMessage(reply, buffer instanceof ArrayBuffer && byteOffset === 0 && byteLength === buffer.byteLength ? [buffer] : []);
+        } catch {
+          // onnxruntime may hand out a buffer that cannot be moved: send a copy.
+          const data = reply.data.slice();
+          port.postMessage({ ...reply, data }, [data.buffer]);
+        }
+      },
+      (error: unknown) => {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        port.postMessage({ id: request.id, kind: 'failed', code: null, message: failure.message, stack: failure.stack });
+      },
+    );
+  });
+}
