@@ -39,6 +39,7 @@ def main(argv):
     p.add_argument("--dataset", type=Path, default=REPO.parent / "shared" / "datasets" / "htr-pages")
     p.add_argument("--cache", type=Path, default=Path("/work/cache/seg"))
     p.add_argument("--version", default="1")
+    p.add_argument("--crop-height", type=float, default=0.833, help="share of a segmented line's outline height its crop keeps (chosen on val with eval:pages)")
     p.add_argument("--recognition", default="../hwr-htr-v3", help="model directory the manifest borrows recognition from")
     args = p.parse_args(argv)
 
@@ -87,7 +88,7 @@ def main(argv):
         "format": "hwr-model/1",
         "name": "hwr-seg",
         "version": args.version,
-        "about": "Text-line segmenter for handwriting (train/seg_train.py, docs/training.md 'Line segmenter'): baseline and line-region maps, vectorised by src/pipeline/layout/vectorise-lines.ts. Recognition is borrowed.",
+        "about": "Text-line segmenter for handwriting (train/seg_train.py, docs/training.md 'Training the line segmenter'): baseline and line-region maps, vectorised by src/pipeline/layout/vectorise-lines.ts. Recognition is borrowed.",
         "detection": {"model": "builtin"},
         "segmentation": {
             "file": "seg.onnx",
@@ -98,6 +99,7 @@ def main(argv):
             "sizeMultiple": STRIDE,
             "baselineThreshold": 0.5,
             "regionThreshold": 0.5,
+            "cropHeight": args.crop_height,
         },
         "recognition": {"model": args.recognition},
         "training": {

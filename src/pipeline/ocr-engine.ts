@@ -38,7 +38,8 @@ export interface EngineSettings {
 
 /** The lines a page was read on, and what was read in each piece. */
 export interface PageReading {
-  regions: LayoutRegion[];
+  /** The regions given, or the detector's when the page was laid out again. */
+  regions: readonly LayoutRegion[];
   readings: Map<DetectedBox, PieceReading>;
 }
 
@@ -126,19 +127,31 @@ export class OcrEngine {
     });
   }
 
+  /** Every model of the engine: the segmenter (if any), the detector, orientation, the recognizers. */
   get models(): ModelInfo[] {
+    return this.modelsUsed('both', true);
+  }
+
+  /** The models a page used: the one that laid it out ('uploaded': none), and the others when it was read. */
+  modelsUsed(layoutBy: 'segmenter' | 'detector' | 'uploaded' | 'both', recognized: boolean): ModelInfo[] {
     const info = (role: ModelInfo['role'], source: { name: string; version: string }, file: string): ModelInfo => ({
       role,
       name: `${source.name} (${path.basename(file)})`,
       version: source.version,
     });
     const own = { name: this.spec.name, version: this.spec.version };
+    const segmenter = this.spec.segmentation && (layoutBy === 'segmenter' || layoutBy === 'both');
+    const detector = layoutBy === 'detector' || layoutBy === 'both';
     return [
-      ...(this.spec.segmentation ? [info('detection', own, this.spec.segmentation.file)] : []),
-      info('detection', own, this.spec.detection.file),
-      ...(this.spec.orientation ? [info('orientation', own, this.spec.orientation.file)] : []),
-      info('recognition', this.main.source, this.main.file),
-      ...(this.screening ? [info('recognition', this.screening.recognizer.source, this.screening.recognizer.file)] : []),
+      ...(segmenter && this.spec.segmentation ? [info('detection', own, this.spec.segmentation.file)] : []),
+      ...(detector ? [info('detection', own, this.spec.detection.file)] : []),
+      ...(recognized
+        ? [
+            ...(this.spec.orientation ? [info('orientation', own, this.spec.orientation.file)] : []),
+            info('recognition', this.main.source, this.main.file),
+            ...(this.screening ? [info('recognition', this.screening.recognizer.source, this.screening.recognizer.file)] : []),
+          ]
+        : []),
     ];
   }
 
@@ -157,7 +170,7 @@ export class OcrEngine {
       const spec = this.spec.segmentation;
       const lines = await this.gate(() => segmentLines(segmentation, spec, image));
       if (lines.length > 0) {
-        const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline)));
+        const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline, spec.cropHeight)));
         this.segmented.add(regions);
         return regions;
       }
@@ -184,7 +197,7 @@ export class OcrEngine {
    */
   async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<PageReading> {
     const first = await this.readRegions(image, regions, this.segmented.has(regions) ? 'stop' : 'read');
-    if (first) return { regions: [...regions], readings: first };
+    if (first) return { regions, readings: first };
     const detected = await this.detectedLayout(image);
     return { regions: detected, readings: (await this.readRegions(image, detected, 'known')) ?? new Map() };
   }

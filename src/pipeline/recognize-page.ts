@@ -5,6 +5,7 @@ import type { PageResult } from './page-result.ts';
 import { prepareImage } from './image/prepare-image.ts';
 import type { OcrEngine, PieceReading } from './ocr-engine.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
+import type { LayoutRegion } from './layout/reading-order.ts';
 import { assembleRegions, assembleUploadedRegions } from './page-assembly.ts';
 import { layoutRegionsOf, parseUploadedLayout, type UploadedLayout } from './layout/uploaded-layout.ts';
 
@@ -59,7 +60,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   start = performance.now();
   const uploaded: UploadedLayout | null =
     options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
-  let layout = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(prepared.raster);
+  let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(prepared.raster);
   let detectionMs = performance.now() - start;
   signal?.throwIfAborted();
 
@@ -82,6 +83,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   if (readings) recognitionMs += performance.now() - start;
   else detectionMs += performance.now() - start;
 
+  const layoutBy = uploaded ? 'uploaded' : engine.laidOutBy(layout);
   const page: PageResult = {
     schema: 'hwr.page-result/1',
     pageNumber: options.pageNumber,
@@ -90,7 +92,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     producer: {
       software: 'hwr',
       version: SOFTWARE_VERSION,
-      models: engine.models.filter((model) => (model.role === 'detection' ? !uploaded : options.recognize)),
+      models: engine.modelsUsed(layoutBy, options.recognize),
     },
     warnings: [...prepared.warnings, ...(uploaded?.warnings ?? [])],
     ...(uploaded ? { layoutSource: 'uploaded' as const } : {}),
@@ -100,6 +102,5 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     const reading = readings?.get(line.fragments[0]);
     if (reading) linesReadBy[reading.recognizer] += 1;
   }
-  const layoutBy = uploaded ? 'uploaded' : engine.laidOutBy(layout);
   return { page, timings: { decodeMs, detectionMs, recognitionMs }, layoutBy, linesReadBy };
 }

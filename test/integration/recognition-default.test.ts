@@ -1,6 +1,7 @@
-// The default setup with the real models in the repository: our handwriting recognizer
-// (models/hwr-htr-v2, with its character LM) reads handwriting, PP-OCRv4 screens each page
-// and keeps the lines it is sure of (models/default, docs/recognition.md "Two recognizers").
+// The default setup with the real models in the repository: the line segmenter (models/hwr-seg-v1)
+// lays handwritten pages out, our handwriting recognizer (models/hwr-htr-v3, with its character
+// LM) reads handwriting, PP-OCRv4 screens each page and keeps the lines it is sure of, and a page
+// it finds printed is laid out by its detector (models/default, docs/recognition.md).
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
 import { patchToPage } from '../../src/pipeline/image/raster.ts';
 import { rectCorners } from '../../src/pipeline/layout/geometry.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/pipeline/models/default-model.ts';
-import type { OcrEngine } from '../../src/pipeline/ocr-engine.ts';
+import { OcrEngine } from '../../src/pipeline/ocr-engine.ts';
 import { allLines } from '../../src/pipeline/page-result.ts';
 import { recognizePage, type PageRecognition } from '../../src/pipeline/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../../src/pipeline/shared-engine.ts';
@@ -68,10 +69,11 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
   const models = recognition('printed').page.producer.models;
   assert.deepEqual(
     models.map((model) => model.role),
-    ['detection', 'recognition', 'recognition'],
+    ['detection', 'detection', 'recognition', 'recognition'],
   );
-  assert.match(models[1].name, /^hwr-htr \(rec\.onnx\)$/);
-  assert.match(models[2].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
+  assert.match(models[0].name, /\(seg\.onnx\)$/);
+  assert.match(models[2].name, /^hwr-htr \(rec\.onnx\)$/);
+  assert.match(models[3].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
 });
 
 test('the printed control page keeps PP-OCRv4 readings and its CER (measured: 0.1 %, as PP-OCRv4 alone)', () => {
@@ -79,6 +81,11 @@ test('the printed control page keeps PP-OCRv4 readings and its CER (measured: 0.
   const lines = printed.linesReadBy.main + printed.linesReadBy.screening;
   assert.ok(printed.linesReadBy.screening >= 0.9 * lines, JSON.stringify(printed.linesReadBy));
   assert.ok(cer(printed, PRINTED_PAGE) < 0.02, `CER ${cer(printed, PRINTED_PAGE)}`);
+});
+
+test('the line segmenter lays out the handwritten page; the printed page, found printed by the screening probe, is laid out by the detector', () => {
+  assert.equal(recognition('handwritten').layoutBy, 'segmenter');
+  assert.equal(recognition('printed').layoutBy, 'detector');
 });
 
 test('the handwritten page is read mostly by our recognizer', () => {
@@ -100,8 +107,10 @@ test('our recognizer reads a line detected in several pieces as one crop across 
     name: MARGINAL_PAGE.name,
     maxPixels: config.limits.maxImagePixels,
   });
-  const layout = await engine.layout(prepared.raster);
-  const readings = await engine.read(prepared.raster, layout);
+  // Detected lines (the segmenter's come whole): the same setup without the segmenter.
+  const detecting = await OcrEngine.load({ ...engine.spec, segmentation: null }, { threads: 2, concurrency: 2, decoder: 'beam' });
+  const layout = await detecting.layout(prepared.raster);
+  const { readings } = await detecting.read(prepared.raster, layout).finally(() => detecting.close());
   const split = layout
     .flatMap((region) => region.lines)
     .filter((line) => line.fragments.length > 1 && readings.get(line.fragments[0])?.recognizer === 'main');

@@ -157,6 +157,7 @@ test('a segmentation section names the segmenter, its input and map thresholds, 
       sizeMultiple: 16,
       baselineThreshold: 0.4,
       regionThreshold: 0.5,
+      cropHeight: 0.833,
     },
   );
   const borrowing = await mkdtemp(path.join(os.tmpdir(), 'hwr-model-borrowing-'));

@@ -17,8 +17,8 @@ import type { LayoutLine } from './group-lines.ts';
  */
 export const OUTLINE_CROP_HEIGHT = 0.833;
 
-export function outlinedLine(polygon: Point[], baseline: Point[]): LayoutLine {
-  const rect = lineRect(polygon, baseline);
+export function outlinedLine(polygon: Point[], baseline: Point[], cropHeight = OUTLINE_CROP_HEIGHT): LayoutLine {
+  const rect = lineRect(polygon, baseline, cropHeight);
   return {
     fragments: [{ ...rect, score: 1 }],
     angle: rect.angle,
@@ -28,7 +28,7 @@ export function outlinedLine(polygon: Point[], baseline: Point[]): LayoutLine {
   };
 }
 
-function lineRect(polygon: Point[], baseline: Point[]): RotatedRect {
+function lineRect(polygon: Point[], baseline: Point[], cropHeight: number): RotatedRect {
   let angle: number;
   if (baseline.length >= 2) {
     const [x0, y0] = baseline[0];
@@ -39,5 +39,5 @@ function lineRect(polygon: Point[], baseline: Point[]): RotatedRect {
     angle = normaliseRect(minAreaRect(convexHull(polygon))).angle;
   }
   const rect = enclosingRectOfPoints(polygon, angle);
-  return { ...rect, width: Math.max(1, rect.width), height: Math.max(1, rect.height * OUTLINE_CROP_HEIGHT) };
+  return { ...rect, width: Math.max(1, rect.width), height: Math.max(1, rect.height * cropHeight) };
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_BEAM_SEARCH } from '../decoding/beam-search-options.ts';
 import { PipelineError } from '../errors.ts';
+import { OUTLINE_CROP_HEIGHT } from '../layout/outlined-line.ts';
 
 export const MANIFEST_FORMAT = 'hwr-model/1';
 export const MANIFEST_FILE = 'manifest.json';
@@ -53,6 +54,8 @@ export interface SegmentationSpec extends InputNormalisation {
   baselineThreshold: number;
   /** Probability above which a map pixel is inside a line. */
   regionThreshold: number;
+  /** Share of a segmented line's outline height that its crop keeps (as OUTLINE_CROP_HEIGHT for uploaded lines). */
+  cropHeight: number;
 }
 
 export interface RecognitionSpec extends InputNormalisation {
@@ -266,6 +269,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
           sizeMultiple: seg.integer('sizeMultiple', 16, 1, 256),
           baselineThreshold: seg.number('baselineThreshold', 0.5, 0, 1),
           regionThreshold: seg.number('regionThreshold', 0.5, 0, 1),
+          cropHeight: seg.number('cropHeight', OUTLINE_CROP_HEIGHT, 0.3, 2),
         };
     if (segmentationModel && !segmentationModel.segmentation) problems.push('manifest.segmentation.model: that model has no segmentation');
   }
