@@ -9,6 +9,7 @@ import type { Point } from '../page-result.ts';
 import type { Piece } from './baseline-tracks.ts';
 
 export interface PolygonSettings {
+  /** A pixel is inside a line's region when its region probability is at least this. */
   regionThreshold: number;
   /** Largest extent above and below the baseline, in interlines. */
   maxAscent: number;
@@ -20,6 +21,7 @@ export interface PolygonSettings {
   ascentShare: number;
   /** How far the outline may reach beyond a baseline's ends where the region goes on, in interlines. */
   endExtension: number;
+  /** Douglas–Peucker tolerance (px) for baselines and outlines. */
   simplifyTolerance: number;
 }
 

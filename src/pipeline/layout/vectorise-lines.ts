@@ -20,7 +20,7 @@
 //    the neighbouring baselines (line-polygons.ts).
 import type { Point } from '../page-result.ts';
 import { baselinePieces, type Piece } from './baseline-tracks.ts';
-import { linePolygons, simplifyPolyline } from './line-polygons.ts';
+import { linePolygons, simplifyPolyline, type PolygonSettings } from './line-polygons.ts';
 
 /** A segmenter's output maps: probabilities 0..1, row-major, `width` × `height`. */
 export interface SegmentationMaps {
@@ -38,15 +38,14 @@ export interface VectorLine {
   polygon: Point[];
 }
 
-export interface VectoriseOptions {
+/** What vectorising may be told; the outline settings (region threshold, extents, simplification) are line-polygons.ts's. */
+export interface VectoriseOptions extends PolygonSettings {
   /**
    * Hysteresis on the baseline map: a line needs pixels of at least `baselineThreshold`, and
    * runs on through pixels of at least `baselineLowThreshold` (faded ink).
    */
   baselineThreshold: number;
   baselineLowThreshold: number;
-  /** A pixel is inside a line's region when its region probability is at least this. */
-  regionThreshold: number;
   /** Lines whose mean region probability along the baseline is below this are dropped as noise. */
   minRegionSupport: number;
   /** Lines shorter than this many pixels, or than `minLengthFraction` interlines, are dropped. */
@@ -66,20 +65,8 @@ export interface VectoriseOptions {
   maxJoinAngle: number;
   /** Interline distance (px) when the maps give none (no two lines one above the other, no region). */
   defaultInterline: number;
-  /** Outline extents: largest above and below the baseline, in interlines. */
-  maxAscent: number;
-  maxDescent: number;
-  /** Outline extents where the region map is empty at the baseline, in interlines. */
-  fallbackAscent: number;
-  fallbackDescent: number;
-  /** Share of the distance to the baseline above that a line's outline may take. */
-  ascentShare: number;
-  /** How far an outline may reach beyond the baseline's ends where the region goes on, in interlines. */
-  endExtension: number;
   /** Baselines are sampled every this many pixels before simplifying. */
   sampleStep: number;
-  /** Douglas–Peucker tolerance (px) for baselines and outlines. */
-  simplifyTolerance: number;
 }
 
 const DEFAULTS: VectoriseOptions = {
