@@ -103,6 +103,35 @@ test('pieces on one writing line join; the next line and a margin note stay apar
   );
 });
 
+test("a line in several pieces is outlined by its pieces' top edges, then their bottom edges back: a simple polygon", () => {
+  const [line] = groupLines([piece(100, 100, 200), piece(330, 96, 150, 48), piece(500, 104, 180)]);
+  assert.equal(line.fragments.length, 3);
+  const half = line.polygon.length / 2;
+  const upper = line.polygon.slice(0, half);
+  const lower = line.polygon.slice(half);
+  // The upper contour runs left to right along the tops, the lower one back along the bottoms.
+  assert.deepEqual(
+    upper.map(([x]) => x),
+    [100, 300, 330, 480, 500, 680],
+  );
+  assert.ok(upper.every(([, y]) => y <= 104) && lower.every(([, y]) => y >= 140), JSON.stringify(line.polygon));
+  assert.deepEqual(
+    lower.map(([x]) => x),
+    [680, 500, 480, 330, 300, 100],
+  );
+  // No two edges cross.
+  const edges = line.polygon.map((point, index) => [point, line.polygon[(index + 1) % line.polygon.length]] as const);
+  const cross = (a: readonly number[], b: readonly number[], c: readonly number[]): number =>
+    (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
+  for (const [i, [p1, p2]] of edges.entries()) {
+    for (const [j, [q1, q2]] of edges.entries()) {
+      if (Math.abs(i - j) <= 1 || Math.abs(i - j) === edges.length - 1) continue;
+      const proper = cross(p1, p2, q1) * cross(p1, p2, q2) < 0 && cross(q1, q2, p1) * cross(q1, q2, p2) < 0;
+      assert.ok(!proper, `edges ${i} and ${j} cross`);
+    }
+  }
+});
+
 test('reading order: two columns are read one after the other, not across', () => {
   const left = [0, 1, 2, 3, 4].map((row) => piece(100, 100 + row * 60, 500));
   const right = [0, 1, 2, 3, 4].map((row) => piece(700, 100 + row * 60, 500));
