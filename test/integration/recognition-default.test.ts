@@ -66,14 +66,20 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
   assert.match(engine.spec.screening?.source.name ?? '', /PP-OCRv4/);
   assert.deepEqual(engine.decoders, { main: 'beam', screening: 'greedy' });
   assert.deepEqual(greedy.decoders, { main: 'greedy', screening: 'greedy' });
-  const models = recognition('printed').page.producer.models;
-  assert.deepEqual(
-    models.map((model) => model.role),
-    ['detection', 'detection', 'recognition', 'recognition'],
-  );
-  assert.match(models[0].name, /\(seg\.onnx\)$/);
-  assert.match(models[2].name, /^hwr-htr \(rec\.onnx\)$/);
-  assert.match(models[3].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
+  // A page names the model that laid it out (the segmenter, or the detector for print) and both recognizers.
+  for (const [key, layoutModel] of [
+    ['handwritten', /^hwr-default \(seg\.onnx\)$/],
+    ['printed', /^hwr-default \(ch_PP-OCRv4_det_infer\.onnx\)$/],
+  ] as const) {
+    const models = recognition(key).page.producer.models;
+    assert.deepEqual(
+      models.map((model) => model.role),
+      ['detection', 'recognition', 'recognition'],
+    );
+    assert.match(models[0].name, layoutModel);
+    assert.match(models[1].name, /^hwr-htr \(rec\.onnx\)$/);
+    assert.match(models[2].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
+  }
 });
 
 test('the printed control page keeps PP-OCRv4 readings and its CER (measured: 0.1 %, as PP-OCRv4 alone)', () => {
