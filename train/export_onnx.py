@@ -80,25 +80,31 @@ def parity_inputs(state: dict, dataset: Path, cache: Path) -> list[tuple[torch.T
     return cases
 
 
-def check_with_onnxruntime(model: CRNN, onnx_path: Path, cases, charset: list[str]) -> float:
-    worst = 0.0
+def onnxruntime_node_outputs(onnx_path: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The model's outputs for these float32 inputs in onnxruntime-node (train/check-onnx.mjs), the service's runtime."""
     with tempfile.TemporaryDirectory() as tmp:
         specs = []
-        for i, (images, frames, _) in enumerate(cases):
-            images.numpy().astype("<f4").tofile(f"{tmp}/in{i}.bin")
-            specs.append({"input": f"{tmp}/in{i}.bin", "dims": list(images.shape), "output": f"{tmp}/out{i}.bin"})
+        for i, array in enumerate(inputs):
+            np.asarray(array, dtype="<f4").tofile(f"{tmp}/in{i}.bin")
+            specs.append({"input": f"{tmp}/in{i}.bin", "dims": list(array.shape), "output": f"{tmp}/out{i}.bin"})
         (Path(tmp) / "cases.json").write_text(json.dumps(specs))
         subprocess.run([str(NODE), str(Path(__file__).with_name("check-onnx.mjs")), str(onnx_path), f"{tmp}/cases.json"], check=True, cwd=REPO)
-        for i, (images, frames, texts) in enumerate(cases):
-            with torch.no_grad():
-                expected = model(images)
-            got = torch.from_numpy(np.fromfile(f"{tmp}/out{i}.bin", dtype="<f4").reshape(expected.shape))
-            diff = float((got - expected).abs().max())
-            worst = max(worst, diff)
-            same_text = greedy_decode(got, frames, charset) == greedy_decode(expected, frames, charset)
-            print(f"case {i}: input {list(images.shape)} max |onnx - torch| {diff:.2e} greedy text identical: {same_text}")
-            if diff > TOLERANCE or not same_text:
-                raise SystemExit(f"ONNX export does not match PyTorch (case {i}: {diff:.2e})")
+        return [np.fromfile(f"{tmp}/out{i}.bin", dtype="<f4") for i in range(len(inputs))]
+
+
+def check_with_onnxruntime(model: CRNN, onnx_path: Path, cases, charset: list[str]) -> float:
+    worst = 0.0
+    outputs = onnxruntime_node_outputs(onnx_path, [images.numpy() for images, _, _ in cases])
+    for i, ((images, frames, _), output) in enumerate(zip(cases, outputs)):
+        with torch.no_grad():
+            expected = model(images)
+        got = torch.from_numpy(output.reshape(expected.shape))
+        diff = float((got - expected).abs().max())
+        worst = max(worst, diff)
+        same_text = greedy_decode(got, frames, charset) == greedy_decode(expected, frames, charset)
+        print(f"case {i}: input {list(images.shape)} max |onnx - torch| {diff:.2e} greedy text identical: {same_text}")
+        if diff > TOLERANCE or not same_text:
+            raise SystemExit(f"ONNX export does not match PyTorch (case {i}: {diff:.2e})")
     return worst
 
 

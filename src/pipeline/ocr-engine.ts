@@ -140,10 +140,10 @@ export class OcrEngine {
       version: source.version,
     });
     const own = { name: this.spec.name, version: this.spec.version };
-    const segmenter = this.spec.segmentation && (layoutBy === 'segmenter' || layoutBy === 'both');
+    const segmentation = layoutBy === 'segmenter' || layoutBy === 'both' ? this.spec.segmentation : null;
     const detector = layoutBy === 'detector' || layoutBy === 'both';
     return [
-      ...(segmenter && this.spec.segmentation ? [info('detection', own, this.spec.segmentation.file)] : []),
+      ...(segmentation ? [info('detection', own, segmentation.file)] : []),
       ...(detector ? [info('detection', own, this.spec.detection.file)] : []),
       ...(recognized
         ? [
@@ -203,7 +203,7 @@ export class OcrEngine {
   }
 
   /**
-   * `printed`: 'read' reads a page the probe finds printed, 'stop' returns null for it before
+   * `printedPage`: 'read' reads a page the probe finds printed, 'stop' returns null for it before
    * reading more, 'known' takes the page as printed without a probe.
    */
   private async readRegions(

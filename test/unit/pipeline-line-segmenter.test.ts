@@ -13,6 +13,7 @@ import { defaultModelSpec } from '../../src/pipeline/models/default-model.ts';
 import { createSession, type InferenceSession } from '../../src/pipeline/models/onnx.ts';
 import { OcrEngine } from '../../src/pipeline/ocr-engine.ts';
 import type { Point } from '../../src/pipeline/page-result.ts';
+import { insidePolygon } from '../support/polygons.ts';
 
 const PAGES = path.resolve(import.meta.dirname, '../fixtures/pages');
 const spec = defaultModelSpec();
@@ -35,16 +36,6 @@ before(async () => {
 
 after(() => session?.release());
 
-function inside([x, y]: Point, polygon: readonly Point[]): boolean {
-  let within = false;
-  for (let i = 0, j = polygon.length - 1; i < polygon.length; j = i++) {
-    const [xi, yi] = polygon[i];
-    const [xj, yj] = polygon[j];
-    if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) within = !within;
-  }
-  return within;
-}
-
 /** Points along a baseline at 10 %, 30 %, 50 %, 70 % and 90 % of its x extent. */
 function along(baseline: readonly Point[]): Point[] {
   const xs = baseline.map(([x]) => x);
@@ -60,7 +51,7 @@ function along(baseline: readonly Point[]): Point[] {
 
 /** A line holds most of another's baseline when at least 3 of its 5 points lie in its outline. */
 function holds(line: Pick<SegmentedLine, 'polygon'>, baseline: readonly Point[]): boolean {
-  return along(baseline).filter((point) => inside(point, line.polygon)).length >= 3;
+  return along(baseline).filter((point) => insidePolygon(point, line.polygon)).length >= 3;
 }
 
 test('on a real handwritten page the segmenter finds the ground-truth lines one for one', async () => {

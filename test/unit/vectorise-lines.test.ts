@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Point } from '../../src/pipeline/page-result.ts';
 import { type SegmentationMaps, type VectorLine, vectoriseLines } from '../../src/pipeline/layout/vectorise-lines.ts';
+import { insidePolygon } from '../support/polygons.ts';
 
 const WIDTH = 512;
 const HEIGHT = 400;
@@ -56,16 +57,6 @@ function drawPolyline(map: Float32Array, points: readonly Point[], thickness = 3
       }
     }
   }
-}
-
-function inside(polygon: readonly Point[], x: number, y: number): boolean {
-  let result = false;
-  for (let i = 0, j = polygon.length - 1; i < polygon.length; j = i, i += 1) {
-    const [xi, yi] = polygon[i];
-    const [xj, yj] = polygon[j];
-    if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) result = !result;
-  }
-  return result;
 }
 
 /** Fills a polygon, row by row: pixel (i, j) is inside when its centre is (even-odd rule). */
@@ -205,14 +196,15 @@ function checkLines(
     );
     assert.ok(Math.hypot(foundEnd[0] - end[0], foundEnd[1] - end[1]) <= endTolerance(i), `line ${i} ends at ${foundEnd}, not ${end}`);
     for (const [x, y] of along(truth)) assert.ok(Math.abs(yAt(line, x) - y) <= 2, `line ${i} at x=${x}: ${yAt(line, x)}, not ${y}`);
-    for (const [x, y] of along(truth)) assert.ok(inside(matched[i].polygon, x, y), `line ${i}: (${x}, ${y}) inside its polygon`);
+    for (const [x, y] of along(truth)) assert.ok(insidePolygon([x, y], matched[i].polygon), `line ${i}: (${x}, ${y}) inside its polygon`);
     expected.forEach((other, j) => {
       if (j === i) return;
       // Where two lines touch, the other's baseline is this one's.
       const apart = along(other, 4, 0).filter(([x, y]) =>
         dense[i].every(([tx, ty]) => Math.abs(tx - x) > 4 || Math.hypot(tx - x, ty - y) > 4),
       );
-      for (const [x, y] of apart) assert.ok(!inside(matched[i].polygon, x, y), `line ${i}'s polygon holds (${x}, ${y}) of line ${j}`);
+      for (const [x, y] of apart)
+        assert.ok(!insidePolygon([x, y], matched[i].polygon), `line ${i}'s polygon holds (${x}, ${y}) of line ${j}`);
     });
   });
   return matched;
