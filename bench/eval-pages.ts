@@ -8,7 +8,8 @@
 //   - with --gt-layout also ours and PP-OCRv4 alone reading the ground-truth lines (the
 //     uploaded-layout path of the service: recognition alone, no detection).
 // Per source and overall: page CER and WER at the `text_norm` level (bench/lib/text-metrics.ts),
-// line recall and precision by pixels (bench/lib/line-coverage.ts), the share of ground-truth
+// line recall and precision by pixels (bench/lib/line-coverage.ts; precision also without the
+// wrong lines that lie outside every ground-truth region, where the ground truth did not transcribe), the share of ground-truth
 // characters on missed lines, reading-order agreement, seconds per page.
 //
 //   node bench/eval-pages.ts [--dataset DIR] [--split val] [--dir DIR --lang eng] [--limit N] [--source S]
@@ -62,6 +63,8 @@ interface PageScore {
   found: number;
   detected: number;
   right: number;
+  /** Detected lines not right and mostly outside every ground-truth region. */
+  outside: number;
   /** Normalised ground-truth characters on lines not found, and on all lines. */
   missedChars: number;
   gtChars: number;
@@ -188,6 +191,7 @@ async function main(): Promise<number> {
           page.height,
           truthLines.map((line) => line.polygon),
           read.polygons,
+          page.truth.regions.map((region) => region.polygon),
         );
         const lineChars = truthLines.map((line) => [...normaliseText(line.text)].length);
         const score: PageScore = {
@@ -196,6 +200,7 @@ async function main(): Promise<number> {
           found: coverage.found.filter(Boolean).length,
           detected: read.polygons.length,
           right: coverage.right.filter(Boolean).length,
+          outside: coverage.outside.filter(Boolean).length,
           missedChars: lineChars.reduce((sum, chars, line) => sum + (coverage.found[line] ? 0 : chars), 0),
           gtChars: lineChars.reduce((sum, chars) => sum + chars, 0),
           order: coverage.order,
@@ -233,6 +238,7 @@ async function main(): Promise<number> {
           percent(s.wer),
           s.recall.toFixed(3),
           s.precision.toFixed(3),
+          s.precisionAnnotated.toFixed(3),
           percent(s.missedShare),
           s.order === null ? 'n/a' : s.order.toFixed(3),
           s.secondsPerPage.toFixed(2),
@@ -250,6 +256,7 @@ async function main(): Promise<number> {
         'WER',
         'line recall',
         'line precision',
+        'precision in GT regions',
         'chars on missed lines',
         'order',
         's/page',
@@ -337,6 +344,7 @@ export function wideTables(
       ...detecting.flatMap((label) => [
         `recall ${short(label)}`,
         `precision ${short(label)}`,
+        `prec. in GT regions ${short(label)}`,
         `chars missed ${short(label)}`,
         `order ${short(label)}`,
       ]),
@@ -348,7 +356,13 @@ export function wideTables(
       String(first[group].gtLines),
       ...detecting.flatMap((label) => {
         const s = summary[label][group];
-        return [s.recall.toFixed(3), s.precision.toFixed(3), percent(s.missedShare), s.order === null ? 'n/a' : s.order.toFixed(3)];
+        return [
+          s.recall.toFixed(3),
+          s.precision.toFixed(3),
+          s.precisionAnnotated.toFixed(3),
+          percent(s.missedShare),
+          s.order === null ? 'n/a' : s.order.toFixed(3),
+        ];
       }),
       ...labels.map((label) => summary[label][group].secondsPerPage.toFixed(2)),
     ]),
@@ -376,6 +390,13 @@ function summarise(scores: PageScore[]) {
       Math.max(
         1,
         sum((score) => score.detected),
+      ),
+    /** Precision without the wrong lines outside every ground-truth region (writing the ground truth did not transcribe). */
+    precisionAnnotated:
+      sum((score) => score.right) /
+      Math.max(
+        1,
+        sum((score) => score.detected - score.outside),
       ),
     missedShare:
       sum((score) => score.missedChars) /

@@ -3,6 +3,12 @@
 // line is right when at least half of it lies inside ground-truth lines. Polygons are filled
 // on a raster of the page (scaled so its longer side is at most 1000 px: the share of pixels
 // hardly moves, and a page costs a few milliseconds).
+//
+// Ground truth may not cover every piece of writing on a page (htr-pages' README: Poilus
+// annotates the will, not the printed form, stamps or clerks' notes). Given the ground truth's
+// region outlines, a detected line that is not right and lies mostly (>= 50 %) outside every
+// annotated region is flagged `outside`: the report shows precision with and without them, so
+// writing the ground truth never looked at is told apart from lines drawn where it did look.
 import type { Point } from '../../src/pipeline/page-result.ts';
 import { readingOrderAgreement } from './layout-metrics.ts';
 
@@ -11,13 +17,21 @@ export interface LineCoverage {
   found: boolean[];
   /** Per detected line: right (>= 50 % inside ground-truth lines). */
   right: boolean[];
+  /** Per detected line: not right, and >= 50 % outside every annotated region (all false without region outlines). */
+  outside: boolean[];
   /** Pairwise reading-order agreement of detected lines matched (by most shared pixels) to ground-truth lines; null with fewer than two matched. */
   order: number | null;
 }
 
 const MAX_SIDE = 1000;
 
-export function lineCoverage(width: number, height: number, truth: readonly Point[][], detected: readonly Point[][]): LineCoverage {
+export function lineCoverage(
+  width: number,
+  height: number,
+  truth: readonly Point[][],
+  detected: readonly Point[][],
+  annotatedRegions: readonly Point[][] = [],
+): LineCoverage {
   const scale = Math.min(1, MAX_SIDE / Math.max(width, height));
   const w = Math.max(1, Math.ceil(width * scale));
   const h = Math.max(1, Math.ceil(height * scale));
@@ -55,7 +69,13 @@ export function lineCoverage(width: number, height: number, truth: readonly Poin
     return pixels.length > 0 && inside >= 0.5 * pixels.length;
   });
   const matched = new Set(matches.filter((index) => index >= 0));
-  return { found, right, order: matched.size < 2 ? null : readingOrderAgreement(matches) };
+  const regions = annotatedRegions.filter((polygon) => polygon.length >= 3);
+  const annotated = new Uint8Array(w * h);
+  for (const polygon of regions) for (const index of fillPolygon(scaled(polygon), w, h)) annotated[index] = 1;
+  const outside = detectedPixels.map(
+    (pixels, line) => regions.length > 0 && !right[line] && pixels.filter((index) => annotated[index] === 0).length >= 0.5 * pixels.length,
+  );
+  return { found, right, outside, order: matched.size < 2 ? null : readingOrderAgreement(matches) };
 }
 
 /** Indexes (y * width + x) of the pixels whose centres lie inside the polygon (even-odd rule). */

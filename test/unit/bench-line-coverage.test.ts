@@ -38,3 +38,18 @@ test('a line is found at 50 % of its pixels inside detections; a detection is ri
   // Read in the opposite order: detections matched to lines 3, 2, 1.
   assert.equal(lineCoverage(200, 200, truth, [truth[2], truth[1], truth[0]]).order, 0);
 });
+
+test('a wrong detection mostly outside every annotated region is flagged outside; without regions none is', () => {
+  const truth = [rect(20, 20, 100, 10), rect(20, 40, 100, 10)];
+  const region = rect(10, 10, 120, 50);
+  const detected = [
+    rect(20, 20, 100, 10), // right
+    rect(20, 52, 100, 6), // wrong (between the lines, inside the region): charged
+    rect(140, 20, 50, 10), // a stamp beside the region: wrong, outside
+    rect(100, 65, 60, 10), // wrong, a third inside the region: outside
+  ];
+  const coverage = lineCoverage(200, 200, truth, detected, [region]);
+  assert.deepEqual(coverage.right, [true, false, false, false]);
+  assert.deepEqual(coverage.outside, [false, false, true, true]);
+  assert.deepEqual(lineCoverage(200, 200, truth, detected).outside, [false, false, false, false]);
+});
