@@ -7,13 +7,14 @@
 //   node train/compare_onnx.ts models/hwr-htr-v2 models/hwr-htr-v3 [--dataset ../shared/datasets/htr-lines] [--limit N]
 //
 // Lines are fed as bench/ctc-beam-search.ts feeds them (the 64 px JPEG averaged to the model
-// height); beam options are each manifest's languageModel settings.
+// height); beam options are each manifest's languageModel settings (with its known words when it has a lexicon).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_BEAM_SEARCH } from '../src/pipeline/decoding/beam-search-options.ts';
 import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
+import { allKnownWords, loadKnownWords } from '../src/pipeline/decoding/known-words.ts';
 import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
@@ -39,8 +40,13 @@ async function main(): Promise<void> {
       const rec = spec.recognition;
       const lmFile = loadCharNgramFile(path.join(dir, 'lm.json'));
       const lm = spec.languageModel;
-      const options = { ...DEFAULT_BEAM_SEARCH, ...(lm ? { beam: lm.beam, alpha: lm.alpha, beta: lm.beta, prune: lm.prune, maxCandidates: lm.maxCandidates } : {}) };
-      return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options, ms: 0, errors: new Map<string, LineErrors>() };
+      const options = {
+        ...DEFAULT_BEAM_SEARCH,
+        ...(lm ? { beam: lm.beam, alpha: lm.alpha, beta: lm.beta, prune: lm.prune, maxCandidates: lm.maxCandidates, wordBonus: lm.wordBonus } : {}),
+      };
+      const knownWords = lm?.lexicon && lm.wordBonus > 0 ? loadKnownWords(lm.lexicon) : null;
+      const jointWords = knownWords && allKnownWords(knownWords);
+      return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options, knownWords, jointWords, ms: 0, errors: new Map<string, LineErrors>() };
     }),
   );
   const images = readTar(path.join(values.dataset, 'val-000.tar'));
@@ -62,8 +68,10 @@ async function main(): Promise<void> {
       const joint = m.lmFile.models.get('all') as CharNgramModel;
       const texts: Record<(typeof DECODERS)[number], string> = {
         greedy: decodeCtc(output.data, 0, count, steps, m.classes, logits).map((c) => c.text).join(''),
-        'beam + LM (joint)': beamSearchCtc(output.data, 0, count, steps, m.classes, logits, joint, m.options).map((c) => c.text).join(''),
-        'beam + LM (language)': beamSearchCtc(output.data, 0, count, steps, m.classes, logits, m.lmFile.models.get(line.lang) ?? joint, m.options)
+        'beam + LM (joint)': beamSearchCtc(output.data, 0, count, steps, m.classes, logits, joint, m.options, m.jointWords)
+          .map((c) => c.text)
+          .join(''),
+        'beam + LM (language)': beamSearchCtc(output.data, 0, count, steps, m.classes, logits, m.lmFile.models.get(line.lang) ?? joint, m.options, m.knownWords?.get(line.lang) ?? null)
           .map((c) => c.text)
           .join(''),
       };

@@ -9,11 +9,15 @@ character (pnb). Extending a prefix by character c adds log P_ctc(c at t) + alph
 equal letters), otherwise it collapses into the same prefix. At the end each prefix gets
 alpha * log P_lm(boundary | prefix) and the best total wins.
 Per frame only classes with log P_ctc >= log(prune) are tried (at most `max_candidates`).
+With known words (train/lexicon.py), a prefix whose last word ends (extended by a space, or at the end)
+gains `word_bonus` when that word, stripped of its edge punctuation and lower-cased, is known
+(src/pipeline/decoding/known-words.ts).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +25,7 @@ import numpy as np
 from char_lm import BOUNDARY, CharNgram
 
 NEG = -math.inf
+EDGES = re.compile(r"^\W+|\W+$")
 
 
 def logaddexp(a: float, b: float) -> float:
@@ -40,21 +45,41 @@ class BeamOptions:
     beta: float = 2.0
     prune: float = 1e-3
     max_candidates: int = 12
+    word_bonus: float = 0.0
 
 
-def beam_search(log_probs: np.ndarray, charset: list[str], lm: CharNgram | None, options: BeamOptions) -> str:
+def word_of(token: str) -> str:
+    """The word in a token: leading and trailing non-word characters stripped; '' for none or one with a digit."""
+    word = EDGES.sub("", token)
+    return "" if any(ch.isdigit() for ch in word) else word
+
+
+def known_word_bonus(prefix: str, words: set[str], bonus: float) -> float:
+    """`bonus` when the last word of `prefix`, lower-cased, is one of `words`."""
+    word = word_of(prefix.rsplit(" ", 1)[-1])
+    return bonus if word and word.lower() in words else 0.0
+
+
+def beam_search(log_probs: np.ndarray, charset: list[str], lm: CharNgram | None, options: BeamOptions, known_words: set[str] | None = None) -> str:
     """log_probs (T, C) natural-log probabilities, class 0 = blank, class k = charset[k - 1]."""
+    words = known_words if known_words and options.word_bonus else None
+
+    def word_end(prefix: str) -> float:
+        if words is None or not prefix or prefix[-1] == " ":
+            return 0.0
+        return known_word_bonus(prefix, words, options.word_bonus)
+
     beams: dict[str, list[float]] = {"": [0.0, NEG]}  # prefix -> [pb, pnb]
     lm_cache: dict[tuple[str, str], float] = {}
     log_prune = math.log(options.prune)
 
     def lm_score(prefix: str, char: str) -> float:
-        if lm is None:
-            return options.beta
         key = (prefix, char)
         value = lm_cache.get(key)
         if value is None:
-            value = options.alpha * lm.logp(prefix, char) + options.beta
+            value = options.beta if lm is None else options.alpha * lm.logp(prefix, char) + options.beta
+            if char == " ":
+                value += word_end(prefix)
             lm_cache[key] = value
         return value
 
@@ -92,7 +117,7 @@ def beam_search(log_probs: np.ndarray, charset: list[str], lm: CharNgram | None,
 
     def final(item: tuple[str, list[float]]) -> float:
         prefix, (pb, pnb) = item
-        score = logaddexp(pb, pnb)
+        score = logaddexp(pb, pnb) + word_end(prefix)
         if lm is not None:
             score += options.alpha * lm.logp(prefix, BOUNDARY)
         return score

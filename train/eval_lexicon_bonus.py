@@ -1,9 +1,9 @@
 """Measure lexicon-aware CTC beam search on the validation lines (an experiment, not the service's decoder).
 
-The prefix beam search of ctc_beam.py with one addition: when a word ends (a space after it, or the
-end of the line), the prefix gets a bonus `gamma` if the word (punctuation stripped; as written or
-lower-cased) is in the language's lexicon: the training transcriptions' words, plus a word list
-with --lexicon LANG=FILE. A word outside the lexicon only misses the bonus, so a historical or
+The prefix beam search of ctc_beam.py with its known-word bonus: when a word ends (a space after it,
+or the end of the line), the prefix gets a bonus `gamma` if the word (punctuation stripped,
+lower-cased) is in the language's lexicon: the training transcriptions' words (train/lexicon.py),
+plus a word list with --lexicon LANG=FILE. A word outside the lexicon only misses the bonus, so a historical or
 misspelt word can still win. Reads the logits cache of eval_decoding.py (--logits-cache) and reports
 CER/WER on the tune and test halves of the validation documents (the same split as eval_decoding.py).
 
@@ -15,78 +15,17 @@ CER/WER on the tune and test halves of the validation documents (the same split 
 from __future__ import annotations
 
 import argparse
-import math
-import re
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from char_lm import BOUNDARY, read_lexicon, read_texts  # noqa: E402
-from ctc_beam import NEG, logaddexp  # noqa: E402
+from char_lm import read_lexicon, read_texts  # noqa: E402
+from ctc_beam import BeamOptions, beam_search  # noqa: E402
 from eval_decoding import REPO, cached_model_run, documents, load_lms  # noqa: E402
+from lexicon import build  # noqa: E402
 from metrics import ErrorRate  # noqa: E402
-
-EDGES = re.compile(r"^\W+|\W+$")
-
-
-def beam_search_lexicon(log_probs, charset, lm, alpha, beta, lexicon: set[str], gamma, beam=10, prune=1e-3, max_candidates=12) -> str:
-    beams: dict[str, list[float]] = {"": [0.0, NEG]}
-    log_prune = math.log(prune)
-    cache: dict[tuple[str, str], float] = {}
-
-    def bonus(prefix: str) -> float:
-        word = EDGES.sub("", prefix.rsplit(" ", 1)[-1])
-        if not word or any(ch.isdigit() for ch in word):
-            return 0.0
-        return gamma if word in lexicon or word.lower() in lexicon else 0.0
-
-    def score(prefix: str, char: str) -> float:
-        value = cache.get((prefix, char))
-        if value is None:
-            value = alpha * lm.logp(prefix, char) + beta
-            if char == " " and prefix and prefix[-1] != " ":
-                value += bonus(prefix)
-            cache[(prefix, char)] = value
-        return value
-
-    for frame in log_probs:
-        blank = float(frame[0])
-        candidates = np.nonzero(frame[1:] >= log_prune)[0] + 1
-        if len(candidates) > max_candidates:
-            candidates = candidates[np.argsort(-frame[candidates])[:max_candidates]]
-        following: dict[str, list[float]] = {}
-
-        def entry(prefix: str) -> list[float]:
-            e = following.get(prefix)
-            if e is None:
-                e = following[prefix] = [NEG, NEG]
-            return e
-
-        for prefix, (pb, pnb) in beams.items():
-            total = logaddexp(pb, pnb)
-            e = entry(prefix)
-            e[0] = logaddexp(e[0], total + blank)
-            last = prefix[-1] if prefix else None
-            for k in candidates.tolist():
-                char, p = charset[k - 1], float(frame[k])
-                ext = entry(prefix + char)
-                if char == last:
-                    ext[1] = logaddexp(ext[1], pb + p + score(prefix, char))
-                    e[1] = logaddexp(e[1], pnb + p)
-                else:
-                    ext[1] = logaddexp(ext[1], total + p + score(prefix, char))
-        beams = dict(sorted(following.items(), key=lambda item: logaddexp(*item[1]), reverse=True)[:beam])
-
-    def final(item) -> float:
-        prefix, (pb, pnb) = item
-        value = logaddexp(pb, pnb) + alpha * lm.logp(prefix, BOUNDARY)
-        return value + (bonus(prefix) if prefix and prefix[-1] != " " else 0.0)
-
-    return max(beams.items(), key=final)[0]
 
 
 def main(argv: list[str]) -> None:
@@ -108,16 +47,10 @@ def main(argv: list[str]) -> None:
     models = load_lms(args.lm)
     train = read_texts(args.dataset / "train.tsv")
     alphabet = {ch for _, t in train for ch in t}
-    lexicons: dict[str, set[str]] = {}
-    for lang, text in train:
-        words = lexicons.setdefault(lang, set())
-        for token in text.split():
-            word = EDGES.sub("", token)
-            if word:
-                words.update((word, word.lower()))
+    lexicons = {lang: set(words) for lang, words in build(train).items()}
     for spec in args.lexicon:
         lang, _, file = spec.partition("=")
-        lexicons.setdefault(lang, set()).update(read_lexicon(Path(file), alphabet))
+        lexicons.setdefault(lang, set()).update(word.lower() for word in read_lexicon(Path(file), alphabet))
     print({lang: len(words) for lang, words in lexicons.items()}, flush=True)
     for spec in args.grid:
         alpha, beta, gamma, beam = (float(x) for x in spec.split(","))
@@ -125,7 +58,8 @@ def main(argv: list[str]) -> None:
             started = time.time()
             rate = ErrorRate()
             for line, lp in subset:
-                rate.add(beam_search_lexicon(lp, charset, models[line.lang], alpha, beta, lexicons.get(line.lang, set()), gamma, int(beam)), line.text)
+                options = BeamOptions(beam=int(beam), alpha=alpha, beta=beta, word_bonus=gamma)
+                rate.add(beam_search(lp, charset, models[line.lang], options, lexicons.get(line.lang, set())), line.text)
             print(f"alpha {alpha} beta {beta} gamma {gamma} beam {int(beam)} {name}: CER {rate.cer:.4f} WER {rate.wer:.4f} ({time.time() - started:.0f} s)", flush=True)
 
 

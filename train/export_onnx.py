@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from batches import make_batch  # noqa: E402
 from data import ImageStore, ensure_extracted, read_split, save_json, write_charset  # noqa: E402
+from lexicon import write_lexicon  # noqa: E402
 from metrics import greedy_decode  # noqa: E402
 from model import CRNN, ModelConfig  # noqa: E402
 
@@ -124,6 +125,13 @@ def main(argv: list[str]) -> None:
         "lm.json: one copy in the working tree, which a GPU call carries whole)",
     )
     p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
+    p.add_argument(
+        "--word-bonus",
+        type=float,
+        default=0.0,
+        help="with --language-model: write lexicon.json (train/lexicon.py, the training transcriptions' words) and give known words this bonus",
+    )
+    p.add_argument("--beta", type=float, help="languageModel.beta instead of the --decoding report's (the word bonus was tuned with beta 1.5)")
     p.add_argument("--decoding", type=Path, help="eval_decoding.py --json report: its tuned alpha/beta go into the manifest, its figures into training")
     p.add_argument("--lm-model", default="all", help="languageModel.model: all (joint), a language, or auto (per page, docs/recognition.md)")
     p.add_argument("--crop-height-scale", type=float, default=1.0, help="recognition.cropHeightScale: lines cut this many times their detected height")
@@ -175,6 +183,11 @@ def main(argv: list[str]) -> None:
             shutil.copyfile(args.language_model, args.out / lm_file)
         tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
         manifest["languageModel"] = {"file": lm_file, "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
+        if args.beta is not None:
+            manifest["languageModel"]["beta"] = args.beta
+        if args.word_bonus > 0:
+            write_lexicon(args.dataset, args.out / "lexicon.json")
+            manifest["languageModel"].update(lexicon="lexicon.json", wordBonus=args.word_bonus)
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
     manifest["training"] = {

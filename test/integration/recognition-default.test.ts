@@ -63,6 +63,8 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
   assert.equal(engine.spec.directory, path.resolve(DEFAULT_MODEL_DIR));
   assert.equal(engine.spec.recognitionSource.name, 'hwr-htr');
   assert.ok(engine.spec.languageModel, 'the recognizer names a language model');
+  assert.match(engine.spec.languageModel.lexicon ?? '', /hwr-htr-v3\/lexicon\.json$/, 'and its known words');
+  assert.ok(engine.spec.languageModel.wordBonus > 0);
   assert.match(engine.spec.screening?.source.name ?? '', /PP-OCRv4/);
   assert.deepEqual(engine.decoders, { main: 'beam', screening: 'greedy' });
   assert.deepEqual(greedy.decoders, { main: 'greedy', screening: 'greedy' });

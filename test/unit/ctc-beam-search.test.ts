@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { DEFAULT_BEAM_SEARCH } from '../../src/pipeline/decoding/beam-search-options.ts';
 import { lastCodePoints, loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc } from '../../src/pipeline/decoding/ctc-decode.ts';
+import { allKnownWords, knownWordBonus, loadKnownWords } from '../../src/pipeline/decoding/known-words.ts';
 import { languageModelStates } from '../../src/pipeline/decoding/lm-states.ts';
 import { characterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
@@ -149,4 +153,59 @@ test('LM states score a class as the LM scores the whole prefix, and share the t
   assert.equal(lastCodePoints('ab𝔄c', 2), '𝔄c');
   assert.equal(lastCodePoints('ab𝔄c', 3), 'b𝔄c');
   assert.equal(lastCodePoints('a', 4), 'a');
+});
+
+test('known words: a bonus at a word end wins close calls and never forces a word (same cases as train/tests/test_ctc_beam.py)', () => {
+  const shared = JSON.parse(readFileSync(new URL('known-words.json', fixtures), 'utf8')) as {
+    charset: string[];
+    words: string[];
+    options: Omit<typeof DEFAULT_BEAM_SEARCH, 'wordBonus'>;
+    cases: { name: string; frames: Record<string, number>[]; plain: string; bonus: number; withBonus: string }[];
+  };
+  const classes = classesOf(shared.charset.join(''));
+  const words = new Set(shared.words);
+  for (const known of shared.cases) {
+    const scores = probabilities(classes, known.frames);
+    const read = (wordBonus: number) =>
+      text(
+        beamSearchCtc(
+          scores,
+          0,
+          classes.symbols.length,
+          known.frames.length,
+          classes,
+          false,
+          null,
+          { ...shared.options, wordBonus },
+          words,
+        ),
+      );
+    assert.equal(read(0), known.plain, `${known.name}: without the bonus`);
+    assert.equal(read(known.bonus), known.withBonus, `${known.name}: with it`);
+  }
+});
+
+test('known words are read from an hwr-lexicon/1 file, and a bad file is a model_invalid error', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'hwr-lexicon-'));
+  const good = join(dir, 'lexicon.json');
+  await writeFile(good, JSON.stringify({ format: 'hwr-lexicon/1', languages: { fr: ['chat', "l'été"], en: ['cat'] } }));
+  const lexicon = loadKnownWords(good);
+  assert.deepEqual([...lexicon.keys()], ['fr', 'en']);
+  assert.equal(knownWordBonus('le «Chat»,', lexicon.get('fr')!, 2), 2);
+  assert.equal(knownWordBonus("voir L'Été", lexicon.get('fr')!, 2), 2);
+  assert.equal(knownWordBonus('le chien', lexicon.get('fr')!, 2), 0);
+  assert.equal(knownWordBonus('chat 12e', lexicon.get('fr')!, 2), 0, 'a token with a digit is not a word');
+  assert.deepEqual([...allKnownWords(lexicon)].sort(), ['cat', 'chat', "l'été"]);
+  for (const [content, message] of [
+    ['{', /cannot be read/],
+    [JSON.stringify({ format: 'other', languages: {} }), /hwr-lexicon\/1/],
+    [JSON.stringify({ format: 'hwr-lexicon/1', languages: { fr: [1] } }), /languages\.fr must be a list of words/],
+  ] as const) {
+    const bad = join(dir, 'bad.json');
+    await writeFile(bad, content);
+    assert.throws(
+      () => loadKnownWords(bad),
+      (error) => error instanceof PipelineError && error.code === 'model_invalid' && message.test(error.message),
+    );
+  }
 });

@@ -134,6 +134,27 @@ test('an invalid manifest names every problem at once', async () => {
   await assert.rejects(async () => loadModelSpec(path.join(directory, 'nowhere')), /has no manifest\.json/);
 });
 
+test('a language model section may name a lexicon of known words and their bonus; a missing lexicon file is refused', async () => {
+  const base = {
+    format: 'hwr-model/1',
+    name: 'words',
+    version: '1',
+    detection: { model: 'builtin' },
+    recognition: { file: 'rec.onnx', charset: 'charset.txt' },
+  };
+  await writeFile(path.join(directory, 'lm.json'), '{}');
+  await writeFile(path.join(directory, 'lexicon.json'), '{}');
+  const plain = loadModelSpec(await manifest({ ...base, languageModel: { file: 'lm.json' } }));
+  assert.deepEqual([plain.languageModel?.lexicon, plain.languageModel?.wordBonus], [null, 0]);
+  const known = loadModelSpec(await manifest({ ...base, languageModel: { file: 'lm.json', lexicon: 'lexicon.json', wordBonus: 2 } }));
+  assert.deepEqual([known.languageModel?.lexicon, known.languageModel?.wordBonus], [path.join(directory, 'lexicon.json'), 2]);
+  await manifest({ ...base, languageModel: { file: 'lm.json', lexicon: 'gone.json' } });
+  assert.throws(
+    () => loadModelSpec(directory),
+    (error) => error instanceof PipelineError && /manifest\.languageModel\.lexicon: file .*gone\.json does not exist/.test(error.message),
+  );
+});
+
 test('a segmentation section names the segmenter, its input and map thresholds, or borrows them from another model', async () => {
   const base = {
     format: 'hwr-model/1',
@@ -144,7 +165,9 @@ test('a segmentation section names the segmenter, its input and map thresholds, 
   };
   const without = loadModelSpec(await manifest(base));
   assert.equal(without.segmentation, null);
-  const own = loadModelSpec(await manifest({ ...base, segmentation: { file: 'rec.onnx', maxSideLength: 768, baselineThreshold: 0.4 } }));
+  const own = loadModelSpec(
+    await manifest({ ...base, segmentation: { file: 'rec.onnx', maxSideLength: 768, baselineThreshold: 0.4, endThreshold: 0.6 } }),
+  );
   assert.deepEqual(
     { ...own.segmentation, file: path.basename(own.segmentation!.file) },
     {
@@ -157,6 +180,7 @@ test('a segmentation section names the segmenter, its input and map thresholds, 
       sizeMultiple: 16,
       baselineThreshold: 0.4,
       regionThreshold: 0.5,
+      endThreshold: 0.6,
       cropHeight: 0.833,
     },
   );

@@ -12,7 +12,9 @@ export interface BeamSearchOptions {
   /** Only classes with at least this probability at a frame are tried. */
   prune: number;
   maxCandidates: number;
+  /** Added when a word ends that the search's known words hold (known-words.ts); 0: no bonus. */
+  wordBonus: number;
 }
 
 // alpha and beta tuned on half of the validation documents (docs/training.md)
-export const DEFAULT_BEAM_SEARCH: BeamSearchOptions = { beam: 10, alpha: 0.5, beta: 2.0, prune: 1e-3, maxCandidates: 12 };
+export const DEFAULT_BEAM_SEARCH: BeamSearchOptions = { beam: 10, alpha: 0.5, beta: 2.0, prune: 1e-3, maxCandidates: 12, wordBonus: 0 };

@@ -7,10 +7,13 @@
 // alpha * log P_lm(c | prefix) + beta; a repeated character extends only from pb (CTC
 // needs a blank between equal letters) and otherwise collapses into the same prefix.
 // At the end each prefix gets alpha * log P_lm(boundary | prefix); the best total wins.
+// With known words (known-words.ts), a prefix whose last word ends (extended by a space, or at
+// the end) gains options.wordBonus when that word is known.
 import type { CharacterClasses } from '../models/charset.ts';
 import { DEFAULT_BEAM_SEARCH, type BeamSearchOptions } from './beam-search-options.ts';
 import type { CharNgramModel } from './char-ngram-lm.ts';
 import type { DecodedCharacter } from './ctc-decode.ts';
+import { knownWordBonus, type KnownWords } from './known-words.ts';
 import { languageModelStates } from './lm-states.ts';
 
 /** One emitted character on a prefix's path; shared by the prefixes that extend it. */
@@ -59,8 +62,13 @@ export function beamSearchCtc(
   logits: boolean,
   lm: CharNgramModel | null,
   options: BeamSearchOptions = DEFAULT_BEAM_SEARCH,
+  knownWords: KnownWords | null = null,
 ): DecodedCharacter[] {
   const count = classes.symbols.length;
+  const words = knownWords && options.wordBonus !== 0 ? knownWords : null;
+  // the bonus for the word a prefix ends when it is extended by a space (or at the end of the line)
+  const wordEnd = (prefix: string): number =>
+    words && prefix !== '' && !prefix.endsWith(' ') ? knownWordBonus(prefix, words, options.wordBonus) : 0;
   const logPrune = Math.log(options.prune);
   const frame = new Float64Array(count);
   const states = lm ? languageModelStates(lm, classes, options.alpha, options.beta) : null;
@@ -123,7 +131,7 @@ export function beamSearchCtc(
         const char = classes.symbols[k];
         const p = frame[k];
         const target = entry(prefix + char, -1, state, k);
-        const via = (char === last?.text ? beam.blank : total) + p + extension(state, k);
+        const via = (char === last?.text ? beam.blank : total) + p + extension(state, k) + (char === ' ' ? wordEnd(prefix) : 0);
         target.nonBlank = logAdd(target.nonBlank, via);
         offer(target, via, () => ({ text: char, start: t, end: t + 1, confidence: Math.exp(p), previous: last }));
         if (last && char === last.text) {
@@ -141,7 +149,7 @@ export function beamSearchCtc(
   let bestScore = NEG;
   for (const item of beams) {
     const beam = item[1];
-    const score = logAdd(beam.blank, beam.nonBlank) + (states ? states.final(stateOf(beam)) : 0);
+    const score = logAdd(beam.blank, beam.nonBlank) + (states ? states.final(stateOf(beam)) : 0) + wordEnd(item[0]);
     if (best === null || score > bestScore) {
       best = item;
       bestScore = score;

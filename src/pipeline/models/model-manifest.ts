@@ -43,7 +43,7 @@ export interface DetectionSpec extends InputNormalisation {
   unclipRatio: number;
 }
 
-/** A line segmenter (layout/line-segmenter.ts): a page in, baseline and line-region maps out at half its input scale. */
+/** A line segmenter (layout/line-segmenter.ts): a page in, baseline, line-region (and line-end) maps out at half its input scale. */
 export interface SegmentationSpec extends InputNormalisation {
   file: string;
   /** The page is scaled so that its longer side is this many pixels (up or down, as in training). */
@@ -54,6 +54,8 @@ export interface SegmentationSpec extends InputNormalisation {
   baselineThreshold: number;
   /** Probability above which a map pixel is inside a line. */
   regionThreshold: number;
+  /** Probability above which a map pixel is a line's end (models with an ends channel, layout/line-ends.ts). */
+  endThreshold: number;
   /** Share of a segmented line's outline height that its crop keeps (as OUTLINE_CROP_HEIGHT for uploaded lines). */
   cropHeight: number;
 }
@@ -114,6 +116,10 @@ export interface LanguageModelSpec {
   beta: number;
   prune: number;
   maxCandidates: number;
+  /** Known words per language (decoding/known-words.ts), or null: no word bonus. */
+  lexicon: string | null;
+  /** Bonus for a known word at its end; 0 without a lexicon. */
+  wordBonus: number;
 }
 
 /** How a page's lines are shared between the screening and the main recognizer (select-reading.ts). */
@@ -269,6 +275,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
           sizeMultiple: seg.integer('sizeMultiple', 16, 1, 256),
           baselineThreshold: seg.number('baselineThreshold', 0.5, 0, 1),
           regionThreshold: seg.number('regionThreshold', 0.5, 0, 1),
+          endThreshold: seg.number('endThreshold', 0.5, 0, 1),
           cropHeight: seg.number('cropHeight', OUTLINE_CROP_HEIGHT, 0.3, 2),
         };
     if (segmentationModel && !segmentationModel.segmentation) problems.push('manifest.segmentation.model: that model has no segmentation');
@@ -369,6 +376,8 @@ function parseLanguageModel(lm: Fields, baseDir: string): LanguageModelSpec {
     beta: lm.number('beta', DEFAULT_BEAM_SEARCH.beta, -20, 20),
     prune: lm.number('prune', DEFAULT_BEAM_SEARCH.prune, 0, 1),
     maxCandidates: lm.integer('maxCandidates', DEFAULT_BEAM_SEARCH.maxCandidates, 1, 1024),
+    lexicon: lm.has('lexicon') ? lm.file('lexicon', baseDir) : null,
+    wordBonus: lm.number('wordBonus', DEFAULT_BEAM_SEARCH.wordBonus, 0, 20),
   };
 }
 

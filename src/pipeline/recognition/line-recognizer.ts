@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { BeamSearchOptions } from '../decoding/beam-search-options.ts';
 import { loadCharNgramFile, type CharNgramModel } from '../decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../decoding/ctc-beam-search.ts';
+import { allKnownWords, loadKnownWords, type KnownWords } from '../decoding/known-words.ts';
 import { decodeCtc } from '../decoding/ctc-decode.ts';
 import { mostLikelyLanguage } from '../decoding/page-language.ts';
 import { PipelineError } from '../errors.ts';
@@ -109,17 +110,21 @@ export class LineRecognizer {
   private decoderFor(scored: readonly CropScores[]): CtcDecoder {
     const loaded = this.languageModels;
     if (!loaded) return this.greedy;
-    let model = loaded.models.values().next().value as CharNgramModel;
+    let language = loaded.models.keys().next().value as string;
     if (loaded.models.size > 1) {
       const firstReading = scored.map((frames) =>
         placeCharacters(frames, this.greedy)
           .map((character) => character.text)
           .join(''),
       );
-      model = loaded.models.get(mostLikelyLanguage(loaded.models, firstReading)) ?? model;
+      const likeliest = mostLikelyLanguage(loaded.models, firstReading);
+      if (loaded.models.has(likeliest)) language = likeliest;
     }
+    const model = loaded.models.get(language) as CharNgramModel;
+    const words = loaded.knownWords?.get(language) ?? null;
     const { classes } = this;
-    return (scores, offset, stride, steps, logits) => beamSearchCtc(scores, offset, stride, steps, classes, logits, model, loaded.options);
+    return (scores, offset, stride, steps, logits) =>
+      beamSearchCtc(scores, offset, stride, steps, classes, logits, model, loaded.options, words);
   }
 
   async close(): Promise<void> {
@@ -127,14 +132,25 @@ export class LineRecognizer {
   }
 }
 
-/** The model(s) of an LM file beam search chooses from, and the search settings. */
+/** The model(s) of an LM file beam search chooses from, the search settings and the known words of each model's language. */
 interface LoadedLanguageModels {
   models: ReadonlyMap<string, CharNgramModel>;
   options: BeamSearchOptions;
+  knownWords: ReadonlyMap<string, KnownWords> | null;
 }
 
 /** LM files are large (megabytes of JSON): one parse per file and model selection, per process. */
 const languageModelFiles = new Map<string, ReturnType<typeof loadCharNgramFile>>();
+const lexiconFiles = new Map<string, Map<string, KnownWords>>();
+
+function knownWordsOf(file: string): Map<string, KnownWords> {
+  let lexicon = lexiconFiles.get(file);
+  if (!lexicon) {
+    lexicon = loadKnownWords(file);
+    lexiconFiles.set(file, lexicon);
+  }
+  return lexicon;
+}
 
 /**
  * `model: "auto"` loads every per-language model of the file (all but the joint `all`; `all`
@@ -149,12 +165,26 @@ function loadLanguageModels(spec: LanguageModelSpec): LoadedLanguageModels {
     loaded = loadCharNgramFile(file, auto ? undefined : spec.model);
     languageModelFiles.set(key, loaded);
   }
-  const options = { beam: spec.beam, alpha: spec.alpha, beta: spec.beta, prune: spec.prune, maxCandidates: spec.maxCandidates };
+  const options = {
+    beam: spec.beam,
+    alpha: spec.alpha,
+    beta: spec.beta,
+    prune: spec.prune,
+    maxCandidates: spec.maxCandidates,
+    wordBonus: spec.wordBonus,
+  };
+  const knownWords = spec.lexicon && spec.wordBonus > 0 ? knownWordsOf(spec.lexicon) : null;
+  // the joint model `all` knows every language's words
+  const withWords = (models: ReadonlyMap<string, CharNgramModel>): LoadedLanguageModels => ({
+    models,
+    options,
+    knownWords: knownWords && new Map([...models.keys()].map((name) => [name, knownWords.get(name) ?? allKnownWords(knownWords)])),
+  });
   if (auto) {
     const perLanguage = new Map([...loaded.models].filter(([name]) => name !== 'all'));
-    return { models: perLanguage.size > 0 ? perLanguage : loaded.models, options };
+    return withWords(perLanguage.size > 0 ? perLanguage : loaded.models);
   }
   const model = loaded.models.get(spec.model);
   if (!model) throw new PipelineError('model_invalid', `the language model ${file} has no model "${spec.model}"`);
-  return { models: new Map([[spec.model, model]]), options };
+  return withWords(new Map([[spec.model, model]]));
 }

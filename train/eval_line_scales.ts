@@ -1,0 +1,111 @@
+// Test-time scale (issue 12, item 4): each validation line of htr-lines read at several horizontal
+// scales (the model-height line stretched along the writing by a factor, linear interpolation), in
+// the service's code (onnxruntime-node, the manifest's beam search): CER and WER of each scale, of
+// keeping the reading with the best mean greedy log-probability per frame (against scale 1 and over
+// all), and of an oracle that keeps the best reading. docs/training.md, "Test-time choices".
+//
+//   node train/eval_line_scales.ts [MODEL_DIR] [SCALES] [--dataset DIR]
+//   node train/eval_line_scales.ts models/hwr-htr-v3 1,1.15,1.25,1.4
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_BEAM_SEARCH } from '../src/pipeline/decoding/beam-search-options.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
+import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
+import { loadKnownWords } from '../src/pipeline/decoding/known-words.ts';
+import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
+import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
+import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+import { LineErrors } from '../bench/lib/text-metrics.ts';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { dataset: { type: 'string', default: path.resolve(import.meta.dirname, '../../shared/datasets/htr-lines') } },
+});
+const dir = positionals[0] ?? 'models/hwr-htr-v3';
+const scales = (positionals[1] ?? '1,1.25').split(',').map(Number);
+
+/** A line `height` px high stretched along x by `factor` (width kept even, linear interpolation). */
+function stretch(data: Float32Array, width: number, height: number, factor: number): { data: Float32Array; width: number } {
+  const out = Math.max(16, Math.round((width * factor) / 2) * 2);
+  const result = new Float32Array(out * height);
+  for (let y = 0; y < height; y += 1)
+    for (let x = 0; x < out; x += 1) {
+      const source = Math.min(width - 1, Math.max(0, ((x + 0.5) * width) / out - 0.5));
+      const left = Math.floor(source);
+      const right = Math.min(width - 1, left + 1);
+      const t = source - left;
+      result[y * out + x] = data[y * width + left] * (1 - t) + data[y * width + right] * t;
+    }
+  return { data: result, width: out };
+}
+
+/** Mean over frames of the best class's log-softmax. */
+function meanBestLogProbability(scores: Float32Array, steps: number, count: number): number {
+  let total = 0;
+  for (let t = 0; t < steps; t += 1) {
+    let max = -Infinity;
+    for (let c = 0; c < count; c += 1) max = Math.max(max, scores[t * count + c]);
+    let sum = 0;
+    for (let c = 0; c < count; c += 1) sum += Math.exp(scores[t * count + c] - max);
+    total -= Math.log(sum);
+  }
+  return total / steps;
+}
+
+function charErrors(hypothesis: string, reference: string): number {
+  const errors = new LineErrors();
+  errors.add(hypothesis, reference);
+  return errors.charEdits;
+}
+
+async function main(): Promise<void> {
+  const spec = loadModelSpec(dir);
+  const rec = spec.recognition;
+  const lm = spec.languageModel;
+  if (!lm) throw new Error(`${dir} has no language model`);
+  const classes = loadCharacterClasses(rec);
+  const session = await createSession(rec.file, 2);
+  const lmFile = loadCharNgramFile(lm.file);
+  const knownWords = lm.lexicon && lm.wordBonus > 0 ? loadKnownWords(lm.lexicon) : null;
+  const options = { ...DEFAULT_BEAM_SEARCH, beam: lm.beam, alpha: lm.alpha, beta: lm.beta, prune: lm.prune, maxCandidates: lm.maxCandidates, wordBonus: lm.wordBonus };
+  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  const errors = new Map<string, LineErrors>();
+  const add = (key: string, hypothesis: string, reference: string): void => {
+    if (!errors.has(key)) errors.set(key, new LineErrors());
+    errors.get(key)!.add(hypothesis, reference);
+  };
+  for (const line of readValidationLines(values.dataset)) {
+    const base = await modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]);
+    const model = lmFile.models.get(line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
+    const reads: { scale: number; greedy: string; beam: string; score: number }[] = [];
+    for (const scale of scales) {
+      // runModel hands the input's buffer to the inference thread: each run gets its own copy
+      const input = scale === 1 ? { data: base.data.slice(), width: base.width } : stretch(base.data, base.width, rec.inputHeight, scale);
+      const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
+      const [steps, count] = [output.dims[1], output.dims[2]];
+      reads.push({
+        scale,
+        greedy: decodeCtc(output.data, 0, count, steps, classes, true).map((c) => c.text).join(''),
+        beam: beamSearchCtc(output.data, 0, count, steps, classes, true, model, options, knownWords?.get(line.lang) ?? null)
+          .map((c) => c.text)
+          .join(''),
+        score: meanBestLogProbability(output.data, steps, count),
+      });
+    }
+    const surest = (candidates: typeof reads) => candidates.reduce((a, b) => (b.score > a.score ? b : a));
+    for (const read of reads) {
+      add(`greedy, scale ${read.scale}`, read.greedy, line.text);
+      add(`beam, scale ${read.scale}`, read.beam, line.text);
+    }
+    if (reads.length > 1) {
+      for (const read of reads.slice(1)) add(`beam, surer of ${reads[0].scale} and ${read.scale}`, surest([reads[0], read]).beam, line.text);
+      add('beam, surest of all', surest(reads).beam, line.text);
+      add('beam, oracle of all', reads.reduce((a, b) => (charErrors(b.beam, line.text) < charErrors(a.beam, line.text) ? b : a)).beam, line.text);
+    }
+  }
+  for (const [key, e] of errors) console.log(`${key.padEnd(32)} CER ${((100 * e.charEdits) / e.chars).toFixed(2)} %  WER ${((100 * e.wordEdits) / e.words).toFixed(2)} %`);
+}
+
+await main();
