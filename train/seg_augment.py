@@ -39,7 +39,7 @@ def gaussian_blur(img: torch.Tensor, sigma: float) -> torch.Tensor:
 
 
 def make_example(page: Page, g: np.random.Generator, crop: int, augment: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """(image [1, crop, crop] with 1 = paper, target [3, crop/2, crop/2] of 0/1)."""
+    """(image [1, crop, crop] with 1 = paper, target [channels, crop/2, crop/2] of 0/1)."""
     h, w = page.image.shape
     th, tw = page.target.shape[1:]
     ink = torch.from_numpy(255 - page.image).float().div(255)[None, None]

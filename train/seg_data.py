@@ -7,6 +7,8 @@ the network's output resolution, one channel each:
   0 baseline  every line's baseline polyline, BASELINE_WIDTH px wide
   1 region    the inside of every line's outline polygon
   2 boundary  the outline of every line polygon, BOUNDARY_WIDTH px wide (where neighbouring lines meet)
+  3 ends      a disc of END_RADIUS px at both ends of every baseline (where one line stops and the next
+              on the same level starts: a margin note beside a line, a page number; kraken's separators)
 
 Rendered pages are cached as one .npz per page, keyed by the rendering settings.
 """
@@ -25,8 +27,9 @@ from PIL import Image, ImageDraw
 
 BASELINE_WIDTH = 3
 BOUNDARY_WIDTH = 2
-CHANNELS = ("baseline", "region", "boundary")
-RENDER_VERSION = 1
+END_RADIUS = 3
+CHANNELS = ("baseline", "region", "boundary", "ends")
+RENDER_VERSION = 2
 
 
 @dataclass
@@ -34,7 +37,7 @@ class Page:
     name: str
     source: str
     image: np.ndarray  # uint8 [H, W], the page at the model's scale (longer side = side)
-    target: np.ndarray  # uint8 [3, ceil(H/2), ceil(W/2)], 0 or 1
+    target: np.ndarray  # uint8 [len(CHANNELS), ceil(H/2), ceil(W/2)], 0 or 1
 
 
 def read_pages(dataset: Path, split: str):
@@ -54,7 +57,7 @@ def model_size(width: int, height: int, side: int) -> tuple[int, int]:
 
 
 def render_targets(page: dict, ratio: float, width: int, height: int) -> np.ndarray:
-    """The three target maps of a page at `ratio` times its stored size, `width` x `height` pixels."""
+    """The target maps (CHANNELS) of a page at `ratio` times its stored size, `width` x `height` pixels."""
     maps = [Image.new("L", (width, height), 0) for _ in CHANNELS]
     draws = [ImageDraw.Draw(m) for m in maps]
     scale = lambda points: [((x + 0.5) * ratio - 0.5, (y + 0.5) * ratio - 0.5) for x, y in points]  # noqa: E731
@@ -67,6 +70,8 @@ def render_targets(page: dict, ratio: float, width: int, height: int) -> np.ndar
         baseline = line.get("baseline")
         if baseline and len(baseline) >= 2:
             draws[0].line(scale(baseline), fill=1, width=BASELINE_WIDTH, joint="curve")
+            for x, y in (scale(baseline)[0], scale(baseline)[-1]):
+                draws[3].ellipse((x - END_RADIUS, y - END_RADIUS, x + END_RADIUS, y + END_RADIUS), fill=1)
     return np.stack([np.asarray(m, dtype=np.uint8) for m in maps])
 
 
@@ -79,7 +84,7 @@ def render_page(page: dict, image: Image.Image, side: int) -> Page:
 
 
 def load_split(dataset: Path, split: str, side: int, cache: Path) -> list[Page]:
-    key = hashlib.sha256(f"{RENDER_VERSION}:{side}:{BASELINE_WIDTH}:{BOUNDARY_WIDTH}".encode()).hexdigest()[:10]
+    key = hashlib.sha256(f"{RENDER_VERSION}:{side}:{BASELINE_WIDTH}:{BOUNDARY_WIDTH}:{END_RADIUS}".encode()).hexdigest()[:10]
     folder = cache / f"{split}-{side}-{key}"
     folder.mkdir(parents=True, exist_ok=True)
     pages: list[Page] = []

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from export_onnx import onnxruntime_node_outputs  # noqa: E402
-from seg_data import load_split  # noqa: E402
+from seg_data import CHANNELS, load_split  # noqa: E402
 from seg_model import STRIDE, LineSegmenter, Probabilities, SegConfig, count_parameters  # noqa: E402
 from seg_train import normalise, pad_to_stride  # noqa: E402
 
@@ -91,7 +91,7 @@ def main(argv):
         "format": "hwr-model/1",
         "name": "hwr-seg",
         "version": args.version,
-        "about": "Text-line segmenter for handwriting (train/seg_train.py, docs/training.md 'Training the line segmenter'): baseline and line-region maps, vectorised by src/pipeline/layout/vectorise-lines.ts. Recognition is borrowed.",
+        "about": "Text-line segmenter for handwriting (train/seg_train.py, docs/training.md 'Training the line segmenter'): baseline, line-region and (from version 2) line-end maps, vectorised by src/pipeline/layout/vectorise-lines.ts. Recognition is borrowed.",
         "detection": {"model": "builtin"},
         "segmentation": {
             "file": "seg.onnx",
@@ -111,10 +111,12 @@ def main(argv):
             "validationLoss": round(val.get("loss", float("nan")), 5),
             "validationBaselinePixelF1": round(val.get("baseline_f1", float("nan")), 4),
             "validationRegionPixelF1": round(val.get("region_f1", float("nan")), 4),
-            "architecture": f"fully convolutional, encoder {list(state['model_config']['channels'])} (strides 2 to 1/16, dilations 2/4/8), additive decoder to 1/2, outputs baseline/region/boundary",
+            **({"validationEndsPixelF1": round(val["ends_f1"], 4)} if "ends_f1" in val else {}),
+            "architecture": f"fully convolutional, encoder {list(state['model_config']['channels'])} (strides 2 to 1/16, dilations 2/4/8), additive decoder to 1/2, outputs " + "/".join(CHANNELS[: state["model_config"]["outputs"]]),
             "parameters": count_parameters(model),
             "onnxMaxAbsDifference": float(f"{worst:.2e}"),
-            "settings": {k: state["args"][k] for k in ("epochs", "crop", "batch", "crops_per_page", "lr", "seed", "side")},
+            "settings": {k: state["args"][k] for k in ("epochs", "crop", "batch", "crops_per_page", "lr", "seed", "side") if k in state["args"]},
+            **({"initialisedFrom": state["args"]["init_from"]} if state["args"].get("init_from") else {}),
         },
     }
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -1,8 +1,8 @@
-"""The line segmenter: a small fully-convolutional network, greyscale page in, three maps out at half resolution.
+"""The line segmenter: a small fully-convolutional network, greyscale page in, four maps out at half resolution.
 
 Encoder of four stride-2 stages (1/2 .. 1/16) with dilated convolutions at 1/16 so that one output pixel
 sees several lines and a long stretch of its own line; an additive (FPN-style) decoder back to 1/2.
-Outputs logits for baseline, line region and line boundary (seg_data.CHANNELS); the exported model
+Outputs logits for baseline, line region, line boundary and line ends (seg_data.CHANNELS); the exported model
 ends in a sigmoid.
 """
 
@@ -22,7 +22,7 @@ STRIDE = 16
 class SegConfig:
     channels: tuple[int, int, int, int] = (16, 32, 64, 96)
     decoder: int = 24
-    outputs: int = 3
+    outputs: int = 4
 
     @staticmethod
     def from_dict(d: dict) -> "SegConfig":

@@ -26,15 +26,15 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from seg_augment import make_example  # noqa: E402
-from seg_data import load_split  # noqa: E402
+from seg_data import CHANNELS, load_split  # noqa: E402
 from seg_model import STRIDE, LineSegmenter, SegConfig, count_parameters  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-CSV_FIELDS = ["epoch", "train_loss", "val_loss", "val_baseline_f1", "val_region_f1", "lr", "epoch_seconds", "elapsed_seconds"]
+CSV_FIELDS = ["epoch", "train_loss", "val_loss", "val_baseline_f1", "val_region_f1", "val_ends_f1", "lr", "epoch_seconds", "elapsed_seconds"]
 # input = (pixel / 255 - MEAN) / STD; the exported manifest carries the same numbers
 MEAN, STD = 0.5, 0.5
-# positive weight per channel (baseline and boundary pixels are rare)
-POS_WEIGHT = torch.tensor([4.0, 1.0, 2.0]).view(1, 3, 1, 1)
+# positive weight per channel (baseline, boundary and end pixels are rare)
+POS_WEIGHT = torch.tensor([4.0, 1.0, 2.0, 6.0]).view(1, len(CHANNELS), 1, 1)
 
 
 def parse_args(argv):
@@ -52,6 +52,7 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch that passes this")
+    p.add_argument("--init-from", type=Path, default=None, help="start from this checkpoint's weights (a head with fewer outputs: its channels are kept, the new ones start fresh)")
     return p.parse_args(argv)
 
 
@@ -74,9 +75,11 @@ def pad_to_stride(image: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def evaluate(model, pages) -> tuple[float, float, float]:
+def evaluate(model, pages) -> tuple[float, float, float, float]:
+    """Validation loss and the pixel F1 of the baseline, region and ends maps."""
     model.eval()
-    losses, tp, fp, fn = [], np.zeros(3), np.zeros(3), np.zeros(3)
+    n = len(CHANNELS)
+    losses, tp, fp, fn = [], np.zeros(n), np.zeros(n), np.zeros(n)
     for page in pages:
         image = torch.from_numpy(page.image).float().div(255)[None, None]
         logits = model(normalise(pad_to_stride(image)))
@@ -91,7 +94,19 @@ def evaluate(model, pages) -> tuple[float, float, float]:
         fn += (~pred & t).sum((0, 2, 3)).numpy()
     f1 = 2 * tp / np.maximum(1, 2 * tp + fp + fn)
     model.train()
-    return float(np.mean(losses)), float(f1[0]), float(f1[1])
+    return float(np.mean(losses)), float(f1[0]), float(f1[1]), float(f1[3])
+
+
+def init_from(model: LineSegmenter, checkpoint: Path) -> None:
+    """Copy a checkpoint's weights; a head trained for fewer channels fills the first rows of ours."""
+    weights = torch.load(checkpoint, map_location="cpu")["model"]
+    own = model.state_dict()
+    for key in ("head.weight", "head.bias"):
+        rows = weights[key].shape[0]
+        merged = own[key].clone()
+        merged[:rows] = weights[key]
+        weights[key] = merged
+    model.load_state_dict(weights)
 
 
 def learning_rate(peak: float, progress: float) -> float:
@@ -118,6 +133,8 @@ def main(argv):
     val_pages = load_split(args.dataset, "val", args.side, args.cache)
     cfg = SegConfig()
     model = LineSegmenter(cfg)
+    if args.init_from is not None and not args.resume:
+        init_from(model, args.init_from)
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     epoch, best, elapsed = 0, float("inf"), 0.0
     if args.resume:
@@ -156,10 +173,10 @@ def main(argv):
             optimiser.step()
             total += loss.item()
         epoch += 1
-        val_loss, bf1, rf1 = evaluate(model, val_pages)
+        val_loss, bf1, rf1, ef1 = evaluate(model, val_pages)
         seconds = time.time() - t0
         elapsed += seconds
-        row = [epoch, round(total / steps_per_epoch, 5), round(val_loss, 5), round(bf1, 4), round(rf1, 4), f"{lr:.2e}", round(seconds, 1), round(elapsed, 1)]
+        row = [epoch, round(total / steps_per_epoch, 5), round(val_loss, 5), round(bf1, 4), round(rf1, 4), round(ef1, 4), f"{lr:.2e}", round(seconds, 1), round(elapsed, 1)]
         with log.open("a", newline="") as f:
             csv.writer(f).writerow(row)
         print(dict(zip(CSV_FIELDS, row)), flush=True)
@@ -176,7 +193,7 @@ def main(argv):
         }
         if val_loss < best:
             best = val_loss
-            torch.save({**state, "val": {"loss": val_loss, "baseline_f1": bf1, "region_f1": rf1}}, args.run / "best.pt")
+            torch.save({**state, "val": {"loss": val_loss, "baseline_f1": bf1, "region_f1": rf1, "ends_f1": ef1}}, args.run / "best.pt")
         torch.save(state, args.run / "last.pt.tmp")
         (args.run / "last.pt.tmp").replace(args.run / "last.pt")
         if args.max_minutes is not None and (time.time() - started) / 60 > args.max_minutes:

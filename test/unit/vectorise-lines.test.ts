@@ -384,3 +384,28 @@ test('a single line on its own gets its interline from the region', () => {
   assert.ok(Math.abs(Math.min(...ys) - (200 - 0.65 * 24)) <= 2, `top at ${Math.min(...ys)}`);
   assert.ok(Math.abs(Math.max(...ys) - (200 + 0.33 * 24)) <= 2, `bottom at ${Math.max(...ys)}`);
 });
+
+test('with an ends map, a margin note level with a line stays its own line; without it, the two are one', () => {
+  const interline = 20;
+  const rows = Array.from({ length: 12 }, (_, k) => 60 + k * interline);
+  const note = straight(20, 100, rows[4]);
+  const line = straight(112, 470, rows[4]);
+  const pageNumber = straight(440, 470, rows[0] - interline);
+  const others = rows.filter((_, k) => k !== 4).map((y) => straight(112, 470, y));
+  const expected = [pageNumber, ...others.slice(0, 4), note, line, ...others.slice(4)];
+  const draw = (withEnds: boolean): SegmentationMaps => {
+    const maps = blankMaps(10);
+    // The baseline map runs on across the gap between the note and its line, as the segmenter draws it.
+    for (const baseline of [pageNumber, ...others]) drawLine(maps, baseline, interline);
+    drawLine(maps, straight(20, 470, rows[4]), interline);
+    if (withEnds) {
+      maps.ends = new Float32Array(WIDTH * HEIGHT);
+      for (const baseline of expected)
+        for (const point of [baseline[0], baseline[baseline.length - 1]]) drawPolyline(maps.ends, [point, point], 6, 0.9);
+    }
+    return maps;
+  };
+  checkLines(vectoriseLines(draw(true)), expected, 4);
+  const joined = vectoriseLines(draw(false)).filter((found) => Math.abs(found.baseline[0][1] - rows[4]) < 3);
+  assert.equal(joined.length, 1, 'without line ends the note and its line are one baseline');
+});

@@ -19,7 +19,7 @@ from seg_augment import make_example
 from seg_data import CHANNELS, render_page
 from seg_export import check_in_onnxruntime, export
 from seg_model import STRIDE, LineSegmenter, Probabilities, SegConfig
-from seg_train import loss_of, normalise, pad_to_stride
+from seg_train import init_from, loss_of, normalise, pad_to_stride
 
 WIDTH, HEIGHT = 800, 600
 # three text lines: baseline y, from x to x
@@ -52,10 +52,13 @@ class TargetsTest(unittest.TestCase):
         rendered = render_page(page, image, side=400)  # 800 -> 400 model pixels -> 200 map pixels
         self.assertEqual(rendered.image.shape, (300, 400))
         self.assertEqual(rendered.target.shape, (len(CHANNELS), 150, 200))
-        baseline, region, boundary = rendered.target
+        baseline, region, boundary, ends = rendered.target
         for y, x0, x1 in LINES:
             row, left, right = y // 4, x0 // 4, x1 // 4
             self.assertTrue(baseline[row - 1 : row + 2, left + 2 : right - 2].any(axis=0).all(), f"baseline at y={y}")
+            for x in (left, right):
+                self.assertTrue(ends[row, x], f"a line end at ({x}, {row})")
+            self.assertFalse(ends[row - 5 : row + 6, left + 5 : right - 5].any(), f"no line end inside the line at y={y}")
             self.assertTrue(region[row - 5, left + 5 : right - 5].all(), f"region above the baseline at y={y}")
             self.assertTrue(boundary[(y - 60) // 4 - 1 : (y - 60) // 4 + 2, (left + right) // 2].any(), f"boundary on the outline's top at y={y}")
         self.assertFalse(baseline[:30].any() or region[:15].any(), "nothing above the first line's outline")
@@ -71,7 +74,7 @@ class ExampleTest(unittest.TestCase):
         self.assertTrue(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]))
         self.assertFalse(torch.equal(a[0], c[0]))
         self.assertEqual(tuple(a[0].shape), (1, 128, 128))
-        self.assertEqual(tuple(a[1].shape), (3, 64, 64))
+        self.assertEqual(tuple(a[1].shape), (len(CHANNELS), 64, 64))
         self.assertTrue(0 <= float(a[0].min()) and float(a[0].max()) <= 1)
 
     def test_without_augmentation_the_targets_stay_on_the_writing(self):
@@ -94,11 +97,26 @@ class NetworkTest(unittest.TestCase):
         model = LineSegmenter(SegConfig(channels=(4, 8, 8, 8), decoder=8))
         x = torch.rand(2, 1, 4 * STRIDE, 6 * STRIDE)
         out = model(normalise(x))
-        self.assertEqual(tuple(out.shape), (2, 3, 2 * STRIDE, 3 * STRIDE))
+        self.assertEqual(tuple(out.shape), (2, len(CHANNELS), 2 * STRIDE, 3 * STRIDE))
         loss = loss_of(out, torch.zeros_like(out))
         loss.backward()
         self.assertTrue(torch.isfinite(loss) and loss > 0)
         self.assertEqual(tuple(pad_to_stride(torch.rand(1, 1, 33, 50)).shape), (1, 1, 48, 64))
+
+
+class InitialiseTest(unittest.TestCase):
+    def test_a_checkpoint_with_fewer_outputs_fills_the_first_channels_of_the_head(self):
+        torch.manual_seed(2)
+        small = LineSegmenter(SegConfig(channels=(4, 8, 8, 8), decoder=8, outputs=3))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "three.pt"
+            torch.save({"model": small.state_dict()}, path)
+            model = LineSegmenter(SegConfig(channels=(4, 8, 8, 8), decoder=8, outputs=4))
+            fresh = model.head.weight[3].detach().clone()
+            init_from(model, path)
+        self.assertTrue(torch.equal(model.head.weight[:3], small.head.weight))
+        self.assertTrue(torch.equal(model.head.weight[3], fresh), "the new channel keeps its own initial weights")
+        self.assertTrue(torch.equal(model.e4[0][0].weight, small.e4[0][0].weight))
 
 
 class ExportTest(unittest.TestCase):

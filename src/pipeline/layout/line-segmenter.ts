@@ -27,6 +27,8 @@ export interface SegmentationTimings {
 /** The map channels the model outputs, in order. */
 const BASELINE_CHANNEL = 0;
 const REGION_CHANNEL = 1;
+/** Line ends (hwr-seg 2 on); channel 2, the outline boundary, only helps training. */
+const ENDS_CHANNEL = 3;
 
 export async function segmentLines(
   session: InferenceSession,
@@ -53,7 +55,7 @@ export async function segmentLines(
   if (output.dims.length !== 4 || channels < 2 || mapHeight * 2 !== inputHeight || mapWidth * 2 !== inputWidth) {
     throw new PipelineError(
       'model_mismatch',
-      `segmentation output has shape [${output.dims.join(', ')}], expected [1, 3, ${inputHeight / 2}, ${inputWidth / 2}]`,
+      `segmentation output has shape [${output.dims.join(', ')}], expected [1, 3 or 4, ${inputHeight / 2}, ${inputWidth / 2}]`,
     );
   }
   if (timings) timings.modelMs = performance.now() - started;
@@ -68,8 +70,13 @@ export async function segmentLines(
     return plane;
   };
   const lines = vectoriseLines(
-    { ...maps, baseline: channel(BASELINE_CHANNEL), region: channel(REGION_CHANNEL) },
-    { baselineThreshold: spec.baselineThreshold, regionThreshold: spec.regionThreshold },
+    {
+      ...maps,
+      baseline: channel(BASELINE_CHANNEL),
+      region: channel(REGION_CHANNEL),
+      ends: channels > ENDS_CHANNEL ? channel(ENDS_CHANNEL) : undefined,
+    },
+    { baselineThreshold: spec.baselineThreshold, regionThreshold: spec.regionThreshold, endThreshold: spec.endThreshold },
   );
   // Map coordinates are continuous (pixel i spans [i, i + 1)); one map pixel is 2 input pixels.
   const sx = (2 * image.width) / width;

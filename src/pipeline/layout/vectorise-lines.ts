@@ -13,6 +13,8 @@
 //    starts after another ends, in line with it (offset and direction) and close enough: within
 //    `maxJoinGap` interlines, or `maxBridgedGap` where the region map goes on across the gap (a
 //    long word space or faded ink; the gutter between two columns holds no line region).
+//    With an ends map (line-ends.ts), pieces are first cut at the line ends inside them, and no
+//    join crosses a line end: a margin note or page number level with a line stays its own line.
 // 4. Pieces with little line region under them, lines without a pixel of `baselineThreshold`
 //    (hysteresis), lines too short and lines mostly gap (a chain of specks) are noise and
 //    dropped; a line's ends lose half the stroke's thickness (its round caps).
@@ -20,6 +22,7 @@
 //    the neighbouring baselines (line-polygons.ts).
 import type { Point } from '../page-result.ts';
 import { baselinePieces, type Piece } from './baseline-tracks.ts';
+import { endBetween, splitAtLineEnds, type LineEndSettings } from './line-ends.ts';
 import { linePolygons, simplifyPolyline, type PolygonSettings } from './line-polygons.ts';
 
 /** A segmenter's output maps: probabilities 0..1, row-major, `width` × `height`. */
@@ -28,6 +31,8 @@ export interface SegmentationMaps {
   height: number;
   baseline: Float32Array;
   region: Float32Array;
+  /** Where baselines start and stop (models with an ends channel); without it lines are cut by gaps alone. */
+  ends?: Float32Array;
 }
 
 /** A text line in map pixel coordinates. */
@@ -39,7 +44,7 @@ export interface VectorLine {
 }
 
 /** What vectorising may be told; the outline settings (region threshold, extents, simplification) are line-polygons.ts's. */
-export interface VectoriseOptions extends PolygonSettings {
+export interface VectoriseOptions extends PolygonSettings, LineEndSettings {
   /**
    * Hysteresis on the baseline map: a line needs pixels of at least `baselineThreshold`, and
    * runs on through pixels of at least `baselineLowThreshold` (faded ink).
@@ -83,6 +88,8 @@ const DEFAULTS: VectoriseOptions = {
   maxJoinOffset: 0.3,
   maxJoinAngle: 20,
   defaultInterline: 16,
+  endThreshold: 0.5,
+  endMargin: 0.5,
   maxAscent: 1,
   maxDescent: 0.5,
   fallbackAscent: 0.65,
@@ -105,8 +112,8 @@ const BRIDGE_SHARE = 0.75;
 /** The text lines of a page from its segmentation maps, top to bottom by the middle of their baselines. */
 export function vectoriseLines(maps: SegmentationMaps, options: Partial<VectoriseOptions> = {}): VectorLine[] {
   const settings: VectoriseOptions = { ...DEFAULTS, ...options };
-  const { width, height, baseline, region } = maps;
-  if (baseline.length !== width * height || region.length !== width * height)
+  const { width, height, baseline, region, ends } = maps;
+  if (baseline.length !== width * height || region.length !== width * height || (ends && ends.length !== width * height))
     throw new RangeError(`segmentation maps must hold ${width} × ${height} values`);
   if (width === 0 || height === 0) return [];
 
@@ -116,13 +123,14 @@ export function vectoriseLines(maps: SegmentationMaps, options: Partial<Vectoris
   pieces = dropSteep(pieces, pageSlope, settings.maxPieceAngle);
   const interline = estimateInterline(pieces, traced.thickness, region, width, height, settings);
   pieces = joinOverlapping(pieces, interline);
+  if (ends) pieces = splitAtLineEnds(pieces, ends, width, height, interline, settings);
   const support = (piece: Piece): number => regionSupport(piece, region, width, height, interline);
   const minLength = Math.max(settings.minLength, settings.minLengthFraction * interline);
   pieces = pieces.filter((piece) => support(piece) >= settings.minRegionSupport);
-  const ends = Math.floor(traced.thickness / 2);
-  const lines = joinPieces(pieces, interline, pageSlope, region, width, height, settings)
+  const capColumns = Math.floor(traced.thickness / 2);
+  const lines = joinPieces(pieces, interline, pageSlope, maps, settings)
     .filter(({ line, ink }) => ink >= settings.minCoverage * line.ys.length && line.peak >= settings.baselineThreshold)
-    .map(({ line }) => trim(line, ends))
+    .map(({ line }) => trim(line, capColumns))
     .filter((line) => line.ys.length >= minLength)
     .map(smooth);
 
@@ -271,9 +279,7 @@ function joinPieces(
   pieces: readonly Piece[],
   interline: number,
   pageSlope: number,
-  region: Float32Array,
-  width: number,
-  height: number,
+  { region, ends, width, height }: SegmentationMaps,
   settings: VectoriseOptions,
 ): { line: Piece; ink: number }[] {
   const span = Math.max(2, Math.round(interline));
@@ -310,6 +316,7 @@ function joinPieces(
         !bridged(leftEnd, yEnd, right.x0, right.ys[0], region, width, height, interline, settings)
       )
         continue;
+      if (ends && endBetween(ends, width, height, leftEnd, yEnd, right.x0, right.ys[0], settings.endThreshold)) continue;
       joins.push({ from: a, to: b, cost: gap / interline + (2 * offset) / interline });
     }
   }
