@@ -62,6 +62,7 @@ def main(argv):
     p.add_argument("--cache", type=Path, default=Path("/work/cache/seg"))
     p.add_argument("--version", default="1")
     p.add_argument("--crop-height", type=float, default=0.833, help="share of a segmented line's outline height its crop keeps (chosen on val with eval:pages)")
+    p.add_argument("--end-threshold", type=float, default=0.5, help="probability of the line-end map that cuts a line (models with an ends channel; chosen on val with eval:pages)")
     p.add_argument("--recognition", default="../hwr-htr-v3", help="model directory the manifest borrows recognition from")
     args = p.parse_args(argv)
 
@@ -102,6 +103,7 @@ def main(argv):
             "sizeMultiple": STRIDE,
             "baselineThreshold": 0.5,
             "regionThreshold": 0.5,
+            **({"endThreshold": args.end_threshold} if state["model_config"]["outputs"] > 3 else {}),
             "cropHeight": args.crop_height,
         },
         "recognition": {"model": args.recognition},

@@ -1,4 +1,4 @@
-// The shipped line segmenter (models/hwr-seg-v1) on a real handwritten fixture page that no
+// The shipped line segmenter (models/hwr-seg-v2) on a real handwritten fixture page that no
 // training or tuning saw: its lines are found one for one against the page's ground truth, with
 // baselines inside their outlines; and the engine's layout uses it.
 import assert from 'node:assert/strict';
@@ -79,7 +79,7 @@ test('the default engine lays out the page from the segmenter: outlined lines wi
   try {
     const regions = await engine.layout(page);
     const lines = regions.flatMap((region) => region.lines);
-    // 25 of 28 today: the margin note and the page number join the lines beside them, one interlinear word is missed.
+    // 25 of 28 (v1 and v2 alike): the margin note and the page number join the lines beside them, one interlinear word is missed.
     assert.ok(lines.length >= 0.85 * truth.length, `${lines.length} lines for ${truth.length}`);
     for (const line of lines) {
       assert.equal(line.fragments.length, 1);

@@ -20,7 +20,7 @@ export interface LineEndSettings {
 const REACH = 2;
 
 /** The strongest end probability at column x within REACH rows of y. */
-export function endAt(ends: Float32Array, width: number, height: number, x: number, y: number): number {
+function endAt(ends: Float32Array, width: number, height: number, x: number, y: number): number {
   if (x < 0 || x >= width) return 0;
   const yi = Math.round(y);
   let best = 0;
