@@ -134,14 +134,17 @@ test('an invalid manifest names every problem at once', async () => {
   await assert.rejects(async () => loadModelSpec(path.join(directory, 'nowhere')), /has no manifest\.json/);
 });
 
+/** The least a manifest needs: a name, the built-in detector, a recognizer file and its charset. */
+const minimal = {
+  format: 'hwr-model/1',
+  name: 'minimal',
+  version: '1',
+  detection: { model: 'builtin' },
+  recognition: { file: 'rec.onnx', charset: 'charset.txt' },
+};
+
 test('a language model section may name a lexicon of known words and their bonus; a missing lexicon file is refused', async () => {
-  const base = {
-    format: 'hwr-model/1',
-    name: 'words',
-    version: '1',
-    detection: { model: 'builtin' },
-    recognition: { file: 'rec.onnx', charset: 'charset.txt' },
-  };
+  const base = minimal;
   await writeFile(path.join(directory, 'lm.json'), '{}');
   await writeFile(path.join(directory, 'lexicon.json'), '{}');
   const plain = loadModelSpec(await manifest({ ...base, languageModel: { file: 'lm.json' } }));
@@ -156,13 +159,7 @@ test('a language model section may name a lexicon of known words and their bonus
 });
 
 test('a segmentation section names the segmenter, its input and map thresholds, or borrows them from another model', async () => {
-  const base = {
-    format: 'hwr-model/1',
-    name: 'seg',
-    version: '1',
-    detection: { model: 'builtin' },
-    recognition: { file: 'rec.onnx', charset: 'charset.txt' },
-  };
+  const base = minimal;
   const without = loadModelSpec(await manifest(base));
   assert.equal(without.segmentation, null);
   const own = loadModelSpec(
