@@ -65,6 +65,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=0, help="DataLoader processes that make and augment the training batches (0: in the training process)")
     p.add_argument("--amp", choices=("none", "bf16"), default="none", help="bf16 autocast for the forward pass on CUDA (the CTC loss stays float32)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (cuda when available); batches are made and augmented on the CPU either way")
+    p.add_argument(
+        "--extra-train",
+        type=str,
+        action="append",
+        default=[],
+        help="another dataset folder in htr-lines' layout (e.g. train/synth_lines.py's) whose train lines join the training set; repeatable",
+    )
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training lines (timing runs)")
     p.add_argument("--limit-val", type=int, default=0)
     p.add_argument("--checkpoint-minutes", type=float, default=5.0)
@@ -104,6 +111,23 @@ def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
 
 
 @torch.no_grad()
+def add_extra_training_lines(args, charset: list[str], train_lines: list, store: ImageStore) -> list[str]:
+    """Appends the train lines of each --extra-train folder whose characters the charset has (the charset stays the real
+    training set's) to `train_lines`, their images to `store`; returns the folders' dataset digests."""
+    known = set(charset)
+    digests = []
+    for folder in getattr(args, "extra_train", []) or []:
+        images_dir, digest = ensure_extracted(Path(folder), args.cache)
+        lines = [line for line in read_split(Path(folder), "train", images_dir) if set(line.text) <= known]
+        extra = ImageStore(images_dir, lines)
+        store.blobs.update(extra.blobs)
+        store.sizes.update(extra.sizes)
+        train_lines.extend(lines)
+        digests.append(digest)
+        print(f"extra training lines: {len(lines)} from {folder} ({digest[:19]})", flush=True)
+    return digests
+
+
 def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width_stride, device: torch.device, workers: int = 0) -> tuple[float, float, float]:
     model.eval()
     rate = ErrorRate()
@@ -255,6 +279,11 @@ def main(argv: list[str]) -> None:
             raise SystemExit(f"dataset changed since the checkpoint: {digest} != {meta['dataset_digest']}")
         charset, mean, std = meta["charset"], meta["mean"], meta["std"]
         cfg = ModelConfig.from_dict(state["model_config"])
+    extra_digests = add_extra_training_lines(args, charset, train_lines, store)
+    if state is None:
+        meta["extra_train"] = extra_digests
+    elif meta.get("extra_train", []) != extra_digests:
+        raise SystemExit(f"--extra-train data changed since the checkpoint: {extra_digests} != {meta.get('extra_train', [])}")
     write_charset(charset, args.run / "charset.txt")
     index = {ch: i + 1 for i, ch in enumerate(charset)}
 
