@@ -52,12 +52,13 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch that passes this")
+    p.add_argument("--ends-weight", type=float, default=float(POS_WEIGHT[0, 3]), help="positive weight of the line-end channel in the loss")
     p.add_argument("--init-from", type=Path, default=None, help="start from this checkpoint's weights (a head with fewer outputs: its channels are kept, the new ones start fresh)")
     return p.parse_args(argv)
 
 
-def loss_of(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    bce = F.binary_cross_entropy_with_logits(logits, target, pos_weight=POS_WEIGHT)
+def loss_of(logits: torch.Tensor, target: torch.Tensor, pos_weight: torch.Tensor = POS_WEIGHT) -> torch.Tensor:
+    bce = F.binary_cross_entropy_with_logits(logits, target, pos_weight=pos_weight)
     prob = torch.sigmoid(logits)
     inter = (prob * target).sum((0, 2, 3))
     dice = 1 - (2 * inter + 1) / (prob.sum((0, 2, 3)) + target.sum((0, 2, 3)) + 1)
@@ -136,6 +137,8 @@ def main(argv):
     if args.init_from is not None and not args.resume:
         init_from(model, args.init_from)
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+    pos_weight = POS_WEIGHT.clone()
+    pos_weight[0, 3] = getattr(args, "ends_weight", float(POS_WEIGHT[0, 3]))  # checkpoints from before the option: the default
     epoch, best, elapsed = 0, float("inf"), 0.0
     if args.resume:
         model.load_state_dict(state["model"])
@@ -166,7 +169,7 @@ def main(argv):
                 images.append(image)
                 targets.append(target)
             logits = model(normalise(torch.stack(images)))
-            loss = loss_of(logits, torch.stack(targets))
+            loss = loss_of(logits, torch.stack(targets), pos_weight)
             optimiser.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
