@@ -14,7 +14,7 @@ import { DEFAULT_BEAM_SEARCH } from '../src/pipeline/decoding/beam-search-option
 import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
-import { allKnownWords, loadKnownWords } from '../src/pipeline/decoding/known-words.ts';
+import { allKnownWords, knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
 import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
@@ -40,11 +40,8 @@ async function main(): Promise<void> {
       const rec = spec.recognition;
       const lmFile = loadCharNgramFile(path.join(dir, 'lm.json'));
       const lm = spec.languageModel;
-      const options = {
-        ...DEFAULT_BEAM_SEARCH,
-        ...(lm ? { beam: lm.beam, alpha: lm.alpha, beta: lm.beta, prune: lm.prune, maxCandidates: lm.maxCandidates, wordBonus: lm.wordBonus } : {}),
-      };
-      const knownWords = lm?.lexicon && lm.wordBonus > 0 ? loadKnownWords(lm.lexicon) : null;
+      const options = lm ?? DEFAULT_BEAM_SEARCH;
+      const knownWords = lm && knownWordsFor(lm);
       const jointWords = knownWords && allKnownWords(knownWords);
       return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options, knownWords, jointWords, ms: 0, errors: new Map<string, LineErrors>() };
     }),

@@ -8,11 +8,10 @@
 //   node train/eval_line_scales.ts models/hwr-htr-v3 1,1.15,1.25,1.4
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_BEAM_SEARCH } from '../src/pipeline/decoding/beam-search-options.ts';
 import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
-import { loadKnownWords } from '../src/pipeline/decoding/known-words.ts';
+import { knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
 import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
@@ -68,8 +67,7 @@ async function main(): Promise<void> {
   const classes = loadCharacterClasses(rec);
   const session = await createSession(rec.file, 2);
   const lmFile = loadCharNgramFile(lm.file);
-  const knownWords = lm.lexicon && lm.wordBonus > 0 ? loadKnownWords(lm.lexicon) : null;
-  const options = { ...DEFAULT_BEAM_SEARCH, beam: lm.beam, alpha: lm.alpha, beta: lm.beta, prune: lm.prune, maxCandidates: lm.maxCandidates, wordBonus: lm.wordBonus };
+  const knownWords = knownWordsFor(lm);
   const images = readTar(path.join(values.dataset, 'val-000.tar'));
   const errors = new Map<string, LineErrors>();
   const add = (key: string, hypothesis: string, reference: string): void => {
@@ -88,7 +86,7 @@ async function main(): Promise<void> {
       reads.push({
         scale,
         greedy: decodeCtc(output.data, 0, count, steps, classes, true).map((c) => c.text).join(''),
-        beam: beamSearchCtc(output.data, 0, count, steps, classes, true, model, options, knownWords?.get(line.lang) ?? null)
+        beam: beamSearchCtc(output.data, 0, count, steps, classes, true, model, lm, knownWords?.get(line.lang) ?? null)
           .map((c) => c.text)
           .join(''),
         score: meanBestLogProbability(output.data, steps, count),

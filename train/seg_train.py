@@ -35,6 +35,7 @@ CSV_FIELDS = ["epoch", "train_loss", "val_loss", "val_baseline_f1", "val_region_
 MEAN, STD = 0.5, 0.5
 # positive weight per channel (baseline, boundary and end pixels are rare)
 POS_WEIGHT = torch.tensor([4.0, 1.0, 2.0, 6.0]).view(1, len(CHANNELS), 1, 1)
+ENDS = CHANNELS.index("ends")
 
 
 def parse_args(argv):
@@ -52,7 +53,7 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch that passes this")
-    p.add_argument("--ends-weight", type=float, default=float(POS_WEIGHT[0, 3]), help="positive weight of the line-end channel in the loss")
+    p.add_argument("--ends-weight", type=float, default=float(POS_WEIGHT[0, ENDS]), help="positive weight of the line-end channel in the loss")
     p.add_argument("--init-from", type=Path, default=None, help="start from this checkpoint's weights (a head with fewer outputs: its channels are kept, the new ones start fresh)")
     return p.parse_args(argv)
 
@@ -95,7 +96,7 @@ def evaluate(model, pages) -> tuple[float, float, float, float]:
         fn += (~pred & t).sum((0, 2, 3)).numpy()
     f1 = 2 * tp / np.maximum(1, 2 * tp + fp + fn)
     model.train()
-    return float(np.mean(losses)), float(f1[0]), float(f1[1]), float(f1[3])
+    return float(np.mean(losses)), float(f1[0]), float(f1[1]), float(f1[ENDS])
 
 
 def init_from(model: LineSegmenter, checkpoint: Path) -> None:
@@ -138,7 +139,7 @@ def main(argv):
         init_from(model, args.init_from)
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     pos_weight = POS_WEIGHT.clone()
-    pos_weight[0, 3] = getattr(args, "ends_weight", float(POS_WEIGHT[0, 3]))  # checkpoints from before the option: the default
+    pos_weight[0, ENDS] = args.ends_weight
     epoch, best, elapsed = 0, float("inf"), 0.0
     if args.resume:
         model.load_state_dict(state["model"])

@@ -110,13 +110,12 @@ def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
     return g
 
 
-@torch.no_grad()
 def add_extra_training_lines(args, charset: list[str], train_lines: list, store: ImageStore) -> list[str]:
     """Appends the train lines of each --extra-train folder whose characters the charset has (the charset stays the real
     training set's) to `train_lines`, their images to `store`; returns the folders' dataset digests."""
     known = set(charset)
     digests = []
-    for folder in getattr(args, "extra_train", []) or []:
+    for folder in getattr(args, "extra_train", []):  # checkpoints from before the option have none
         images_dir, digest = ensure_extracted(Path(folder), args.cache)
         lines = [line for line in read_split(Path(folder), "train", images_dir) if set(line.text) <= known]
         extra = ImageStore(images_dir, lines)
@@ -128,6 +127,7 @@ def add_extra_training_lines(args, charset: list[str], train_lines: list, store:
     return digests
 
 
+@torch.no_grad()
 def evaluate(model: CRNN, lines, store, index, charset, height, mean, std, width_stride, device: torch.device, workers: int = 0) -> tuple[float, float, float]:
     model.eval()
     rate = ErrorRate()

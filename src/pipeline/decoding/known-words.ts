@@ -32,6 +32,22 @@ export function loadKnownWords(file: string): Map<string, KnownWords> {
   return result;
 }
 
+const lexiconFiles = new Map<string, Map<string, KnownWords>>();
+
+/**
+ * The known words a language model section asks for (its `lexicon`, when its `wordBonus` is not
+ * 0), read once per file and process; null when it asks for none.
+ */
+export function knownWordsFor(spec: { lexicon: string | null; wordBonus: number }): ReadonlyMap<string, KnownWords> | null {
+  if (!spec.lexicon || spec.wordBonus === 0) return null;
+  let lexicon = lexiconFiles.get(spec.lexicon);
+  if (!lexicon) {
+    lexicon = loadKnownWords(spec.lexicon);
+    lexiconFiles.set(spec.lexicon, lexicon);
+  }
+  return lexicon;
+}
+
 /** All languages' words in one set (for a joint language model). */
 export function allKnownWords(lexicon: ReadonlyMap<string, KnownWords>): KnownWords {
   return new Set([...lexicon.values()].flatMap((words) => [...words]));

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_BEAM_SEARCH } from '../decoding/beam-search-options.ts';
+import { DEFAULT_BEAM_SEARCH, type BeamSearchOptions } from '../decoding/beam-search-options.ts';
 import { PipelineError } from '../errors.ts';
 import { OUTLINE_CROP_HEIGHT } from '../layout/outlined-line.ts';
 
@@ -107,19 +107,12 @@ export interface RecognitionSpec extends InputNormalisation {
 }
 
 /** A character n-gram LM (`hwr-char-ngram/1`, decoding/char-ngram-lm.ts) and the beam search settings it is used with. */
-export interface LanguageModelSpec {
+export interface LanguageModelSpec extends BeamSearchOptions {
   file: string;
   /** Which model of the file: `all` (joint), one language's, or `auto` (per page, the language that fits it best). */
   model: string;
-  beam: number;
-  alpha: number;
-  beta: number;
-  prune: number;
-  maxCandidates: number;
-  /** Known words per language (decoding/known-words.ts), or null: no word bonus. */
+  /** Known words per language (decoding/known-words.ts), or null: no word bonus (`wordBonus` is then unused). */
   lexicon: string | null;
-  /** Bonus for a known word at its end; 0 without a lexicon. */
-  wordBonus: number;
 }
 
 /** How a page's lines are shared between the screening and the main recognizer (select-reading.ts). */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { BeamSearchOptions } from '../decoding/beam-search-options.ts';
 import { loadCharNgramFile, type CharNgramModel } from '../decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../decoding/ctc-beam-search.ts';
-import { allKnownWords, loadKnownWords, type KnownWords } from '../decoding/known-words.ts';
+import { allKnownWords, knownWordsFor, type KnownWords } from '../decoding/known-words.ts';
 import { decodeCtc } from '../decoding/ctc-decode.ts';
 import { mostLikelyLanguage } from '../decoding/page-language.ts';
 import { PipelineError } from '../errors.ts';
@@ -141,16 +141,6 @@ interface LoadedLanguageModels {
 
 /** LM files are large (megabytes of JSON): one parse per file and model selection, per process. */
 const languageModelFiles = new Map<string, ReturnType<typeof loadCharNgramFile>>();
-const lexiconFiles = new Map<string, Map<string, KnownWords>>();
-
-function knownWordsOf(file: string): Map<string, KnownWords> {
-  let lexicon = lexiconFiles.get(file);
-  if (!lexicon) {
-    lexicon = loadKnownWords(file);
-    lexiconFiles.set(file, lexicon);
-  }
-  return lexicon;
-}
 
 /**
  * `model: "auto"` loads every per-language model of the file (all but the joint `all`; `all`
@@ -165,19 +155,11 @@ function loadLanguageModels(spec: LanguageModelSpec): LoadedLanguageModels {
     loaded = loadCharNgramFile(file, auto ? undefined : spec.model);
     languageModelFiles.set(key, loaded);
   }
-  const options = {
-    beam: spec.beam,
-    alpha: spec.alpha,
-    beta: spec.beta,
-    prune: spec.prune,
-    maxCandidates: spec.maxCandidates,
-    wordBonus: spec.wordBonus,
-  };
-  const knownWords = spec.lexicon && spec.wordBonus > 0 ? knownWordsOf(spec.lexicon) : null;
+  const knownWords = knownWordsFor(spec);
   // the joint model `all` knows every language's words
   const withWords = (models: ReadonlyMap<string, CharNgramModel>): LoadedLanguageModels => ({
     models,
-    options,
+    options: spec,
     knownWords: knownWords && new Map([...models.keys()].map((name) => [name, knownWords.get(name) ?? allKnownWords(knownWords)])),
   });
   if (auto) {
