@@ -33,7 +33,8 @@ async function main(): Promise<void> {
   const rec = spec.recognition;
   const classes = loadCharacterClasses(rec);
   const session = await createSession(rec.file, 1);
-  const lmFile = loadCharNgramFile(path.join(values.model, 'lm.json'));
+  if (!spec.languageModel) throw new Error(`${values.model}: the manifest names no language model`);
+  const lmFile = loadCharNgramFile(spec.languageModel.file);
   const joint = lmFile.models.get('all') as CharNgramModel;
   const images = readTar(path.join(values.dataset, 'val-000.tar'));
   let lines = readValidationLines(values.dataset);

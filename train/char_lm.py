@@ -23,6 +23,7 @@ All log probabilities are natural logarithms rounded to 3 decimals.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import sys
@@ -159,6 +160,19 @@ def estimate(texts: list[str], order: int, min_count: int, extra: list[tuple[lis
     }
 
 
+def write_document(path: Path, document: dict) -> None:
+    """The LM file; gzip-compressed when its name ends in .gz (no name or time in the header: the same bytes for the
+    same model)."""
+    data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0) if path.suffix == ".gz" else data)
+
+
+def read_document(path: Path) -> dict:
+    """An LM file, plain or gzip-compressed (told by its first bytes, as the service's reader does)."""
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+
+
 def read_texts(tsv: Path) -> list[tuple[str, str]]:
     import csv
 
@@ -241,7 +255,7 @@ def main(argv: list[str]) -> None:
         "models": models,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    write_document(args.out, document)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
 
 

@@ -10,7 +10,6 @@
 // height); beam options are each manifest's languageModel settings (with its known words when it has a lexicon).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_BEAM_SEARCH } from '../src/pipeline/decoding/beam-search-options.ts';
 import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
@@ -38,12 +37,12 @@ async function main(): Promise<void> {
     positionals.map(async (dir) => {
       const spec = loadModelSpec(dir);
       const rec = spec.recognition;
-      const lmFile = loadCharNgramFile(path.join(dir, 'lm.json'));
       const lm = spec.languageModel;
-      const options = lm ?? DEFAULT_BEAM_SEARCH;
-      const knownWords = lm && knownWordsFor(lm);
+      if (!lm) throw new Error(`${dir}: the manifest names no language model`);
+      const lmFile = loadCharNgramFile(lm.file);
+      const knownWords = knownWordsFor(lm);
       const jointWords = knownWords && allKnownWords(knownWords);
-      return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options, knownWords, jointWords, ms: 0, errors: new Map<string, LineErrors>() };
+      return { dir, spec, rec, classes: loadCharacterClasses(rec), session: await createSession(rec.file, 1), lmFile, options: lm, knownWords, jointWords, ms: 0, errors: new Map<string, LineErrors>() };
     }),
   );
   const images = readTar(path.join(values.dataset, 'val-000.tar'));

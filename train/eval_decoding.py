@@ -1,6 +1,6 @@
 """Validation CER/WER of a checkpoint: greedy decoding against CTC beam search with the char n-gram LM.
 
-    python3 train/eval_decoding.py --checkpoint RUN/best.pt --lm models/hwr-htr-v2/lm.json
+    python3 train/eval_decoding.py --checkpoint RUN/best.pt --lm models/hwr-htr-v2/lm.json.gz
 
 The model runs once over the validation lines; decoders then work on the stored log-probabilities
 (--logits-cache FILE keeps them, so that later runs, e.g. for other LMs, skip the model).
@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from batches import make_batch  # noqa: E402
-from char_lm import CharNgram  # noqa: E402
+from char_lm import CharNgram, read_document  # noqa: E402
 from ctc_beam import BeamOptions, beam_search  # noqa: E402
 from data import ImageStore, ensure_extracted, read_split, width_batches  # noqa: E402
 from metrics import ErrorRate, greedy_decode  # noqa: E402
@@ -107,7 +107,7 @@ class MemoLM:
 
 
 def load_lms(path: Path) -> dict[str, MemoLM]:
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc = read_document(path)
     return {name: MemoLM(CharNgram.from_json(m, doc["order"])) for name, m in doc["models"].items()}
 
 

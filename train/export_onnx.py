@@ -26,6 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from batches import make_batch  # noqa: E402
+from char_lm import read_document  # noqa: E402
 from data import ImageStore, ensure_extracted, read_split, save_json, write_charset  # noqa: E402
 from lexicon import write_lexicon  # noqa: E402
 from metrics import greedy_decode  # noqa: E402
@@ -117,12 +118,12 @@ def main(argv: list[str]) -> None:
     p.add_argument("--cache", type=Path, default=Path("/work/cache/htr-lines"))
     p.add_argument("--name", default="hwr-htr")
     p.add_argument("--version", default="1")
-    p.add_argument("--language-model", type=Path, help="char n-gram file from train/build_lm.py, copied as lm.json")
+    p.add_argument("--language-model", type=Path, help="char n-gram file from train/char_lm.py, copied as lm.json (lm.json.gz when gzip-compressed)")
     p.add_argument(
         "--share-language-model",
         action="store_true",
-        help="lm.json becomes a relative symbolic link to --language-model instead of a copy (e.g. another model directory's "
-        "lm.json: one copy in the working tree, which a GPU call carries whole)",
+        help="lm.json(.gz) becomes a relative symbolic link to --language-model instead of a copy (e.g. another model directory's "
+        "LM: one copy in the working tree, which a GPU call carries whole)",
     )
     p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
     p.add_argument(
@@ -175,14 +176,14 @@ def main(argv: list[str]) -> None:
         "recognition": recognition,
     }
     if args.language_model:
-        lm_file = "lm.json"
+        lm_file = "lm.json.gz" if args.language_model.suffix == ".gz" else "lm.json"
         (args.out / lm_file).unlink(missing_ok=True)
         if args.share_language_model:
             os.symlink(os.path.relpath(args.language_model.resolve(), args.out.resolve()), args.out / lm_file)
         else:
             shutil.copyfile(args.language_model, args.out / lm_file)
         tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
-        manifest["languageModel"] = {"file": lm_file, "format": json.loads(args.language_model.read_text())["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
+        manifest["languageModel"] = {"file": lm_file, "format": read_document(args.language_model)["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
         if args.beta is not None:
             manifest["languageModel"]["beta"] = args.beta
         if args.word_bonus > 0:

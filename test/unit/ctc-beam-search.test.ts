@@ -4,6 +4,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { DEFAULT_BEAM_SEARCH } from '../../src/pipeline/decoding/beam-search-options.ts';
 import { lastCodePoints, loadCharNgramFile, parseCharNgramFile, type CharNgramModel } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../../src/pipeline/decoding/ctc-beam-search.ts';
@@ -44,6 +45,28 @@ test('the LM lookup gives the same log probabilities as train/char_lm.py', () =>
   for (const [history, char, logp] of expected) {
     assert.ok(Math.abs(lm.logProbability(history, char) - logp) < 1e-9, `${JSON.stringify(history)} + ${JSON.stringify(char)}`);
   }
+});
+
+test('a gzip-compressed LM file (lm.json.gz) reads as the plain one, whatever its name', async () => {
+  const directory = await mkdtemp(join(tmpdir(), 'hwr-lm-'));
+  const packed = gzipSync(readFileSync(new URL('tiny-lm.json', fixtures)));
+  for (const name of ['lm.json.gz', 'lm.json']) {
+    await writeFile(join(directory, name), packed);
+    const model = loadCharNgramFile(join(directory, name)).models.get('all') as CharNgramModel;
+    for (const [history, char] of [
+      ['', 't'],
+      ['the q', 'u'],
+      ["qu'il ", '\u00e9'],
+      ['xyz', 'q'],
+    ] as const) {
+      assert.equal(model.logProbability(history, char), lm.logProbability(history, char), `${name}: ${history} + ${char}`);
+    }
+  }
+  await writeFile(join(directory, 'broken.json.gz'), packed.subarray(0, packed.length / 2));
+  assert.throws(
+    () => loadCharNgramFile(join(directory, 'broken.json.gz')),
+    (error: unknown) => error instanceof PipelineError && error.code === 'model_invalid',
+  );
 });
 
 test('the LM probabilities after a context sum to one over its vocabulary', () => {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { loadCharNgramFile } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { lineLogLikelihood, mostLikelyLanguage } from '../../src/pipeline/decoding/page-language.ts';
 
-const file = loadCharNgramFile(fileURLToPath(new URL('../../models/hwr-htr-v2/lm.json', import.meta.url)));
+const file = loadCharNgramFile(fileURLToPath(new URL('../../models/hwr-htr-v2/lm.json.gz', import.meta.url)));
 const perLanguage = new Map([...file.models].filter(([name]) => name !== 'all'));
 
 test('the shipped LM file has English and French models besides the joint one', () => {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import support  # noqa: F401  (puts train/ on sys.path)
 
-from char_lm import BOUNDARY, CharNgram, count_words, estimate, read_lexicon
+from char_lm import BOUNDARY, FORMAT, CharNgram, count_words, estimate, read_document, read_lexicon, write_document
 
 LINES = ["the quick brown fox", "the queen quietly quit", "a quiet question", "quite unique", "le quai de la gare", "qu'il était équipé"]
 
@@ -54,6 +54,18 @@ class CharLmTest(unittest.TestCase):
         self.assertIn(" zy", kept)  # in two words
         self.assertNotIn(" ab", kept)  # in one
         self.assertIn("the", kept)  # the transcriptions' own n-grams stay
+
+    def test_a_gzipped_file_reads_as_the_plain_one_and_is_the_same_bytes_each_time(self) -> None:
+        document = {"format": FORMAT, "order": 4, "boundary": BOUNDARY, "models": {"all": estimate(LINES, 4, 1)}}
+        with tempfile.TemporaryDirectory() as folder:
+            plain, packed, again = Path(folder) / "lm.json", Path(folder) / "lm.json.gz", Path(folder) / "again.json.gz"
+            for path in (plain, packed, again):
+                write_document(path, document)
+            self.assertEqual(packed.read_bytes()[:2], b"\x1f\x8b")
+            self.assertLess(packed.stat().st_size, plain.stat().st_size / 2)
+            self.assertEqual(packed.read_bytes(), again.read_bytes())
+            self.assertEqual(read_document(packed), read_document(plain))
+            self.assertEqual(read_document(plain)["models"]["all"]["ngrams"], document["models"]["all"]["ngrams"])
 
     def test_read_lexicon(self) -> None:
         with tempfile.TemporaryDirectory() as folder:
