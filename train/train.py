@@ -230,7 +230,9 @@ def main(argv: list[str]) -> None:
         # the new model reads the same characters with the same pixel normalisation as the one it starts from
         charset, mean, std = init_state["meta"]["charset"], init_state["meta"]["mean"], init_state["meta"]["std"]
         if init_state["meta"]["dataset_digest"] != digest:
-            raise SystemExit(f"--init-from was trained on another dataset: {init_state['meta']['dataset_digest']} != {digest}")
+            # e.g. v2, trained on an earlier release of htr-lines: what must match is the charset (checked next) and
+            # the normalisation (taken from the checkpoint); the digest it was trained on is recorded below
+            print(f"note: --init-from was trained on another release of the dataset ({init_state['meta']['dataset_digest']})", flush=True)
         if not args.limit_train and charset != build_charset(train_lines):
             raise SystemExit("--init-from has another charset than this training set")
         cfg = ModelConfig.from_dict(
@@ -253,6 +255,7 @@ def main(argv: list[str]) -> None:
                 "epochs": init_state.get("epochs_done", init_state["epoch"]),
                 "val_cer": init_state.get("val_cer"),
                 "training_commit": init_state["meta"]["training_commit"],
+                "dataset_digest": init_state["meta"]["dataset_digest"],
                 "width_stride": init_state["model_config"].get("width_stride", 4),
             },
         }
