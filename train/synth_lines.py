@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import multiprocessing
 import sys
 import tarfile
 from dataclasses import dataclass
@@ -146,13 +147,62 @@ def read_training_texts(dataset: Path) -> list[dict[str, str]]:
         return [row for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if row["text_norm"].strip()]
 
 
-def synthesise(dataset: Path, out: Path, count: int, seed: int, font_paths: list[Path] | None = None) -> dict[str, int]:
-    """Renders `count` lines into `out` (train shards and train.tsv); returns the number of lines per font file name."""
-    fonts = available_fonts(font_paths)
-    if not fonts:
-        raise SystemExit("no handwriting font found: apt-get install " + " ".join(sorted({p for p, _ in FONTS.values()})) + " (or give --fonts)")
-    coverage = [Coverage(ImageFont.truetype(str(f.path), RENDER_SIZE)) for f in fonts]
-    rows = read_training_texts(dataset)
+class _Renderer:
+    """Renders the line of one index (or None when no font draws its text); a line is a function of its index, so
+    workers can render any indices in any order."""
+
+    def __init__(self, dataset: Path, seed: int, font_paths: list[Path] | None):
+        self.fonts = available_fonts(font_paths)
+        if not self.fonts:
+            raise SystemExit("no handwriting font found: apt-get install " + " ".join(sorted({p for p, _ in FONTS.values()})) + " (or give --fonts)")
+        self.coverage = [Coverage(ImageFont.truetype(str(f.path), RENDER_SIZE)) for f in self.fonts]
+        self.rows = read_training_texts(dataset)
+        self.seed = seed
+
+    def __call__(self, index: int) -> tuple[bytes, str, Font, dict[str, str]] | None:
+        g = np.random.default_rng([self.seed, index])
+        row = self.rows[int(g.integers(len(self.rows)))]
+        source = row["text_norm"].strip()
+        fonts = self.fonts
+        usable = [k for k in range(len(fonts)) if self.coverage[k].covers(fonts[k].text_for(source))]
+        if not usable:
+            return None
+        # a package first, then one of its fonts: bwht's six do not outweigh the rest
+        packages = sorted({fonts[k].package for k in usable})
+        package = packages[int(g.integers(len(packages)))]
+        members = [k for k in usable if fonts[k].package == package]
+        font = fonts[members[int(g.integers(len(members)))]]
+        text = font.text_for(source)
+        buffer = io.BytesIO()
+        render_line(text, font.path, g).save(buffer, format="JPEG", quality=90)
+        return buffer.getvalue(), text, font, row
+
+
+_worker_renderer: _Renderer | None = None
+
+
+def _init_worker(dataset: Path, seed: int, font_paths: list[Path] | None) -> None:
+    global _worker_renderer
+    _worker_renderer = _Renderer(dataset, seed, font_paths)
+
+
+def _render_in_worker(index: int):
+    return _worker_renderer(index)
+
+
+def _rendered(renderer_args: tuple, indices: range, workers: int):
+    """(index order) the rendering of each index, in this process or in `workers` processes."""
+    if workers <= 1:
+        renderer = _Renderer(*renderer_args)
+        yield from (renderer(i) for i in indices)
+        return
+    with multiprocessing.get_context("fork").Pool(workers, initializer=_init_worker, initargs=renderer_args) as pool:
+        yield from pool.imap(_render_in_worker, indices, chunksize=64)
+
+
+def synthesise(dataset: Path, out: Path, count: int, seed: int, font_paths: list[Path] | None = None, workers: int = 1) -> dict[str, int]:
+    """Renders `count` lines into `out` (train shards and train.tsv); returns the number of lines per font file name.
+    The folder is the same whatever the number of worker processes."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("train-*.tar"):
         old.unlink()
@@ -162,25 +212,12 @@ def synthesise(dataset: Path, out: Path, count: int, seed: int, font_paths: list
         writer = csv.writer(tsv, delimiter="\t", quoting=csv.QUOTE_NONE, quotechar=None, lineterminator="\n")
         writer.writerow(COLUMNS)
         made = 0
-        for index in range(count * 4):
+        for rendered in _rendered((dataset, seed, font_paths), range(count * 4), workers):
             if made == count:
                 break
-            g = np.random.default_rng([seed, index])
-            row = rows[int(g.integers(len(rows)))]
-            source = row["text_norm"].strip()
-            usable = [k for k in range(len(fonts)) if coverage[k].covers(fonts[k].text_for(source))]
-            if not usable:
+            if rendered is None:
                 continue
-            # a package first, then one of its fonts: bwht's six do not outweigh the rest
-            packages = sorted({fonts[k].package for k in usable})
-            package = packages[int(g.integers(len(packages)))]
-            members = [k for k in usable if fonts[k].package == package]
-            font = fonts[members[int(g.integers(len(members)))]]
-            text = font.text_for(source)
-            image = render_line(text, font.path, g)
-            buffer = io.BytesIO()
-            image.save(buffer, format="JPEG", quality=90)
-            data = buffer.getvalue()
+            data, text, font, row = rendered
             if shard is None or shard_bytes + len(data) > SHARD_BYTES:
                 if shard is not None:
                     shard.close()
@@ -206,8 +243,9 @@ def main(argv: list[str]) -> None:
     p.add_argument("--lines", type=int, default=20000)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--fonts", type=Path, nargs="*", help="font files instead of the Debian packages' (FONTS)")
+    p.add_argument("--workers", type=int, default=1, help="rendering processes (the folder is the same for any number)")
     args = p.parse_args(argv)
-    per_font = synthesise(args.dataset, args.out, args.lines, args.seed, args.fonts)
+    per_font = synthesise(args.dataset, args.out, args.lines, args.seed, args.fonts, args.workers)
     print(f"{sum(per_font.values())} lines in {args.out}:", dict(sorted(per_font.items())))
 
 

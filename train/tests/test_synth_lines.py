@@ -41,6 +41,10 @@ class SynthLinesTest(unittest.TestCase):
             again = Path(tmp) / "again"
             synthesise(dataset, again, 6, seed=1, font_paths=[FONT])
             self.assertEqual((out / "train-000.tar").read_bytes(), (again / "train-000.tar").read_bytes(), "a line is a function of its seed")
+            in_workers = Path(tmp) / "in-workers"
+            synthesise(dataset, in_workers, 6, seed=1, font_paths=[FONT], workers=2)
+            self.assertEqual((out / "train-000.tar").read_bytes(), (in_workers / "train-000.tar").read_bytes(), "the same folder from worker processes")
+            self.assertEqual((out / "train.tsv").read_bytes(), (in_workers / "train.tsv").read_bytes())
 
     def test_a_rendered_line_is_dark_writing_on_white_at_the_dataset_height(self):
         image = render_line("quelques mots écrits", FONT, np.random.default_rng(3))
