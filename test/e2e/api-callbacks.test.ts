@@ -106,12 +106,22 @@ async function callbackEvents(server: ApiServer, jobId: string) {
   return events.filter((event) => event.type.startsWith('Callback'));
 }
 
+/** The job's callback tasks still queued, retrying or running, counted once the task that recorded the last attempt
+ * has gone back to pg-boss: the status shows an attempt as soon as the worker records it, a moment before pg-boss
+ * marks that task completed (counting at once made this check fail about one run in seven). A task that stays
+ * active longer than a few seconds is counted. */
 async function pendingCallbackTasks(server: ApiServer, jobId: string): Promise<number> {
-  const result = await server.runtime.db.pool.query<{ n: number }>(
-    `select count(*)::int as n from pgboss.job where name = 'hwr-callback' and data->>'jobId' = $1 and state in ('created', 'retry', 'active')`,
-    [jobId],
-  );
-  return result.rows[0].n;
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const result = await server.runtime.db.pool.query<{ pending: number; active: number }>(
+      `select count(*)::int as pending, count(*) filter (where state = 'active')::int as active
+         from pgboss.job where name = 'hwr-callback' and data->>'jobId' = $1 and state in ('created', 'retry', 'active')`,
+      [jobId],
+    );
+    const { pending, active } = result.rows[0];
+    if (active === 0 || Date.now() > deadline) return pending;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 function assertSignedDelivery(delivery: Delivery, event: string): void {
