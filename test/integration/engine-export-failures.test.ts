@@ -1,0 +1,34 @@
+// Export failures through the real engine and workers: a stored file that is there but broken
+// fails the job at the first export attempt (its code is permanent, src/export/errors.ts) instead
+// of after PAGE_RETRY_LIMIT retries that fail the same way. The export pipeline is the real one;
+// the pages come from the test page pipeline, whose stored "images" are a line of text.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { exportTaskId } from '../../src/workers/queues.ts';
+import { createExportPipeline } from '../../src/export/export-pipeline.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import { testPagePipeline } from '../support/test-pipelines.ts';
+
+const config = await testConfig(await createTestDatabase(), { PAGE_RETRY_LIMIT: '2' });
+const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'w', stepMs: 5 }), export: createExportPipeline() });
+after(() => runtime.stop());
+const accountId = await testAccount(runtime);
+
+async function exportAttempts(jobId: string): Promise<number> {
+  const result = await runtime.db.pool.query<{ retry_count: number }>('select retry_count from pgboss.job where id = $1', [
+    exportTaskId(jobId),
+  ]);
+  return result.rows[0].retry_count + 1;
+}
+
+async function errorMessage(jobId: string): Promise<string> {
+  return (await runtime.db.pool.query('select error_message from job_status where job_id = $1', [jobId])).rows[0].error_message;
+}
+
+test('a page image the PDF cannot read (image_unsupported) fails the job at the first export attempt', async () => {
+  const jobId = await submitTestJob(runtime, accountId, 1);
+  assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed']), 'failed');
+  assert.match(await errorMessage(jobId), /^export: page 1: the page image cannot be read .*\(image_unsupported\)$/);
+  assert.equal(await exportAttempts(jobId), 1, 'not retried: it fails the same way every time');
+});
