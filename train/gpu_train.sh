@@ -3,26 +3,67 @@
 # started with setsid outlives the call while the machine stays warm, i.e. the next call follows within
 # its idle window). Run from the repository root on the GPU machine, with the compact data carried:
 #
-#   bash train/gpu_train.sh start 530   # first call: starts train.py in the background, waits 530 s
-#   bash train/gpu_train.sh wait 560    # later calls: wait up to 560 s (returns early when it ends)
+#   RECIPE=finetune-v3 bash train/gpu_train.sh start 540   # first call: starts the recipe in the background, waits 540 s
+#   bash train/gpu_train.sh wait 300                       # later calls: wait up to 300 s (returns early when it ends)
+#
+# Recipes (train/README.md has the device-time plan of each):
+#   v3           models/hwr-htr-v3 from scratch (25 minutes of training; needed 30 minutes of device time)
+#   finetune-v3  the shipped v3, rebuilt from its rec.onnx (checkpoint_from_onnx.py), trained on with the real lines
+#                plus SYNTH_LINES synthetic ones (synth_lines.py, from the carried fonts; 0: real lines only) at
+#                peak LR, cosine to the deadline MAX_MINUTES (fits a 15-minute device budget at 9)
+# DATA: the compact copy (default .cache-gpu/htr32); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
+# that proves the rebuilt checkpoint (python, the GPU machine's; node here); TRAIN_EXTRA: more
+# train.py options, last (they win), e.g. for a smoke test on a CPU:
+#   PY=/usr/bin/python3 RUN=/tmp/gpu-smoke RECIPE=finetune-v3 CHECK_IN=node SYNTH_LINES=40 MAX_MINUTES=1 TRAIN_EXTRA="--limit-train 64 --limit-val 16 --workers 2 --threads 2" \
+#     bash train/gpu_train.sh run
 #
 # Each call copies the log, the CSV and a checkpoint without optimizer state (best-slim.pt, what
 # eval_decoding.py and export_onnx.py need) to $OUT, so a lost machine loses at most one call.
-# The training settings are those of models/hwr-htr-v3 (train/README.md).
 set -u
-RUN=/tmp/hwr-v3
+RUN=${RUN:-/tmp/hwr-run}
+PY=${PY:-python3}
 mode=${1:-wait}
 budget=${2:-540}
 t0=$(date +%s)
+
+recipe_v3() {
+  "$PY" train/train.py --dataset "$DATA" --run $RUN \
+    --channels 32,64,128,128,192 --hidden 256 --temporal-layers 3 --recurrent-layers 2 --recurrent-hidden 192 \
+    --dropout 0.25 --width-stride 2 --lr 1.5e-3 --max-batch 48 --batch-width 36000 \
+    --epochs 400 --max-minutes "${MAX_MINUTES:-25}" --anneal-by-deadline --checkpoint-minutes 3 \
+    --workers 14 --amp bf16 --threads 4 ${TRAIN_EXTRA:-}
+}
+
+recipe_finetune_v3() {
+  "$PY" train/checkpoint_from_onnx.py --model models/hwr-htr-v3 --out $RUN/init.pt --dataset "$DATA" --cache /tmp/cache \
+    --check-in "${CHECK_IN:-python}" --threads 8 || return 1
+  extra=()
+  if [ "${SYNTH_LINES:-8000}" -gt 0 ]; then
+    "$PY" train/synth_lines.py --dataset "$DATA" --out /tmp/synth --lines "${SYNTH_LINES:-8000}" --fonts "$FONTS"/* --workers 14 || return 1
+    extra=(--extra-train /tmp/synth)
+  fi
+  "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN --init-from $RUN/init.pt "${extra[@]}" \
+    --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "${LR:-5e-4}" \
+    --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "${MAX_MINUTES:-9}" --anneal-by-deadline \
+    --checkpoint-minutes 3 --workers 14 --amp bf16 --threads 4 ${TRAIN_EXTRA:-}
+}
+
+if [ "$mode" = run ]; then  # what `start` runs in its own session
+  DATA=${DATA:-.cache-gpu/htr32}
+  FONTS=${FONTS:-.cache-gpu/fonts}
+  case "${RECIPE:-finetune-v3}" in
+    v3) recipe_v3 ;;
+    finetune-v3) recipe_finetune_v3 ;;
+    *) echo "unknown RECIPE ${RECIPE}" ; exit 2 ;;
+  esac
+  exit $?
+fi
 if [ "$mode" = start ]; then
   mkdir -p $RUN
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
   nproc
-  PYTHONUNBUFFERED=1 setsid nohup python3 train/train.py --dataset .cache-gpu/htr40 --run $RUN \
-    --channels 32,64,128,128,192 --hidden 256 --temporal-layers 3 --recurrent-layers 2 --recurrent-hidden 192 \
-    --dropout 0.25 --width-stride 2 --lr 1.5e-3 --max-batch 48 --batch-width 36000 \
-    --epochs 400 --max-minutes "${MAX_MINUTES:-25}" --anneal-by-deadline --checkpoint-minutes 3 \
-    --workers 14 --amp bf16 --threads 4 > $RUN/train.log 2>&1 < /dev/null &
+  echo "recipe ${RECIPE:-finetune-v3}, data ${DATA:-.cache-gpu/htr32}"
+  PYTHONUNBUFFERED=1 setsid nohup bash train/gpu_train.sh run > $RUN/train.log 2>&1 < /dev/null &
   echo $! > $RUN/pid
 fi
 pid=$(cat $RUN/pid 2>/dev/null || echo 0)
@@ -30,11 +71,11 @@ while kill -0 "$pid" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$budget" ]; d
   sleep 10
 done
 if kill -0 "$pid" 2>/dev/null; then echo "still training (pid $pid)"; else echo "training process has ended"; fi
-grep -v "^epoch [0-9]* batch" $RUN/train.log | tail -n 40
+grep -v "^epoch [0-9]* batch" $RUN/train.log | grep -v "^onnxruntime-node\|^case " | tail -n 40
 tail -n 3 $RUN/train.log
 cp $RUN/train.log $RUN/log.csv "$OUT"/ 2>/dev/null
 if [ -f $RUN/best.pt ]; then
-  python3 - "$RUN/best.pt" "$OUT/best-slim.pt" <<'EOF'
+  "$PY" - "$RUN/best.pt" "$OUT/best-slim.pt" <<'EOF'
 import sys, torch
 state = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
 state.pop("optimizer", None)
