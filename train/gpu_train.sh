@@ -8,17 +8,20 @@
 #
 # Recipes (train/README.md has the device-time plan of each):
 #   v3           models/hwr-htr-v3 from scratch (25 minutes of training; needed 30 minutes of device time)
-#   finetune-v3  the shipped v3, rebuilt from its rec.onnx (checkpoint_from_onnx.py), trained on with the real lines
-#                plus SYNTH_LINES synthetic ones (synth_lines.py, from the carried fonts; 0: real lines only) at
-#                peak LR, cosine to the deadline MAX_MINUTES (fits a 15-minute device budget at 9)
+#   finetune-v3  the shipped v3, rebuilt from its rec.onnx (checkpoint_from_onnx.py), trained on in ARMS side by side
+#                on the one GPU (default "real synth": the real lines alone, and with SYNTH_LINES synthetic ones from
+#                synth_lines.py and the carried fonts), each at peak LR, cosine to the deadline MAX_MINUTES (fits a
+#                15-minute device budget at 9); the same minutes for both, so their difference is the synthetic lines'
+#                doing
 # DATA: the compact copy (default .cache-gpu/htr32); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
 # that proves the rebuilt checkpoint (python, the GPU machine's; node here); TRAIN_EXTRA: more
 # train.py options, last (they win), e.g. for a smoke test on a CPU:
 #   PY=/usr/bin/python3 RUN=/tmp/gpu-smoke RECIPE=finetune-v3 CHECK_IN=node SYNTH_LINES=40 MAX_MINUTES=1 TRAIN_EXTRA="--limit-train 64 --limit-val 16 --workers 2 --threads 2" \
 #     bash train/gpu_train.sh run
 #
-# Each call copies the log, the CSV and a checkpoint without optimizer state (best-slim.pt, what
-# eval_decoding.py and export_onnx.py need) to $OUT, so a lost machine loses at most one call.
+# Each call copies the log, the CSVs and the best checkpoints without optimizer state (best-slim.pt, or
+# best-slim-ARM.pt and log-ARM.csv per arm: what eval_decoding.py and export_onnx.py need) to $OUT, so a lost
+# machine loses at most one call.
 set -u
 RUN=${RUN:-/tmp/hwr-run}
 PY=${PY:-python3}
@@ -34,18 +37,33 @@ recipe_v3() {
     --workers 14 --amp bf16 --threads 4 ${TRAIN_EXTRA:-}
 }
 
+finetune_arm() {  # ARM: real (the real lines) or synth (plus the synthetic ones); WORKERS DataLoader processes
+  local arm=$1 workers=$2 extra=()
+  [ "$arm" = synth ] && extra=(--extra-train /tmp/synth)
+  mkdir -p $RUN/$arm
+  "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/$arm --init-from $RUN/init.pt "${extra[@]}" \
+    --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "${LR:-5e-4}" \
+    --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "${MAX_MINUTES:-9}" --anneal-by-deadline \
+    --checkpoint-minutes 3 --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$arm/train.log 2>&1
+}
+
 recipe_finetune_v3() {
   "$PY" train/checkpoint_from_onnx.py --model models/hwr-htr-v3 --out $RUN/init.pt --dataset "$DATA" --cache /tmp/cache \
     --check-in "${CHECK_IN:-python}" --threads 8 || return 1
-  extra=()
-  if [ "${SYNTH_LINES:-8000}" -gt 0 ]; then
+  local arms=(${ARMS:-real synth})
+  case " ${arms[*]} " in *" synth "*)
     "$PY" train/synth_lines.py --dataset "$DATA" --out /tmp/synth --lines "${SYNTH_LINES:-8000}" --fonts "$FONTS"/* --workers 14 || return 1
-    extra=(--extra-train /tmp/synth)
-  fi
-  "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN --init-from $RUN/init.pt "${extra[@]}" \
-    --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "${LR:-5e-4}" \
-    --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "${MAX_MINUTES:-9}" --anneal-by-deadline \
-    --checkpoint-minutes 3 --workers 14 --amp bf16 --threads 4 ${TRAIN_EXTRA:-}
+  esac
+  # the arms share the GPU and the 16 cores (the batches are made and augmented on the CPU), side by side
+  local pids=() arm
+  for arm in "${arms[@]}"; do
+    finetune_arm "$arm" $(( 14 / ${#arms[@]} )) &
+    pids+=($!)
+  done
+  local failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  for arm in "${arms[@]}"; do echo "== $arm"; grep -v "^epoch [0-9]* batch" $RUN/$arm/train.log | tail -n 30; done
+  return $failed
 }
 
 if [ "$mode" = run ]; then  # what `start` runs in its own session
@@ -71,16 +89,26 @@ while kill -0 "$pid" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$budget" ]; d
   sleep 10
 done
 if kill -0 "$pid" 2>/dev/null; then echo "still training (pid $pid)"; else echo "training process has ended"; fi
-grep -v "^epoch [0-9]* batch" $RUN/train.log | grep -v "^onnxruntime-node\|^case " | tail -n 40
-tail -n 3 $RUN/train.log
-cp $RUN/train.log $RUN/log.csv "$OUT"/ 2>/dev/null
-if [ -f $RUN/best.pt ]; then
-  "$PY" - "$RUN/best.pt" "$OUT/best-slim.pt" <<'EOF'
+grep -v "^epoch [0-9]* batch" $RUN/train.log | grep -v "^onnxruntime-node\|^case " | tail -n 60
+for log in $RUN/*/train.log; do [ -f "$log" ] && echo "-- $log" && tail -n 2 "$log"; done
+slim() {  # best.pt without its optimizer state: what eval_decoding.py and export_onnx.py need
+  [ -f "$1" ] || return 0
+  "$PY" - "$1" "$2" <<'EOF'
 import sys, torch
 state = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
 state.pop("optimizer", None)
 torch.save(state, sys.argv[2])
-print("best-slim.pt: epoch", state.get("epochs_done"), "val CER", state.get("val_cer"))
+print(sys.argv[2], "epoch", state.get("epochs_done"), "val CER", state.get("val_cer"))
 EOF
+}
+cp $RUN/train.log "$OUT"/ 2>/dev/null
+if [ -f $RUN/log.csv ]; then  # a one-run recipe (v3)
+  cp $RUN/log.csv "$OUT"/
+  slim $RUN/best.pt "$OUT/best-slim.pt"
 fi
+for dir in $RUN/*/; do  # the arms of finetune-v3
+  arm=$(basename "$dir")
+  [ -f "$dir/log.csv" ] && cp "$dir/log.csv" "$OUT/log-$arm.csv"
+  slim "$dir/best.pt" "$OUT/best-slim-$arm.pt"
+done
 ls -la "$OUT"
