@@ -141,6 +141,7 @@ def main(argv: list[str]) -> None:
         help="with --language-model: write lexicon.json (train/lexicon.py, the training transcriptions' words) and give known words this bonus",
     )
     p.add_argument("--beta", type=float, help="languageModel.beta instead of the --decoding report's (the word bonus was tuned with beta 1.5)")
+    p.add_argument("--beam", type=int, default=BEAM_SEARCH["beam"], help="languageModel.beam (v3 ships 30: docs/training.md)")
     p.add_argument("--decoding", type=Path, help="eval_decoding.py --json report: its tuned alpha/beta go into the manifest, its figures into training")
     p.add_argument("--lm-model", default="all", help="languageModel.model: all (joint), a language, or auto (per page, docs/recognition.md)")
     p.add_argument("--crop-height-scale", type=float, default=1.0, help="recognition.cropHeightScale: lines cut this many times their detected height")
@@ -192,6 +193,7 @@ def main(argv: list[str]) -> None:
             shutil.copyfile(args.language_model, args.out / lm_file)
         tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
         manifest["languageModel"] = {"file": lm_file, "format": read_document(args.language_model)["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
+        manifest["languageModel"]["beam"] = args.beam
         if args.beta is not None:
             manifest["languageModel"]["beta"] = args.beta
         if args.word_bonus > 0:
