@@ -31,6 +31,7 @@ import {
   lineConfidence,
   mainReadingIsNoise,
   pageLooksPrinted,
+  screeningReadsProbeBetter,
   probeLines,
   screeningSuffices,
   screeningWins,
@@ -90,6 +91,7 @@ async function main(): Promise<void> {
     margin: spec.screening.margin,
     probeLines: spec.screening.probeLines,
     dropBelow: spec.screening.dropBelow,
+    printMargin: spec.screening.printMargin,
   };
   if (values['from-json']) {
     report(JSON.parse(await readFile(values['from-json'], 'utf8')) as MeasuredLine[], configured, null);
@@ -179,7 +181,7 @@ function lineRect(polygon: readonly (readonly [number, number])[]): RotatedRect 
 
 const SETS: LineSet[] = ['val handwritten', 'val printed', 'fixture printed', 'fixture handwritten'];
 
-type Rule = Pick<SelectionSpec, 'keepAbove' | 'margin' | 'probeLines' | 'dropBelow'>;
+type Rule = Pick<SelectionSpec, 'keepAbove' | 'margin' | 'probeLines' | 'dropBelow' | 'printMargin'>;
 type Decoder = 'mainGreedy' | 'mainBeam';
 
 /** The engine's rule (ocr-engine.ts) applied to one page's measured lines: the reading each line keeps, and who read what. */
@@ -190,10 +192,15 @@ function applyRule(page: readonly MeasuredLine[], rule: Rule, decoder: Decoder):
       rule.probeLines,
     ),
   );
-  const printed = pageLooksPrinted(
-    page.filter((_, index) => probe.has(index)).map((line) => [placed(line.screening)]),
-    rule,
-  );
+  const probed = page.filter((_, index) => probe.has(index));
+  const screeningProbe = probed.map((line) => [placed(line.screening)]);
+  const printed =
+    pageLooksPrinted(screeningProbe, rule) &&
+    screeningReadsProbeBetter(
+      screeningProbe,
+      probed.map((line) => [placed(line[decoder])]),
+      rule,
+    );
   let screened = 0;
   let mainRead = 0;
   const kept = page.map((line, index) => {
@@ -257,10 +264,13 @@ function report(lines: readonly MeasuredLine[], configured: Rule, msPerLine: Rec
   const rules: Rule[] = [configured];
   for (const keepAbove of [0.7, 0.75, 0.8, 0.85, 0.9])
     for (const margin of [0.1, 0.2, 0.3, 1])
-      for (const probe of [3, 6, 1000]) rules.push({ keepAbove, margin, probeLines: probe, dropBelow: configured.dropBelow });
+      for (const probe of [3, 6, 1000])
+        rules.push({ keepAbove, margin, probeLines: probe, dropBelow: configured.dropBelow, printMargin: configured.printMargin });
   const pages = [...new Set(lines.map((line) => line.page))].map((page) => lines.filter((line) => line.page === page));
   const rows = rules.map((rule, index) => {
-    const row = [`${rule.keepAbove} / ${rule.margin} / ${rule.probeLines}${index === 0 ? ' (manifest)' : ''}`];
+    const row = [
+      `${rule.keepAbove} / ${rule.margin} / ${rule.probeLines}${index === 0 ? ` (manifest, printMargin ${rule.printMargin})` : ''}`,
+    ];
     let screened = 0;
     let mainRead = 0;
     for (const decoder of ['mainGreedy', 'mainBeam'] as const) {

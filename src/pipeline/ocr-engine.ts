@@ -22,6 +22,7 @@ import {
   mainReadingIsNoise,
   pageLooksPrinted,
   probeLines,
+  screeningReadsProbeBetter,
   screeningSuffices,
   screeningWins,
 } from './recognition/select-reading.ts';
@@ -273,12 +274,14 @@ export class OcrEngine {
     const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
     const probe = printedPage === 'known' ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
     const screened = await readLines(recognizer, 'screening', probe);
-    const printed =
-      printedPage === 'known' ||
-      pageLooksPrinted(
-        [...screened.values()].map((reads) => reads.map((read) => read.characters)),
-        selection,
-      );
+    const characters = (read: Map<LayoutLine, PieceReading[]>) => [...read.values()].map((reads) => reads.map((piece) => piece.characters));
+    let printed = printedPage === 'known' || pageLooksPrinted(characters(screened), selection);
+    // a page that looks printed is asked again with the main recognizer's reading of the probe
+    let mainProbe = new Map<LayoutLine, PieceReading[]>();
+    if (printed && printedPage !== 'known' && selection.printMargin !== null) {
+      mainProbe = await readLines(this.main, 'main', probe);
+      printed = screeningReadsProbeBetter(characters(screened), characters(mainProbe), selection);
+    }
     if (printed && printedPage === 'stop') return null;
     if (printed) {
       const rest = lines.filter((line) => !screened.has(line));
@@ -288,7 +291,15 @@ export class OcrEngine {
       const reads = screened.get(line);
       return !reads || !screeningSuffices(confidence(reads), printed, selection);
     });
-    const mainReads = await readLines(this.main, 'main', unsure);
+    const mainReads = await readLines(
+      this.main,
+      'main',
+      unsure.filter((line) => !mainProbe.has(line)),
+    );
+    for (const line of unsure) {
+      const read = mainProbe.get(line);
+      if (read) mainReads.set(line, read);
+    }
     for (const line of lines) {
       const screen = screened.get(line);
       const main = mainReads.get(line);

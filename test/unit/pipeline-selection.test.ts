@@ -15,12 +15,13 @@ import {
   mainReadingIsNoise,
   pageLooksPrinted,
   probeLines,
+  screeningReadsProbeBetter,
   screeningSuffices,
   screeningWins,
 } from '../../src/pipeline/recognition/select-reading.ts';
 import type { PlacedCharacter } from '../../src/pipeline/recognition/text-recognizer.ts';
 
-const rule: SelectionSpec = { keepAbove: 0.8, margin: 0.2, probeLines: 3, dropBelow: 0.25 };
+const rule: SelectionSpec = { keepAbove: 0.8, margin: 0.2, probeLines: 3, dropBelow: 0.25, printMargin: 0 };
 
 function read(text: string, confidence: number): PlacedCharacter[] {
   return [...text].map((character, index) => ({
@@ -46,6 +47,18 @@ test('a page is printed when the screening confidence over its probe, character-
   assert.equal(pageLooksPrinted([[read('a long printed line', 0.95)], [read('x', 0.1)]], rule), true);
   assert.equal(pageLooksPrinted([[read('short', 0.95)], [read('a long handwritten line', 0.55)]], rule), false);
   assert.equal(pageLooksPrinted([[[]]], rule), false);
+});
+
+test('a page that looks printed is printed only when the screening recognizer reads the probe more surely than the main one', () => {
+  // the three Copiste val pages PP-OCRv4 read at 0.86, which v3 reads at 0.90-0.95, and Stanford's typewritten letter
+  const neatHand = [[read('une ligne bien écrite', 0.86)], [read('une autre', 0.86)]];
+  assert.equal(pageLooksPrinted(neatHand, rule), true);
+  assert.equal(screeningReadsProbeBetter(neatHand, [[read('une ligne bien écrite', 0.95)], [read('une autre', 0.9)]], rule), false);
+  const typewritten = [[read('Dear Mrs. Stanford,', 0.996)]];
+  assert.equal(screeningReadsProbeBetter(typewritten, [[read('Dear Mrs. Stanford,', 0.948)]], rule), true);
+  assert.equal(screeningReadsProbeBetter(typewritten, [[[]]], rule), true, 'the main recognizer reading nothing is 0');
+  assert.equal(screeningReadsProbeBetter(typewritten, [[read('Dear Mrs. Stanford,', 0.948)]], { ...rule, printMargin: 0.1 }), false);
+  assert.equal(screeningReadsProbeBetter(neatHand, [[read('x', 0.99)]], { ...rule, printMargin: null }), true, 'null: no comparison');
 });
 
 test('a line the screening recognizer is sure of keeps its reading; on a printed page, so does a line it read nothing in', () => {
@@ -100,7 +113,7 @@ test('a manifest borrows the detector from the built-in model and the recognizer
       version: '1',
       detection: { model: 'builtin' },
       recognition: { model: '../htr' },
-      screening: { recognition: { model: 'builtin' }, keepAbove: 0.85 },
+      screening: { recognition: { model: 'builtin' }, keepAbove: 0.85, printMargin: 0.05 },
     }),
   );
   const builtin = builtinModelSpec();
@@ -113,8 +126,8 @@ test('a manifest borrows the detector from the built-in model and the recognizer
   assert.equal(spec.screening.recognition.file, builtin.recognition.file);
   assert.equal(spec.screening.languageModel, null);
   assert.deepEqual(
-    [spec.screening.keepAbove, spec.screening.margin, spec.screening.probeLines, spec.screening.dropBelow],
-    [0.85, 0.2, 3, 0.25],
+    [spec.screening.keepAbove, spec.screening.margin, spec.screening.probeLines, spec.screening.dropBelow, spec.screening.printMargin],
+    [0.85, 0.2, 3, 0.25, 0.05],
   );
   assert.equal(builtin.screening, null);
   assert.equal(builtin.languageModel, null);
@@ -127,7 +140,7 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
     version: '1',
     detection: { model: '.' },
     recognition: { model: '../nowhere' },
-    screening: { recognition: { model: 'builtin' }, keepAbove: 2, probeLines: 0 },
+    screening: { recognition: { model: 'builtin' }, keepAbove: 2, probeLines: 0, printMargin: 5 },
   });
   assert.throws(
     () => loadModelSpec(dir),
@@ -137,6 +150,7 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
       assert.match(error.message, /detection\.model: .* borrows in a loop/);
       assert.match(error.message, /recognition\.model "\.\.\/nowhere": .*has no manifest\.json/);
       assert.match(error.message, /screening\.keepAbove must be a number from 0 to 1/);
+      assert.match(error.message, /screening\.printMargin must be a number from -1 to 1/);
       assert.match(error.message, /screening\.probeLines must be a number from 1 to 1000/);
       return true;
     },

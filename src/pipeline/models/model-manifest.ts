@@ -128,6 +128,11 @@ export interface SelectionSpec {
   probeLines: number;
   /** A line the main recognizer reads with a confidence under this, and the screening one not at all, is noise: dropped. */
   dropBelow: number;
+  /**
+   * A page whose probe looks printed (`keepAbove`) is printed only when the screening recognizer
+   * also reads the probe more surely than the main one by more than this; null: no such check.
+   */
+  printMargin: number | null;
 }
 
 /**
@@ -312,6 +317,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
       margin: section.number('margin', 0.2, 0, 1),
       probeLines: section.integer('probeLines', 3, 1, 1000),
       dropBelow: section.number('dropBelow', 0.25, 0, 1),
+      printMargin: section.has('printMargin') ? section.number('printMargin', 0, -1, 1) : null,
     };
   }
 
