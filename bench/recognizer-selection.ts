@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     margin: spec.screening.margin,
     probeLines: spec.screening.probeLines,
     dropBelow: spec.screening.dropBelow,
-    printMargin: spec.screening.printMargin,
+    sureMargin: spec.screening.sureMargin,
   };
   if (values['from-json']) {
     report(JSON.parse(await readFile(values['from-json'], 'utf8')) as MeasuredLine[], configured, null);
@@ -181,7 +181,7 @@ function lineRect(polygon: readonly (readonly [number, number])[]): RotatedRect 
 
 const SETS: LineSet[] = ['val handwritten', 'val printed', 'fixture printed', 'fixture handwritten'];
 
-type Rule = Pick<SelectionSpec, 'keepAbove' | 'margin' | 'probeLines' | 'dropBelow' | 'printMargin'>;
+type Rule = Pick<SelectionSpec, 'keepAbove' | 'margin' | 'probeLines' | 'dropBelow' | 'sureMargin'>;
 type Decoder = 'mainGreedy' | 'mainBeam';
 
 /** The engine's rule (ocr-engine.ts) applied to one page's measured lines: the reading each line keeps, and who read what. */
@@ -206,7 +206,8 @@ function applyRule(page: readonly MeasuredLine[], rule: Rule, decoder: Decoder):
   const kept = page.map((line, index) => {
     const screenedLine = printed || probe.has(index);
     if (screenedLine) screened += 1;
-    if (screenedLine && screeningSuffices(line.screening.confidence, printed, rule)) return line.screening;
+    const checked = !printed && rule.sureMargin !== null; // as the engine: a handwritten page's probe lines are read by both
+    if (screenedLine && !checked && screeningSuffices(line.screening.confidence, printed, rule)) return line.screening;
     mainRead += 1;
     if (screenedLine && screeningWins(line.screening.confidence, line[decoder].confidence, rule)) return line.screening;
     if (mainReadingIsNoise(line[decoder].confidence, rule)) return screenedLine ? line.screening : { text: '', confidence: 0 };
@@ -265,11 +266,11 @@ function report(lines: readonly MeasuredLine[], configured: Rule, msPerLine: Rec
   for (const keepAbove of [0.7, 0.75, 0.8, 0.85, 0.9])
     for (const margin of [0.1, 0.2, 0.3, 1])
       for (const probe of [3, 6, 1000])
-        rules.push({ keepAbove, margin, probeLines: probe, dropBelow: configured.dropBelow, printMargin: configured.printMargin });
+        rules.push({ keepAbove, margin, probeLines: probe, dropBelow: configured.dropBelow, sureMargin: configured.sureMargin });
   const pages = [...new Set(lines.map((line) => line.page))].map((page) => lines.filter((line) => line.page === page));
   const rows = rules.map((rule, index) => {
     const row = [
-      `${rule.keepAbove} / ${rule.margin} / ${rule.probeLines}${index === 0 ? ` (manifest, printMargin ${rule.printMargin})` : ''}`,
+      `${rule.keepAbove} / ${rule.margin} / ${rule.probeLines}${index === 0 ? ` (manifest, sureMargin ${rule.sureMargin})` : ''}`,
     ];
     let screened = 0;
     let mainRead = 0;

@@ -278,7 +278,7 @@ export class OcrEngine {
     let printed = printedPage === 'known' || pageLooksPrinted(characters(screened), selection);
     // a page that looks printed is asked again with the main recognizer's reading of the probe
     let mainProbe = new Map<LayoutLine, PieceReading[]>();
-    if (printed && printedPage !== 'known' && selection.printMargin !== null) {
+    if (printed && printedPage !== 'known' && selection.sureMargin !== null) {
       mainProbe = await readLines(this.main, 'main', probe);
       printed = screeningReadsProbeBetter(characters(screened), characters(mainProbe), selection);
     }
@@ -287,9 +287,10 @@ export class OcrEngine {
       const rest = lines.filter((line) => !screened.has(line));
       for (const [line, reads] of await readLines(recognizer, 'screening', rest)) screened.set(line, reads);
     }
+    // with sureMargin, our recognizer reads a handwritten page's probe lines too: PP-OCRv4's sure readings are checked
     const unsure = lines.filter((line) => {
       const reads = screened.get(line);
-      return !reads || !screeningSuffices(confidence(reads), printed, selection);
+      return !reads || !screeningSuffices(confidence(reads), printed, selection) || (!printed && selection.sureMargin !== null);
     });
     const mainReads = await readLines(
       this.main,

@@ -127,7 +127,7 @@ test('a page that looks printed to the screening probe but that our recognizer r
 });
 
 test('a page that looks printed to the screening probe and that our recognizer reads less surely stays printed: the Fraktur page', () => {
-  // printMargin (models/default/manifest.json) keeps neat handwriting that PP-OCRv4 reads with confidence on the
+  // sureMargin (models/default/manifest.json) keeps neat handwriting that PP-OCRv4 reads with confidence on the
   // segmenter, where our recognizer is surer still; this print, read worse by ours, keeps the detector
   assert.equal(recognition('fraktur').layoutBy, 'detector');
   const fraktur = recognition('fraktur');

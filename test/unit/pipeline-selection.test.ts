@@ -21,7 +21,7 @@ import {
 } from '../../src/pipeline/recognition/select-reading.ts';
 import type { PlacedCharacter } from '../../src/pipeline/recognition/text-recognizer.ts';
 
-const rule: SelectionSpec = { keepAbove: 0.8, margin: 0.2, probeLines: 3, dropBelow: 0.25, printMargin: 0 };
+const rule: SelectionSpec = { keepAbove: 0.8, margin: 0.2, probeLines: 3, dropBelow: 0.25, sureMargin: 0 };
 
 function read(text: string, confidence: number): PlacedCharacter[] {
   return [...text].map((character, index) => ({
@@ -57,8 +57,8 @@ test('a page that looks printed is printed only when the screening recognizer re
   const typewritten = [[read('Dear Mrs. Stanford,', 0.996)]];
   assert.equal(screeningReadsProbeBetter(typewritten, [[read('Dear Mrs. Stanford,', 0.948)]], rule), true);
   assert.equal(screeningReadsProbeBetter(typewritten, [[[]]], rule), true, 'the main recognizer reading nothing is 0');
-  assert.equal(screeningReadsProbeBetter(typewritten, [[read('Dear Mrs. Stanford,', 0.948)]], { ...rule, printMargin: 0.1 }), false);
-  assert.equal(screeningReadsProbeBetter(neatHand, [[read('x', 0.99)]], { ...rule, printMargin: null }), true, 'null: no comparison');
+  assert.equal(screeningReadsProbeBetter(typewritten, [[read('Dear Mrs. Stanford,', 0.948)]], { ...rule, sureMargin: 0.1 }), false);
+  assert.equal(screeningReadsProbeBetter(neatHand, [[read('x', 0.99)]], { ...rule, sureMargin: null }), true, 'null: no comparison');
 });
 
 test('a line the screening recognizer is sure of keeps its reading; on a printed page, so does a line it read nothing in', () => {
@@ -68,10 +68,12 @@ test('a line the screening recognizer is sure of keeps its reading; on a printed
   assert.equal(screeningSuffices(0, false, rule), false);
 });
 
-test('between two readings the main one wins unless the screening one is surer by more than the margin', () => {
+test('between two readings the main one wins unless the screening one is surer by more than the margin, or sure and surer', () => {
   assert.equal(screeningWins(0.6, 0.55, rule), false);
   assert.equal(screeningWins(0.76, 0.55, rule), true);
-  assert.equal(screeningWins(0.8, 0.95, rule), true, 'at keepAbove the screening reading stands');
+  assert.equal(screeningWins(0.86, 0.8, rule), true, 'at keepAbove and surer than the main reading');
+  assert.equal(screeningWins(0.86, 0.95, rule), false, 'at keepAbove, but the main reading is surer (sureMargin 0)');
+  assert.equal(screeningWins(0.86, 0.95, { ...rule, sureMargin: null }), true, 'without sureMargin a sure reading stands');
   assert.equal(mainReadingIsNoise(0.2, rule), true);
   assert.equal(mainReadingIsNoise(0.3, rule), false);
 });
@@ -113,7 +115,7 @@ test('a manifest borrows the detector from the built-in model and the recognizer
       version: '1',
       detection: { model: 'builtin' },
       recognition: { model: '../htr' },
-      screening: { recognition: { model: 'builtin' }, keepAbove: 0.85, printMargin: 0.05 },
+      screening: { recognition: { model: 'builtin' }, keepAbove: 0.85, sureMargin: 0.05 },
     }),
   );
   const builtin = builtinModelSpec();
@@ -126,7 +128,7 @@ test('a manifest borrows the detector from the built-in model and the recognizer
   assert.equal(spec.screening.recognition.file, builtin.recognition.file);
   assert.equal(spec.screening.languageModel, null);
   assert.deepEqual(
-    [spec.screening.keepAbove, spec.screening.margin, spec.screening.probeLines, spec.screening.dropBelow, spec.screening.printMargin],
+    [spec.screening.keepAbove, spec.screening.margin, spec.screening.probeLines, spec.screening.dropBelow, spec.screening.sureMargin],
     [0.85, 0.2, 3, 0.25, 0.05],
   );
   assert.equal(builtin.screening, null);
@@ -140,7 +142,7 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
     version: '1',
     detection: { model: '.' },
     recognition: { model: '../nowhere' },
-    screening: { recognition: { model: 'builtin' }, keepAbove: 2, probeLines: 0, printMargin: 5 },
+    screening: { recognition: { model: 'builtin' }, keepAbove: 2, probeLines: 0, sureMargin: 5 },
   });
   assert.throws(
     () => loadModelSpec(dir),
@@ -150,7 +152,7 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
       assert.match(error.message, /detection\.model: .* borrows in a loop/);
       assert.match(error.message, /recognition\.model "\.\.\/nowhere": .*has no manifest\.json/);
       assert.match(error.message, /screening\.keepAbove must be a number from 0 to 1/);
-      assert.match(error.message, /screening\.printMargin must be a number from -1 to 1/);
+      assert.match(error.message, /screening\.sureMargin must be a number from -1 to 1/);
       assert.match(error.message, /screening\.probeLines must be a number from 1 to 1000/);
       return true;
     },

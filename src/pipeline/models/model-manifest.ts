@@ -129,10 +129,11 @@ export interface SelectionSpec {
   /** A line the main recognizer reads with a confidence under this, and the screening one not at all, is noise: dropped. */
   dropBelow: number;
   /**
-   * A page whose probe looks printed (`keepAbove`) is printed only when the screening recognizer
-   * also reads the probe more surely than the main one by more than this; null: no such check.
+   * A sure screening reading (at `keepAbove` or more: the probe's, which makes a page printed, or a
+   * line's on a handwritten page) stands only when it is also surer than the main recognizer's
+   * reading of the same lines by more than this; null: it stands without asking the main one.
    */
-  printMargin: number | null;
+  sureMargin: number | null;
 }
 
 /**
@@ -317,7 +318,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
       margin: section.number('margin', 0.2, 0, 1),
       probeLines: section.integer('probeLines', 3, 1, 1000),
       dropBelow: section.number('dropBelow', 0.25, 0, 1),
-      printMargin: section.has('printMargin') ? section.number('printMargin', 0, -1, 1) : null,
+      sureMargin: section.has('sureMargin') ? section.number('sureMargin', 0, -1, 1) : null,
     };
   }
 

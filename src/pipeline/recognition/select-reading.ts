@@ -63,12 +63,12 @@ export function pageLooksPrinted(probe: ProbeReading, selection: SelectionSpec):
 
 /**
  * For a page that looks printed: whether it is, i.e. the screening recognizer reads the probe
- * lines more surely than the main one by more than `printMargin`. Neat handwriting can look
+ * lines more surely than the main one by more than `sureMargin`. Neat handwriting can look
  * printed to the screening recognizer (0.86 on three Copiste pages) while the main one reads it
  * more surely still (0.90-0.95); print reads the other way round (docs/recognition.md).
  */
 export function screeningReadsProbeBetter(screening: ProbeReading, main: ProbeReading, selection: SelectionSpec): boolean {
-  return selection.printMargin === null || probeConfidence(screening) > probeConfidence(main) + selection.printMargin;
+  return selection.sureMargin === null || probeConfidence(screening) > probeConfidence(main) + selection.sureMargin;
 }
 
 /**
@@ -85,7 +85,14 @@ export function mainReadingIsNoise(mainConfidence: number, selection: SelectionS
   return mainConfidence < selection.dropBelow;
 }
 
-/** For a line both read: whether the screening reading wins over the main one. */
+/**
+ * For a line both read: whether the screening reading wins over the main one. A sure one (at
+ * `keepAbove`) wins unless the main reading is about as sure (`sureMargin`): on a handwritten page
+ * PP-OCRv4 reads some neat handwriting at 0.85-0.9 where ours reads it better and more surely.
+ */
 export function screeningWins(screeningConfidence: number, mainConfidence: number, selection: SelectionSpec): boolean {
-  return screeningConfidence >= selection.keepAbove || screeningConfidence > mainConfidence + selection.margin;
+  const sure =
+    screeningConfidence >= selection.keepAbove &&
+    (selection.sureMargin === null || screeningConfidence > mainConfidence + selection.sureMargin);
+  return sure || screeningConfidence > mainConfidence + selection.margin;
 }
