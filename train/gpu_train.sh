@@ -8,11 +8,12 @@
 #
 # Recipes (train/README.md has the device-time plan of each):
 #   v3           models/hwr-htr-v3 from scratch (25 minutes of training; needed 30 minutes of device time)
-#   finetune-v3  the shipped v3, rebuilt from its rec.onnx (checkpoint_from_onnx.py), trained on in ARMS side by side
-#                on the one GPU (default "real synth": the real lines alone, and with SYNTH_LINES synthetic ones from
-#                synth_lines.py and the carried fonts), each at peak LR, cosine to the deadline MAX_MINUTES (fits a
-#                15-minute device budget at 9); the same minutes for both, so their difference is the synthetic lines'
-#                doing
+#   finetune-v3  the shipped v3, rebuilt from its rec.onnx (checkpoint_from_onnx.py), trained on at peak LR, cosine to
+#                the deadline MAX_MINUTES (fits a 15-minute device budget at 9), one run per arm of ARMS side by side
+#                on the one GPU: "real" (the default: the real lines alone, all 14 DataLoader workers) and/or "synth"
+#                (plus SYNTH_LINES synthetic lines from synth_lines.py and the carried fonts). ARMS="real synth" gives
+#                both the same minutes, so that their difference is the synthetic lines' doing (on v2 they cost 1.1
+#                points: docs/training.md)
 # DATA: the compact copy (default .cache-gpu/htr32); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
 # that proves the rebuilt checkpoint (python, the GPU machine's; node here); TRAIN_EXTRA: more
 # train.py options, last (they win), e.g. for a smoke test on a CPU:
@@ -50,7 +51,7 @@ finetune_arm() {  # ARM: real (the real lines) or synth (plus the synthetic ones
 recipe_finetune_v3() {
   "$PY" train/checkpoint_from_onnx.py --model models/hwr-htr-v3 --out $RUN/init.pt --dataset "$DATA" --cache /tmp/cache \
     --check-in "${CHECK_IN:-python}" --threads 8 || return 1
-  local arms=(${ARMS:-real synth})
+  local arms=(${ARMS:-real})
   case " ${arms[*]} " in *" synth "*)
     "$PY" train/synth_lines.py --dataset "$DATA" --out /tmp/synth --lines "${SYNTH_LINES:-8000}" --fonts "$FONTS"/* --workers 14 || return 1
   esac
