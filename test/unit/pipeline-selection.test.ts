@@ -47,6 +47,7 @@ test('a page is printed when the screening confidence over its probe, character-
   assert.equal(pageLooksPrinted([[read('a long printed line', 0.95)], [read('x', 0.1)]], rule), true);
   assert.equal(pageLooksPrinted([[read('short', 0.95)], [read('a long handwritten line', 0.55)]], rule), false);
   assert.equal(pageLooksPrinted([[[]]], rule), false);
+  assert.equal(pageLooksPrinted([[[]]], { ...rule, keepAbove: 0 }), false, 'nothing read is never print');
 });
 
 test('a page that looks printed is printed only when the screening recognizer reads the probe more surely than the main one', () => {

@@ -44,8 +44,8 @@ export function probeLines(widths: readonly number[], count: number): number[] {
 
 type ProbeReading = readonly (readonly (readonly PlacedCharacter[])[])[];
 
-/** A recognizer's character-weighted confidence over the probe lines (spaces excluded); 0 when it read nothing. */
-function probeConfidence(probe: ProbeReading): number {
+/** A recognizer's character-weighted confidence over the probe lines (spaces excluded); null when it read nothing. */
+function probeConfidence(probe: ProbeReading): number | null {
   let sum = 0;
   let count = 0;
   for (const line of probe) {
@@ -53,12 +53,13 @@ function probeConfidence(probe: ProbeReading): number {
     sum += part.sum;
     count += part.count;
   }
-  return count === 0 ? 0 : sum / count;
+  return count === 0 ? null : sum / count;
 }
 
 /** Whether the probe says print: the screening recognizer's confidence over the probe lines reaches `keepAbove`. */
 export function pageLooksPrinted(probe: ProbeReading, selection: SelectionSpec): boolean {
-  return probeConfidence(probe) >= selection.keepAbove;
+  const confidence = probeConfidence(probe);
+  return confidence !== null && confidence >= selection.keepAbove;
 }
 
 /**
@@ -68,7 +69,7 @@ export function pageLooksPrinted(probe: ProbeReading, selection: SelectionSpec):
  * more surely still (0.90-0.95); print reads the other way round (docs/recognition.md).
  */
 export function screeningReadsProbeBetter(screening: ProbeReading, main: ProbeReading, selection: SelectionSpec): boolean {
-  return selection.sureMargin === null || probeConfidence(screening) > probeConfidence(main) + selection.sureMargin;
+  return selection.sureMargin === null || (probeConfidence(screening) ?? 0) > (probeConfidence(main) ?? 0) + selection.sureMargin;
 }
 
 /**
