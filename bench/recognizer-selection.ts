@@ -206,8 +206,7 @@ function applyRule(page: readonly MeasuredLine[], rule: Rule, decoder: Decoder):
   const kept = page.map((line, index) => {
     const screenedLine = printed || probe.has(index);
     if (screenedLine) screened += 1;
-    const checked = !printed && rule.sureMargin !== null; // as the engine: a handwritten page's probe lines are read by both
-    if (screenedLine && !checked && screeningSuffices(line.screening.confidence, printed, rule)) return line.screening;
+    if (screenedLine && screeningSuffices(line.screening.confidence, printed, rule)) return line.screening;
     mainRead += 1;
     if (screenedLine && screeningWins(line.screening.confidence, line[decoder].confidence, rule)) return line.screening;
     if (mainReadingIsNoise(line[decoder].confidence, rule)) return screenedLine ? line.screening : { text: '', confidence: 0 };

@@ -287,10 +287,9 @@ export class OcrEngine {
       const rest = lines.filter((line) => !screened.has(line));
       for (const [line, reads] of await readLines(recognizer, 'screening', rest)) screened.set(line, reads);
     }
-    // with sureMargin, our recognizer reads a handwritten page's probe lines too: PP-OCRv4's sure readings are checked
     const unsure = lines.filter((line) => {
       const reads = screened.get(line);
-      return !reads || !screeningSuffices(confidence(reads), printed, selection) || (!printed && selection.sureMargin !== null);
+      return !reads || !screeningSuffices(confidence(reads), printed, selection);
     });
     const mainReads = await readLines(
       this.main,

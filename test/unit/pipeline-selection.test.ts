@@ -63,10 +63,15 @@ test('a page that looks printed is printed only when the screening recognizer re
 });
 
 test('a line the screening recognizer is sure of keeps its reading; on a printed page, so does a line it read nothing in', () => {
-  assert.equal(screeningSuffices(0.85, false, rule), true);
-  assert.equal(screeningSuffices(0.7, true, rule), false);
+  const unchecked = { ...rule, sureMargin: null };
+  assert.equal(screeningSuffices(0.85, false, unchecked), true);
+  assert.equal(screeningSuffices(0.7, true, unchecked), false);
+  assert.equal(screeningSuffices(0, true, unchecked), true);
+  assert.equal(screeningSuffices(0, false, unchecked), false);
+  // with sureMargin a handwritten page's sure lines go to the main recognizer too (screeningWins decides); printed pages as before
+  assert.equal(screeningSuffices(0.95, false, rule), false);
+  assert.equal(screeningSuffices(0.85, true, rule), true);
   assert.equal(screeningSuffices(0, true, rule), true);
-  assert.equal(screeningSuffices(0, false, rule), false);
 });
 
 test('between two readings the main one wins unless the screening one is surer by more than the margin, or sure and surer', () => {

@@ -75,9 +75,11 @@ export function screeningReadsProbeBetter(screening: ProbeReading, main: ProbeRe
 /**
  * Whether a line the screening recognizer read keeps that reading without asking the main one.
  * On a printed page, a line it read nothing in stays empty (a rule, an ornament, a stain: the
- * main recognizer would read letters into it), as with the screening recognizer alone.
+ * main recognizer would read letters into it), as with the screening recognizer alone. With
+ * `sureMargin`, never on a handwritten page: a sure reading there is checked against the main one.
  */
 export function screeningSuffices(screeningConfidence: number, pagePrinted: boolean, selection: SelectionSpec): boolean {
+  if (!pagePrinted && selection.sureMargin !== null) return false;
   return screeningConfidence >= selection.keepAbove || (pagePrinted && screeningConfidence === 0);
 }
 
