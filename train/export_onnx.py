@@ -134,6 +134,7 @@ def main(argv: list[str]) -> None:
         "LM: one copy in the working tree, which a GPU call carries whole)",
     )
     p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
+    p.add_argument("--training-note", help="training.note in the manifest: how the weights came to be, in words (e.g. for a mean of checkpoints)")
     p.add_argument(
         "--word-bonus",
         type=float,
@@ -201,15 +202,21 @@ def main(argv: list[str]) -> None:
             manifest["languageModel"].update(lexicon="lexicon.json", wordBonus=args.word_bonus)
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
+    # the run's own figures, or the --decoding report's for a checkpoint without them (a mean of checkpoints)
+    greedy = {key: round(state[f"val_{key}"], 4) if state.get(f"val_{key}") is not None else None for key in ("cer", "wer")}
+    if greedy["cer"] is None and decoding:
+        greedy = {key: decoding["greedy_all"][key] for key in ("cer", "wer")}
     manifest["training"] = {
         "dataset": "htr-lines",
         "datasetDigest": meta["dataset_digest"],
         "trainingCommit": meta["training_commit"],
         "resumedWithCommits": meta.get("resumed_with", []),
         **({"initialisedFrom": meta["initialised_from"]} if "initialised_from" in meta else {}),
-        "epochs": state.get("epochs_done", state["epoch"]),
-        "validationCer": round(state["val_cer"], 4) if "val_cer" in state else None,
-        "validationWer": round(state["val_wer"], 4) if "val_wer" in state else None,
+        **({"averagedFrom": meta["averaged_from"], "batchNormLines": meta["batch_norm_lines"]} if "averaged_from" in meta else {}),
+        # a mean of checkpoints has no epoch count of its own: averagedFrom gives each one's
+        **({} if "averaged_from" in meta else {"epochs": state.get("epochs_done", state["epoch"])}),
+        "validationCer": greedy["cer"],
+        "validationWer": greedy["wer"],
         "validationDecoding": "greedy",
         "target": "text_norm column (NFC)",
         "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}"
@@ -218,6 +225,7 @@ def main(argv: list[str]) -> None:
         f"one frame per {cfg.width_stride} px at height {cfg.height}",
         "parameters": sum(t.numel() for t in model.parameters()),
         "onnxMaxAbsDifference": float(f"{worst:.2e}"),
+        **({"note": args.training_note} if args.training_note else {}),
     }
     if decoding:
         manifest["training"]["validationBeamSearch"] = {
@@ -225,8 +233,12 @@ def main(argv: list[str]) -> None:
             "wer": decoding["beam_all"]["wer"],
             "lines": decoding["beam_all"]["lines"],
             "options": decoding["beam_options"],
-            "tunedOn": "validation documents of even position (eval_decoding.py --tune); the other half: "
-            f"CER {decoding['beam_test']['cer']}, WER {decoding['beam_test']['wer']}",
+            "tunedOn": (
+                "validation documents of even position (eval_decoding.py --tune)"
+                if "tune_grid" in decoding
+                else "not tuned in this report (alpha and beta given; the settings chosen for the shipped model before)"
+            )
+            + f"; the documents of odd position: CER {decoding['beam_test']['cer']}, WER {decoding['beam_test']['wer']}",
         }
     save_json(args.out / "manifest.json", manifest)
     print(f"wrote {args.out} ({onnx_path.stat().st_size / 1e6:.1f} MB rec.onnx)")

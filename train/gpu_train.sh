@@ -14,7 +14,11 @@
 #                (plus SYNTH_LINES synthetic lines from synth_lines.py and the carried fonts). ARMS="real synth" gives
 #                both the same minutes, so that their difference is the synthetic lines' doing (on v2 they cost 1.1
 #                points: docs/training.md)
-# DATA: the compact copy (default .cache-gpu/htr32); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
+# A copy of the lines larger than one call can carry travels in parts, one call each (train/README.md):
+#   bash train/gpu_train.sh split-data /work/cache/compact/h64q75 3      # here: .cache-gpu/stage1..3
+#   bash train/gpu_train.sh stage                                         # device calls 1 and 2, carrying stage1, stage2
+#   RECIPE=finetune-v3 bash train/gpu_train.sh start 540                  # call 3, carrying stage3: unpacks, trains on it
+# DATA: the compact copy (default .cache-gpu/htr32, or the staged copy when parts were carried); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
 # that proves the rebuilt checkpoint (python, the GPU machine's; node here); TRAIN_EXTRA: more
 # train.py options, last (they win), e.g. for a smoke test on a CPU:
 #   PY=/usr/bin/python3 RUN=/tmp/gpu-smoke RECIPE=finetune-v3 CHECK_IN=node SYNTH_LINES=40 MAX_MINUTES=1 TRAIN_EXTRA="--limit-train 64 --limit-val 16 --workers 2 --threads 2" \
@@ -67,6 +71,48 @@ recipe_finetune_v3() {
   return $failed
 }
 
+# A data copy too large for one call travels in parts (split-data, here), one per call, each in its own carried folder
+# .cache-gpu/stageK: every call gathers the parts it carries in /tmp/stage (`stage`, or `start` before it starts),
+# and `start` unpacks the whole copy into /tmp/staged-data, checked against the digest, and trains on it.
+if [ "$mode" = split-data ]; then  # here: bash train/gpu_train.sh split-data COPY PARTS
+  src=$2 parts=${3:-2}
+  rm -rf .cache-gpu/stage[0-9]*
+  tar -C "$src" -cf /tmp/staged-data.tar . || exit 1
+  digest=$(sha256sum /tmp/staged-data.tar | cut -d' ' -f1)
+  split -n "$parts" -d -a 2 /tmp/staged-data.tar /tmp/staged-data.tar.part
+  for k in $(seq 1 "$parts"); do
+    mkdir -p .cache-gpu/stage$k
+    mv /tmp/staged-data.tar.part$(printf %02d $((k - 1))) .cache-gpu/stage$k/
+    echo "$digest $parts" > .cache-gpu/stage$k/digest
+  done
+  rm -f /tmp/staged-data.tar
+  du -sh .cache-gpu/stage*
+  exit 0
+fi
+gather_parts() {  # the parts this call carries, into /tmp/stage; says which of how many are there
+  local dir found=0
+  mkdir -p /tmp/stage
+  for dir in .cache-gpu/stage[0-9]*; do
+    [ -f "$dir/digest" ] || continue
+    cp "$dir"/staged-data.tar.part* "$dir/digest" /tmp/stage/ && found=1
+  done
+  [ $found = 1 ] || [ -f /tmp/stage/digest ] || return 0
+  echo "staged parts: $(ls /tmp/stage | grep -c part) of $(cut -d' ' -f2 /tmp/stage/digest)"
+}
+unpack_parts() {  # all parts gathered: the copy in /tmp/staged-data (once)
+  [ -f /tmp/staged-data/.complete ] && return 0
+  local digest parts
+  read -r digest parts < /tmp/stage/digest
+  if [ "$(ls /tmp/stage | grep -c part)" != "$parts" ]; then echo "missing staged parts: run the stage calls first"; return 1; fi
+  if [ "$(cat /tmp/stage/staged-data.tar.part* | sha256sum | cut -d' ' -f1)" != "$digest" ]; then echo "staged parts do not match their digest"; return 1; fi
+  rm -rf /tmp/staged-data && mkdir -p /tmp/staged-data
+  cat /tmp/stage/staged-data.tar.part* | tar -C /tmp/staged-data -xf - && touch /tmp/staged-data/.complete
+}
+if [ "$mode" = stage ]; then
+  gather_parts
+  exit 0
+fi
+
 if [ "$mode" = run ]; then  # what `start` runs in its own session
   DATA=${DATA:-.cache-gpu/htr32}
   FONTS=${FONTS:-.cache-gpu/fonts}
@@ -78,6 +124,11 @@ if [ "$mode" = run ]; then  # what `start` runs in its own session
   exit $?
 fi
 if [ "$mode" = start ]; then
+  gather_parts
+  if [ -f /tmp/stage/digest ]; then
+    unpack_parts || exit 1
+    export DATA=/tmp/staged-data
+  fi
   mkdir -p $RUN
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
   nproc
