@@ -197,8 +197,16 @@ def main(argv: list[str]) -> None:
         manifest["languageModel"]["beam"] = args.beam
         if args.beta is not None:
             manifest["languageModel"]["beta"] = args.beta
+        known_words = None
         if args.word_bonus > 0:
-            write_lexicon(args.dataset, args.out / "lexicon.json")
+            languages = write_lexicon(args.dataset, args.out / "lexicon.json")
+            known_words = {
+                "file": "lexicon.json",
+                "words": {lang: len(words) for lang, words in languages.items()},
+                "source": "every word of the htr-lines training transcriptions, lower-cased (train/lexicon.py)",
+                "settings": f"beta {manifest['languageModel']['beta']}, wordBonus {args.word_bonus} at beam {args.beam} "
+                "(docs/training.md, 'A bonus for known words': chosen on the tune half of the validation lines)",
+            }
             manifest["languageModel"].update(lexicon="lexicon.json", wordBonus=args.word_bonus)
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
@@ -211,7 +219,7 @@ def main(argv: list[str]) -> None:
         "datasetDigest": meta["dataset_digest"],
         "trainingCommit": meta["training_commit"],
         "resumedWithCommits": meta.get("resumed_with", []),
-        **({"initialisedFrom": meta["initialised_from"]} if "initialised_from" in meta else {}),
+        **({"initialisedFrom": meta["initialised_from"]} if "initialised_from" in meta and "averaged_from" not in meta else {}),
         **({"averagedFrom": meta["averaged_from"], "batchNormLines": meta["batch_norm_lines"]} if "averaged_from" in meta else {}),
         # a mean of checkpoints has no epoch count of its own: averagedFrom gives each one's
         **({} if "averaged_from" in meta else {"epochs": state.get("epochs_done", state["epoch"])}),
@@ -240,6 +248,8 @@ def main(argv: list[str]) -> None:
             )
             + f"; the documents of odd position: CER {decoding['beam_test']['cer']}, WER {decoding['beam_test']['wer']}",
         }
+    if args.language_model and known_words:
+        manifest["training"]["knownWords"] = known_words
     save_json(args.out / "manifest.json", manifest)
     print(f"wrote {args.out} ({onnx_path.stat().st_size / 1e6:.1f} MB rec.onnx)")
 
