@@ -12,9 +12,13 @@
 // worker processes pages. Tesseract runs once per page image, as its command line
 // does; its peak memory comes from GNU time (/usr/bin/time) when installed.
 // Threads: ORT_THREADS (default: all cores) for ours, tesseract's OpenMP default.
+// Main-thread hold: while ours runs the pages, perf_hooks' monitorEventLoopDelay (10 ms resolution)
+// records how long a timer waited past its time, i.e. how long a request to a process that also
+// serves HTTP (`hwr serve`) would wait behind page work: its longest wait and 99th percentile.
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { readFile } from 'node:fs/promises';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { allLines } from '../src/pipeline/page-result.ts';
@@ -41,6 +45,8 @@ interface OurRun {
   loadMs: number;
   pages: OurPage[];
   peakBytes: number;
+  /** Event-loop delay while the pages ran (after the warm-up page), in ms. */
+  eventLoop: { maxMs: number; p99Ms: number };
 }
 
 const { values } = parseArgs({
@@ -69,6 +75,8 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
   const options = (name: string, pageNumber: number) => ({ name, pageNumber, maxPixels: config.limits.maxImagePixels, recognize: true });
   try {
     await recognizePage(engine, await readFile(pages[0].imagePath), options('warm-up', 0));
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
     const results: OurPage[] = [];
     for (const [index, page] of pages.entries()) {
       const bytes = await readFile(page.imagePath);
@@ -84,8 +92,10 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
       }
       results.push({ name: page.name, kind: page.kind, megapixels, lines, timings });
     }
+    delay.disable();
     const decoding = engine.decoders.main === 'beam' ? ', beam search' : '';
     return {
+      eventLoop: { maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6 },
       model: `${engine.spec.name} ${engine.spec.version}${decoding}`,
       threads: config.recognition.threads,
       loadMs,
@@ -204,6 +214,13 @@ async function main(): Promise<number> {
         ['decode ms per page', perStage('decodeMs'), ...(before ? [beforeStage('decodeMs'), ''] : []), '', ''],
         ['detection ms per page', perStage('detectionMs'), ...(before ? [beforeStage('detectionMs'), ''] : []), '', ''],
         ['recognition ms per page', perStage('recognitionMs'), ...(before ? [beforeStage('recognitionMs'), ''] : []), '', ''],
+        [
+          'main thread held, longest / p99 ms',
+          `${ours.eventLoop.maxMs.toFixed(0)} / ${ours.eventLoop.p99Ms.toFixed(0)}`,
+          ...(before ? [`${before.eventLoop.maxMs.toFixed(0)} / ${before.eventLoop.p99Ms.toFixed(0)}`, ''] : []),
+          '',
+          '',
+        ],
         [
           'peak memory (RSS)',
           megabytes(ours.peakBytes),

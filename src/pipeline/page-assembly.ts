@@ -2,6 +2,7 @@
 // clamped to the page, baselines, texts, confidences and word boxes kept inside
 // their line's box.
 import type { Box, Point, TextLine, TextRegion, Word } from './page-result.ts';
+import { eventLoopSlices, mapInSlices } from './event-loop-slices.ts';
 import type { RgbImage } from './image/raster.ts';
 import { pieceBaseline } from './layout/baseline.ts';
 import { boundingBox, clampPolygon, convexHull, intersectBoxes } from './layout/geometry.ts';
@@ -16,17 +17,19 @@ import type { UploadedLayout } from './layout/uploaded-layout.ts';
  * With `readings` (recognition ran), lines in which nothing was read are dropped:
  * they are specks, rules or stains the detector took for writing.
  */
-export function assembleRegions(
+export async function assembleRegions(
   image: RgbImage,
   layout: readonly LayoutRegion[],
   readings: Map<DetectedBox, PieceReading> | null,
-): TextRegion[] {
+): Promise<TextRegion[]> {
+  const pause = eventLoopSlices(); // a line's baseline samples its pixels: hundreds of ms a page
   const regions: TextRegion[] = [];
   for (const region of layout) {
     const regionId = `r${regions.length + 1}`;
     const lines: TextLine[] = [];
     for (const line of region.lines) {
       const assembled = assembleLine(image, line, `${regionId}_l${lines.length + 1}`, readings);
+      await pause();
       if (readings && assembled.text === '') continue;
       lines.push(assembled);
     }
@@ -99,24 +102,29 @@ function round(value: number): number {
  * same order): ids, region types, outlines, baselines and reading order stay the file's;
  * every line is kept, read or not; baselines the file lacks are found as for detected lines.
  */
-export function assembleUploadedRegions(
+export async function assembleUploadedRegions(
   image: RgbImage,
   uploaded: UploadedLayout,
   layout: readonly LayoutRegion[],
   readings: Map<DetectedBox, PieceReading> | null,
-): TextRegion[] {
+): Promise<TextRegion[]> {
+  const pause = eventLoopSlices();
   const regions: TextRegion[] = [];
-  uploaded.regions.forEach((region, regionIndex) => {
-    const lines = region.lines.map((line, lineIndex) => {
-      const assembled = assembleLine(image, layout[regionIndex].lines[lineIndex], line.id, readings);
-      return { ...assembled, polygon: line.polygon, baseline: line.baseline.length >= 2 ? line.baseline : assembled.baseline };
-    });
+  for (const [regionIndex, region] of uploaded.regions.entries()) {
+    const lines = await mapInSlices(
+      region.lines,
+      (line, lineIndex) => {
+        const assembled = assembleLine(image, layout[regionIndex].lines[lineIndex], line.id, readings);
+        return { ...assembled, polygon: line.polygon, baseline: line.baseline.length >= 2 ? line.baseline : assembled.baseline };
+      },
+      pause,
+    );
     const outline =
       region.polygon.length >= 3
         ? region.polygon
         : clampPolygon(convexHull(lines.flatMap((line) => line.polygon)), image.width, image.height);
     if (lines.length > 0 || outline.length >= 3)
       regions.push({ id: region.id, ...(region.type ? { type: region.type } : {}), polygon: outline, lines });
-  });
+  }
   return regions;
 }

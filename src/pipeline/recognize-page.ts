@@ -76,8 +76,8 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   }
   start = performance.now();
   const regions = uploaded
-    ? assembleUploadedRegions(prepared.raster, uploaded, layout, readings)
-    : assembleRegions(prepared.raster, layout, readings);
+    ? await assembleUploadedRegions(prepared.raster, uploaded, layout, readings)
+    : await assembleRegions(prepared.raster, layout, readings);
   // Baselines count as layout, word boxes as recognition: one pass does both, so the
   // pass is booked to the last stage that ran.
   if (readings) recognitionMs += performance.now() - start;

@@ -9,6 +9,7 @@ import { allKnownWords, knownWordsFor, type KnownWords } from '../decoding/known
 import { decodeCtc } from '../decoding/ctc-decode.ts';
 import { mostLikelyLanguage } from '../decoding/page-language.ts';
 import { PipelineError } from '../errors.ts';
+import { eventLoopSlices, mapInSlices } from '../event-loop-slices.ts';
 import { frameForRect, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../layout/geometry.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
@@ -84,12 +85,15 @@ export class LineRecognizer {
   async read(image: RgbImage, pieces: readonly RotatedRect[], gate: ModelGate, flips?: readonly boolean[]): Promise<PieceRead[]> {
     const scale = this.spec.cropHeightScale;
     const flipped = (index: number): boolean => flips?.[index] ?? false;
-    const crops = pieces.map((piece, index) =>
-      cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)),
+    const pause = eventLoopSlices();
+    const crops = await mapInSlices(
+      pieces,
+      (piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)),
+      pause,
     );
     const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
     const decode = this.decoderFor(scored);
-    const read = scored.map((frames) => placeCharacters(frames, decode));
+    const read = await mapInSlices(scored, (frames) => placeCharacters(frames, decode), pause);
     const minGap = this.spec.spacesFromGaps;
     return crops.map((crop, index) => ({
       // Character positions are crop columns; the reported frame maps the same columns onto the
