@@ -175,9 +175,15 @@ export function scanForm(zip: Buffer | null, fields: Record<string, string> = {}
 }
 
 /** A ZIP written with yazl, in memory. */
+// A fixed entry time: yazl stamps entries with the current time (2 s resolution), so two ZIPs of the
+// same files made a moment apart could differ in bytes, and an Idempotency-Key replay of "the same
+// request" would be refused as a different one (a flaky test before this).
+const ZIP_ENTRY_TIME = new Date('2026-01-01T00:00:00Z');
+
+/** The same entries always give the same bytes. */
 export function makeZip(entries: Array<{ name: string; data: Buffer }>): Promise<Buffer> {
   const zip = new yazl.ZipFile();
-  for (const entry of entries) zip.addBuffer(entry.data, entry.name);
+  for (const entry of entries) zip.addBuffer(entry.data, entry.name, { mtime: ZIP_ENTRY_TIME });
   zip.end();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
