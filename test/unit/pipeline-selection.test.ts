@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
-import { loadCharNgramFile } from '../../src/pipeline/decoding/char-ngram-lm.ts';
+import { loadCharNgramFile, PER_LANGUAGE_MODELS } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
 import { builtinModelSpec, loadModelSpec, type SelectionSpec } from '../../src/pipeline/models/model-manifest.ts';
 import {
@@ -180,4 +180,14 @@ test('only the language model a manifest names is built from an LM file', async 
   assert.deepEqual([...one.models.keys()], ['en']);
   assert.equal(one.models.get('en')?.logProbability('th', 'e'), loadCharNgramFile(file).models.get('all')?.logProbability('th', 'e'));
   assert.equal(loadCharNgramFile(file, 'fr').models.size, 0);
+});
+
+test('model "auto" builds the per-language models of an LM file, not the joint one; the joint one when it is alone', async () => {
+  const stored = JSON.parse(await readFile(new URL('../fixtures/ctc-beam-search/tiny-lm.json', import.meta.url), 'utf8'));
+  const three = path.join(directory, 'three-models.json');
+  await writeFile(three, JSON.stringify({ ...stored, models: { all: stored.models.all, en: stored.models.all, fr: stored.models.all } }));
+  assert.deepEqual([...loadCharNgramFile(three, PER_LANGUAGE_MODELS).models.keys()], ['en', 'fr']);
+  const alone = path.join(directory, 'joint-only.json');
+  await writeFile(alone, JSON.stringify({ ...stored, models: { all: stored.models.all } }));
+  assert.deepEqual([...loadCharNgramFile(alone, PER_LANGUAGE_MODELS).models.keys()], ['all']);
 });

@@ -27,8 +27,18 @@ export interface CharNgramFile {
   models: ReadonlyMap<string, CharNgramModel>;
 }
 
-/** `only`: build just that model of the file (each is hundreds of thousands of map entries). */
-export function loadCharNgramFile(file: string, only?: string): CharNgramFile {
+/**
+ * The models `model: "auto"` decodes with: every per-language model of the file, not the joint `all`
+ * (the largest, so building it for nothing cost a third of the load time and memory); `all` when the
+ * file has no other.
+ */
+export const PER_LANGUAGE_MODELS = Symbol('per-language models');
+
+/** Which models of a file to build: all of them, one by name, or the per-language ones. */
+type ModelSelection = string | typeof PER_LANGUAGE_MODELS;
+
+/** `only`: build just those models of the file (each is hundreds of thousands of map entries). */
+export function loadCharNgramFile(file: string, only?: ModelSelection): CharNgramFile {
   let raw: unknown;
   try {
     raw = JSON.parse(readLanguageModelText(file));
@@ -39,6 +49,7 @@ export function loadCharNgramFile(file: string, only?: string): CharNgramFile {
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b];
+const JOINT_MODEL = 'all';
 
 /** The file's JSON text, gunzipped when it starts with gzip's magic bytes (whatever its name). */
 function readLanguageModelText(file: string): string {
@@ -47,7 +58,7 @@ function readLanguageModelText(file: string): string {
   return (gzipped ? gunzipSync(bytes) : bytes).toString('utf8');
 }
 
-export function parseCharNgramFile(raw: unknown, where = 'language model', only?: string): CharNgramFile {
+export function parseCharNgramFile(raw: unknown, where = 'language model', only?: ModelSelection): CharNgramFile {
   const invalid = (why: string): PipelineError => new PipelineError('model_invalid', `${where}: ${why}`);
   if (raw === null || typeof raw !== 'object') throw invalid('not a JSON object');
   const document = raw as Record<string, unknown>;
@@ -59,9 +70,12 @@ export function parseCharNgramFile(raw: unknown, where = 'language model', only?
   if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
   const stored = document.models;
   if (stored === null || typeof stored !== 'object' || Object.keys(stored).length === 0) throw invalid('models must be a non-empty object');
+  const names = Object.keys(stored);
+  const wanted = (name: string): boolean =>
+    only === undefined || (only === PER_LANGUAGE_MODELS ? name !== JOINT_MODEL || names.length === 1 : name === only);
   const models = new Map<string, CharNgramModel>();
   for (const [name, value] of Object.entries(stored as Record<string, unknown>)) {
-    if (only !== undefined && name !== only) continue;
+    if (!wanted(name)) continue;
     const model = value as Partial<StoredModel> | null;
     if (!model || typeof model.ngrams !== 'object' || typeof model.backoff !== 'object' || typeof model.unknown !== 'number') {
       throw invalid(`model "${name}" needs ngrams, backoff and unknown`);

@@ -3,7 +3,7 @@
 // gaps where the model asks for them). The engine holds one or two of these.
 import path from 'node:path';
 import type { BeamSearchOptions } from '../decoding/beam-search-options.ts';
-import { loadCharNgramFile, type CharNgramModel } from '../decoding/char-ngram-lm.ts';
+import { loadCharNgramFile, PER_LANGUAGE_MODELS, type CharNgramModel } from '../decoding/char-ngram-lm.ts';
 import { beamSearchCtc } from '../decoding/ctc-beam-search.ts';
 import { allKnownWords, knownWordsFor, type KnownWords } from '../decoding/known-words.ts';
 import { decodeCtc } from '../decoding/ctc-decode.ts';
@@ -156,7 +156,7 @@ function loadLanguageModels(spec: LanguageModelSpec): LoadedLanguageModels {
   const key = `${file}\u0000${auto ? '' : spec.model}`;
   let loaded = languageModelFiles.get(key);
   if (!loaded) {
-    loaded = loadCharNgramFile(file, auto ? undefined : spec.model);
+    loaded = loadCharNgramFile(file, auto ? PER_LANGUAGE_MODELS : spec.model);
     languageModelFiles.set(key, loaded);
   }
   const knownWords = knownWordsFor(spec);
@@ -166,10 +166,7 @@ function loadLanguageModels(spec: LanguageModelSpec): LoadedLanguageModels {
     options: spec,
     knownWords: knownWords && new Map([...models.keys()].map((name) => [name, knownWords.get(name) ?? allKnownWords(knownWords)])),
   });
-  if (auto) {
-    const perLanguage = new Map([...loaded.models].filter(([name]) => name !== 'all'));
-    return withWords(perLanguage.size > 0 ? perLanguage : loaded.models);
-  }
+  if (auto) return withWords(loaded.models);
   const model = loaded.models.get(spec.model);
   if (!model) throw new PipelineError('model_invalid', `the language model ${file} has no model "${spec.model}"`);
   return withWords(new Map([[spec.model, model]]));
