@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import unittest
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,3 +144,31 @@ def run_node(args: list[str]) -> subprocess.CompletedProcess:
     found = node()
     assert found is not None
     return subprocess.run([found, *args], cwd=REPO, capture_output=True, text=True, env={**os.environ, "LOG_LEVEL": "silent"})
+
+
+class TinyDatasetCase(unittest.TestCase):
+    """A test class over the tiny dataset (6 training and 2 validation lines), unpacked, with its charset, its
+    image store and its pixel statistics at height 32: what tests of small real CRNNs need."""
+
+    HEIGHT = 32
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        from batches import pixel_statistics
+        from data import ImageStore, build_charset, ensure_extracted, read_split
+
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.root = Path(cls.tmp.name)
+        cls.dataset = make_dataset(cls.root, train=6, val=2)
+        cls.cache = cls.root / "cache"
+        images, cls.digest = ensure_extracted(cls.dataset, cls.cache)
+        cls.train_lines = read_split(cls.dataset, "train", images)
+        cls.val_lines = read_split(cls.dataset, "val", images)
+        cls.charset = build_charset(cls.train_lines)
+        cls.index = {ch: i + 1 for i, ch in enumerate(cls.charset)}
+        cls.store = ImageStore(images, cls.train_lines + cls.val_lines)
+        cls.mean, cls.std = pixel_statistics(cls.train_lines, cls.store, cls.HEIGHT)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.tmp.cleanup()

@@ -5,42 +5,27 @@ shape or charset are refused. Small real CRNNs on real lines (support.py)."""
 from __future__ import annotations
 
 import json
-import tempfile
 import unittest
 from pathlib import Path
 
 import support
-from support import captured_output, make_dataset, node
+from support import captured_output, node
 
 import torch
 
 import average_checkpoints
 import export_onnx
-from batches import make_batch, pixel_statistics
-from data import ImageStore, build_charset, ensure_extracted, read_split
+from batches import make_batch
 from model import CRNN, ModelConfig
 
 SHAPE = {"height": 32, "channels": (8, 12, 16, 16, 24), "hidden": 32, "temporal_layers": 2, "width_stride": 2, "recurrent_layers": 2, "recurrent_hidden": 12}
 
 
-class AverageCheckpointsTest(unittest.TestCase):
+class AverageCheckpointsTest(support.TinyDatasetCase):
     @classmethod
     def setUpClass(cls) -> None:
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.root = Path(cls.tmp.name)
-        cls.dataset = make_dataset(cls.root, train=6, val=2)
-        cls.cache = cls.root / "cache"
-        images, cls.digest = ensure_extracted(cls.dataset, cls.cache)
-        cls.train_lines = read_split(cls.dataset, "train", images)
-        cls.charset = build_charset(cls.train_lines)
-        store = ImageStore(images, cls.train_lines)
-        cls.mean, cls.std = pixel_statistics(cls.train_lines, store, 32)
-        index = {ch: i + 1 for i, ch in enumerate(cls.charset)}
-        cls.images = make_batch(cls.train_lines, store, index, 32, cls.mean, cls.std, None, 2).images
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.tmp.cleanup()
+        super().setUpClass()
+        cls.images = make_batch(cls.train_lines, cls.store, cls.index, 32, cls.mean, cls.std, None, 2).images
 
     def checkpoint(self, name: str, seed: int, charset: list[str] | None = None, **shape) -> Path:
         """A model after a few train-mode passes (batch-norm statistics of its own), saved as train.py saves one."""

@@ -7,20 +7,19 @@ shape), one with the residual LSTM at stride 4."""
 from __future__ import annotations
 
 import json
-import tempfile
 import unittest
 from pathlib import Path
 
 import support
-from support import captured_output, make_dataset, node
+from support import captured_output, node
 
 import torch
 
 import checkpoint_from_onnx
 import export_onnx
 import train
-from batches import make_batch, pixel_statistics
-from data import ImageStore, build_charset, ensure_extracted, read_split, write_charset
+from batches import make_batch
+from data import write_charset
 from model import CRNN, ModelConfig
 
 HEIGHT = 32
@@ -51,25 +50,7 @@ def without_dropout(model: CRNN) -> None:
         model.recurrent.dropout = 0.0
 
 
-class CheckpointFromOnnxTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.root = Path(cls.tmp.name)
-        cls.dataset = make_dataset(cls.root, train=6, val=2)
-        cls.cache = cls.root / "cache"
-        images, cls.digest = ensure_extracted(cls.dataset, cls.cache)
-        cls.train_lines = read_split(cls.dataset, "train", images)
-        cls.val_lines = read_split(cls.dataset, "val", images)
-        cls.charset = build_charset(cls.train_lines)
-        cls.index = {ch: i + 1 for i, ch in enumerate(cls.charset)}
-        cls.store = ImageStore(images, cls.train_lines + cls.val_lines)
-        cls.mean, cls.std = pixel_statistics(cls.train_lines, cls.store, HEIGHT)
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.tmp.cleanup()
-
+class CheckpointFromOnnxTest(support.TinyDatasetCase):
     def images(self, lines, stride: int) -> torch.Tensor:
         return make_batch(lines, self.store, self.index, HEIGHT, self.mean, self.std, None, stride).images
 
