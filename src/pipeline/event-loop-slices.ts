@@ -1,6 +1,6 @@
-// Page work that runs on the main thread (cropping lines, beam search, vectorising maps) is
-// synchronous JavaScript, and a process that serves HTTP and runs pages at once (`hwr serve`, what
-// `npm start` runs) answers no request while it runs: up to a second per page step. Long loops call
+// Page work that runs on the main thread (cropping lines, the beam search, baselines) is synchronous
+// JavaScript, and a process that serves HTTP and runs pages at once (`hwr serve`, what `npm start`
+// runs) answers no request while it runs: hundreds of milliseconds per page step. Long loops call
 // the pause this returns after each item; once a slice of `sliceMs` has passed it gives the event
 // loop a turn (setImmediate: after pending I/O), so requests wait at most about one slice plus
 // one item, and a loop that is fast anyway pays nothing.

@@ -29,8 +29,8 @@ export interface CharNgramFile {
 
 /**
  * The models `model: "auto"` decodes with: every per-language model of the file, not the joint `all`
- * (the largest, so building it for nothing cost a third of the load time and memory); `all` when the
- * file has no other.
+ * (building it for nothing cost 0.6 of 2.1 s and 18 MiB for the shipped file); `all` when the file
+ * has no other.
  */
 export const PER_LANGUAGE_MODELS = Symbol('per-language models');
 
