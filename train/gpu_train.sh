@@ -49,7 +49,7 @@ finetune_arm() {  # ARM: real (the real lines) or synth (plus the synthetic ones
   "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/$arm --init-from $RUN/init.pt "${extra[@]}" \
     --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "${LR:-5e-4}" \
     --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "${MAX_MINUTES:-9}" --anneal-by-deadline \
-    --checkpoint-minutes 3 --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$arm/train.log 2>&1
+    --checkpoint-minutes 3 --snapshot-every "${SNAPSHOT_EVERY:-6}" --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$arm/train.log 2>&1
 }
 
 recipe_finetune_v3() {
@@ -158,9 +158,14 @@ if [ -f $RUN/log.csv ]; then  # a one-run recipe (v3)
   cp $RUN/log.csv "$OUT"/
   slim $RUN/best.pt "$OUT/best-slim.pt"
 fi
+keep_snapshots=3
+[ "$(ls -d $RUN/*/ 2>/dev/null | wc -l)" -gt 1 ] && keep_snapshots=1
 for dir in $RUN/*/; do  # the arms of finetune-v3
   arm=$(basename "$dir")
   [ -f "$dir/log.csv" ] && cp "$dir/log.csv" "$OUT/log-$arm.csv"
   slim "$dir/best.pt" "$OUT/best-slim-$arm.pt"
+  # the last snapshots (train.py --snapshot-every), for the mean of checkpoints here (average_checkpoints.py): three
+  # of one arm, one of each of two, so that with best-slim and the logs a call brings back at most 8 files and 64 MiB
+  for snap in $(ls "$dir"/snapshot-*.pt 2>/dev/null | tail -n "$keep_snapshots"); do cp "$snap" "$OUT/$arm-$(basename "$snap")"; done
 done
 ls -la "$OUT"

@@ -78,6 +78,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop (after a checkpoint) once this much time has passed")
     p.add_argument("--max-epochs-this-run", type=int, default=0, help="stop after this many epochs in this invocation")
     p.add_argument(
+        "--snapshot-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="every N epochs also keep RUN/snapshot-EPOCH.pt (without optimizer state): points of the trajectory for average_checkpoints.py",
+    )
+    p.add_argument(
         "--anneal-by-deadline",
         action="store_true",
         help="with --max-minutes: the rest of the LR schedule is also driven by the clock, so that it ends at the deadline "
@@ -434,6 +441,10 @@ def main(argv: list[str]) -> None:
             best["val_cer"], best["val_wer"], best["epochs_done"] = cer, wer, epoch
             save_checkpoint(args.run / "best.pt", best)
         save_checkpoint(last_path, snapshot(epoch, 0, 0.0, 0, 0.0))
+        if getattr(args, "snapshot_every", 0) and epoch % args.snapshot_every == 0:
+            kept = {key: value for key, value in snapshot(epoch, 0, 0.0, 0, 0.0).items() if key != "optimizer"}
+            kept["val_cer"], kept["val_wer"], kept["epochs_done"] = cer, wer, epoch
+            save_checkpoint(args.run / f"snapshot-{epoch:03d}.pt", kept)
         last_checkpoint = time.time()
         position = 0
         epochs_this_run += 1

@@ -144,9 +144,15 @@ class CheckpointFromOnnxTest(support.TinyDatasetCase):
         with captured_output() as printed:
             train.main(
                 ["--dataset", str(self.dataset), "--cache", str(self.cache), "--run", str(run), "--init-from", str(checkpoint), "--recurrent-layers", "1",
-                 "--recurrent-hidden", "10", "--epochs", "1", "--threads", "1"]
+                 "--recurrent-hidden", "10", "--epochs", "2", "--threads", "1", "--snapshot-every", "1"]
             )  # fmt: skip
-        self.assertIn("epoch 1 done", printed.getvalue())
+        self.assertIn("epoch 2 done", printed.getvalue())
+        # a point of the trajectory per epoch, without optimizer state, for average_checkpoints.py
+        self.assertEqual(sorted(p.name for p in run.glob("snapshot-*.pt")), ["snapshot-001.pt", "snapshot-002.pt"])
+        kept = torch.load(run / "snapshot-001.pt", map_location="cpu", weights_only=False)
+        self.assertNotIn("optimizer", kept)
+        self.assertEqual(kept["epochs_done"], 1)
+        self.assertIsInstance(kept["val_cer"], float)
         best = torch.load(run / "best.pt", map_location="cpu", weights_only=False)
         self.assertEqual(best["meta"]["initialised_from"]["checkpoint"], str(checkpoint))
         self.assertEqual(best["meta"]["initialised_from"]["epochs"], 3)
