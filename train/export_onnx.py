@@ -185,6 +185,7 @@ def main(argv: list[str]) -> None:
         "detection": DETECTION,
         "recognition": recognition,
     }
+    known_words = None
     if args.language_model:
         lm_file = "lm.json.gz" if args.language_model.suffix == ".gz" else "lm.json"
         (args.out / lm_file).unlink(missing_ok=True)
@@ -197,7 +198,6 @@ def main(argv: list[str]) -> None:
         manifest["languageModel"]["beam"] = args.beam
         if args.beta is not None:
             manifest["languageModel"]["beta"] = args.beta
-        known_words = None
         if args.word_bonus > 0:
             languages = write_lexicon(args.dataset, args.out / "lexicon.json")
             known_words = {
@@ -248,7 +248,7 @@ def main(argv: list[str]) -> None:
             )
             + f"; the documents of odd position: CER {decoding['beam_test']['cer']}, WER {decoding['beam_test']['wer']}",
         }
-    if args.language_model and known_words:
+    if known_words:
         manifest["training"]["knownWords"] = known_words
     save_json(args.out / "manifest.json", manifest)
     print(f"wrote {args.out} ({onnx_path.stat().st_size / 1e6:.1f} MB rec.onnx)")

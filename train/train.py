@@ -440,9 +440,10 @@ def main(argv: list[str]) -> None:
             best = snapshot(epoch, 0, 0.0, 0, 0.0)
             best["val_cer"], best["val_wer"], best["epochs_done"] = cer, wer, epoch
             save_checkpoint(args.run / "best.pt", best)
-        save_checkpoint(last_path, snapshot(epoch, 0, 0.0, 0, 0.0))
+        at_epoch_end = snapshot(epoch, 0, 0.0, 0, 0.0)
+        save_checkpoint(last_path, at_epoch_end)
         if getattr(args, "snapshot_every", 0) and epoch % args.snapshot_every == 0:
-            kept = {key: value for key, value in snapshot(epoch, 0, 0.0, 0, 0.0).items() if key != "optimizer"}
+            kept = {key: value for key, value in at_epoch_end.items() if key != "optimizer"}
             kept["val_cer"], kept["val_wer"], kept["epochs_done"] = cer, wer, epoch
             save_checkpoint(args.run / f"snapshot-{epoch:03d}.pt", kept)
         last_checkpoint = time.time()

@@ -69,8 +69,8 @@ export function parseCharNgramFile(raw: unknown, where = 'language model', only?
   const boundary = document.boundary;
   if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
   const stored = document.models;
-  if (stored === null || typeof stored !== 'object' || Object.keys(stored).length === 0) throw invalid('models must be a non-empty object');
-  const names = Object.keys(stored);
+  const names = stored !== null && typeof stored === 'object' ? Object.keys(stored) : [];
+  if (names.length === 0) throw invalid('models must be a non-empty object');
   const wanted = (name: string): boolean =>
     only === undefined || (only === PER_LANGUAGE_MODELS ? name !== JOINT_MODEL || names.length === 1 : name === only);
   const models = new Map<string, CharNgramModel>();
