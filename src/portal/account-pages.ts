@@ -7,7 +7,7 @@ import { correctionUsageReport } from '../../projections/correction-usage.ts';
 import { unbilledJobsByState } from '../../projections/job-status.ts';
 import { rotateWebhookSecret } from '../use-cases/accounts.ts';
 import { csrfField, html, notice, type Html } from './html.ts';
-import type { PortalContext } from './portal.ts';
+import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
 import { checkSignIn } from './users.ts';
 

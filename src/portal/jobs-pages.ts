@@ -7,7 +7,7 @@ import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { readStream } from '../store/read-stream.ts';
 import { Rejection } from '../../domain/rejections.ts';
 import { csrfField, html, notice, time } from './html.ts';
-import type { PortalContext } from './portal.ts';
+import type { PortalContext } from './portal-context.ts';
 import { listAccountJobs, readJobPages } from '../../projections/job-status.ts';
 import { PortalHttpError } from './web.ts';
 

@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { findKeyAccountId } from '../../projections/api-keys.ts';
 import { createApiKey, listApiKeys, revokeApiKey, type CreatedKey } from '../use-cases/accounts.ts';
 import { csrfField, html, notice, time } from './html.ts';
-import type { PortalContext } from './portal.ts';
+import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
 import { PortalHttpError } from './web.ts';
 

@@ -11,7 +11,7 @@ import { toProblem } from '../http/problem.ts';
 import { registerSubmitScan } from '../http/routes/submit-scan.ts';
 import { DEFAULT_PRESET, PRESETS } from '../pipeline/correction/presets.ts';
 import { html, notice } from './html.ts';
-import type { PortalContext } from './portal.ts';
+import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
 import { PortalHttpError, redirect, sameToken } from './web.ts';
 

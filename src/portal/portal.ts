@@ -6,7 +6,7 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
 import type { Runtime } from '../runtime.ts';
-import { csrfField, html, notice, page, type Html, type PageOptions } from './html.ts';
+import { csrfField, html, notice, page } from './html.ts';
 import { createSession, revokeSession, revokeUserSessions, ABSOLUTE_TIMEOUT_MS, type Session } from './sessions.ts';
 import { changePassword, checkSignIn, completeSetup, inspectSetupLink, PortalError, recordSignIn } from './users.ts';
 import { MIN_PASSWORD_LENGTH } from './passwords.ts';
@@ -21,26 +21,16 @@ import {
   readForm,
   redirect,
   setCookie,
-  type CookieNames,
 } from './web.ts';
 import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
 import { registerViewerPages } from './viewer-pages.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerNewJobPages } from './new-job-pages.ts';
+import type { PortalContext } from './portal-context.ts';
 
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
 const STATIC_FILES: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8', 'portal.js': 'text/javascript; charset=utf-8' };
-
-export interface PortalContext {
-  runtime: Runtime;
-  names: CookieNames;
-  /** The signed-in session, or a redirect to the sign-in page (GET) / 403 (other methods). */
-  requireSession(ctx: Context): Promise<Session>;
-  /** Reads the form of a signed-in POST and checks its CSRF token. */
-  signedInForm(ctx: Context, session: Session): Promise<URLSearchParams>;
-  render(ctx: Context, title: string, body: Html, session: Session | null, nav?: PageOptions['nav'], status?: number): void;
-}
 
 class SignInRequired extends Error {}
 

@@ -12,7 +12,7 @@ import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { LruCache } from '../use-cases/lru-cache.ts';
 import type { PageResult, Point } from '../pipeline/page-result.ts';
 import { html, type Html } from './html.ts';
-import type { PortalContext } from './portal.ts';
+import type { PortalContext } from './portal-context.ts';
 import { PortalHttpError } from './web.ts';
 
 /** Words below this confidence are marked in the text. */

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_BEAM_SEARCH, type BeamSearchOptions } from '../decoding/beam-search-options.ts';
 import { PipelineError } from '../errors.ts';
-import { OUTLINE_CROP_HEIGHT } from '../layout/outlined-line.ts';
+import { OUTLINE_CROP_HEIGHT } from '../layout/outline-crop.ts';
 
 export const MANIFEST_FORMAT = 'hwr-model/1';
 export const MANIFEST_FILE = 'manifest.json';
