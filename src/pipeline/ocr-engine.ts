@@ -194,13 +194,23 @@ export class OcrEngine {
    * as select-reading.ts shares the lines between the two. A page the screening probe finds
    * printed, laid out by the line segmenter (trained on handwriting), is laid out again by the
    * text detector (trained on print, and more exact there: docs/recognition.md, "Layout") and
-   * read on those lines; the regions returned are the ones read.
+   * read on those lines; the regions returned are the ones read. Confidences are calibrated
+   * (each recognizer's manifest map) once the readings are chosen, so the choice compares the
+   * recognizers' own confidences, as its thresholds were set on.
    */
   async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<PageReading> {
     const first = await this.readRegions(image, regions, this.segmented.has(regions) ? 'stop' : 'read');
-    if (first) return { regions, readings: first };
+    if (first) return { regions, readings: this.calibrated(first) };
     const detected = await this.detectedLayout(image);
-    return { regions: detected, readings: (await this.readRegions(image, detected, 'known')) ?? new Map() };
+    return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known')) ?? new Map()) };
+  }
+
+  private calibrated(readings: Map<DetectedBox, PieceReading>): Map<DetectedBox, PieceReading> {
+    for (const [piece, reading] of readings) {
+      const recognizer = reading.recognizer === 'main' ? this.main : this.screening?.recognizer;
+      if (recognizer) readings.set(piece, { ...reading, characters: recognizer.calibrated(reading.characters) });
+    }
+    return readings;
   }
 
   /**

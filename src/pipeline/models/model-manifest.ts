@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_BEAM_SEARCH, type BeamSearchOptions } from '../decoding/beam-search-options.ts';
 import { PipelineError } from '../errors.ts';
 import { OUTLINE_CROP_HEIGHT } from '../layout/outline-crop.ts';
+import type { CalibrationPoints } from '../recognition/confidence-calibration.ts';
 
 export const MANIFEST_FORMAT = 'hwr-model/1';
 export const MANIFEST_FILE = 'manifest.json';
@@ -100,6 +101,14 @@ export interface RecognitionSpec extends InputNormalisation {
    * of piece by piece. For line recognizers trained on whole lines.
    */
   readWholeLines: boolean;
+  /**
+   * Character confidences mapped to the share of characters right at that confidence, one map
+   * per decoder (their confidences differ: beam search keeps characters the language model
+   * chose at frames the model gave them little probability); fitted by
+   * train/calibrate_confidence.ts. Applied to the readings a page keeps, after the two
+   * recognizers' confidences were compared. null: as the model gives them.
+   */
+  confidenceCalibration: Record<'greedy' | 'beam', CalibrationPoints | null>;
   /** What the output holds: softmax probabilities or raw logits. */
   output: 'probabilities' | 'logits';
   /** Output tensor layout: [batch, time, classes] or [time, batch, classes]. */
@@ -362,9 +371,41 @@ function parseRecognition(rec: Fields, baseDir: string, problems: string[]): Rec
     spacesFromGaps: rec.has('spacesFromGaps') ? rec.number('spacesFromGaps', 0.3, 0.01, 5) : null,
     cropHeightScale: rec.number('cropHeightScale', 1, 0.5, 4),
     readWholeLines: rec.boolean('readWholeLines', false),
+    confidenceCalibration: parseCalibration(rec, problems),
     output: rec.oneOf('output', ['probabilities', 'logits'] as const, 'probabilities'),
     outputLayout: rec.oneOf('outputLayout', ['NTC', 'TNC'] as const, 'NTC'),
   };
+}
+
+function parseCalibration(rec: Fields, problems: string[]): RecognitionSpec['confidenceCalibration'] {
+  const none = { greedy: null, beam: null };
+  if (!rec.has('confidenceCalibration')) return none;
+  const where = `${rec.path}.confidenceCalibration`;
+  const raw = rec.value('confidenceCalibration', {});
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    problems.push(`${where} must be an object with "greedy" and/or "beam"`);
+    return none;
+  }
+  const points = (decoder: 'greedy' | 'beam'): CalibrationPoints | null => {
+    const value = (raw as Record<string, unknown>)[decoder];
+    if (value === undefined || value === null) return null;
+    const valid =
+      Array.isArray(value) &&
+      value.length > 0 &&
+      value.every(
+        (point, index) =>
+          Array.isArray(point) &&
+          point.length === 2 &&
+          point.every((v) => typeof v === 'number' && v >= 0 && v <= 1) &&
+          (index === 0 || (point[0] >= value[index - 1][0] && point[1] >= value[index - 1][1])),
+      );
+    if (!valid) {
+      problems.push(`${where}.${decoder} must be a list of [confidence, share right] pairs from 0 to 1, both never decreasing`);
+      return null;
+    }
+    return value as CalibrationPoints;
+  };
+  return { greedy: points('greedy'), beam: points('beam') };
 }
 
 function parseLanguageModel(lm: Fields, baseDir: string): LanguageModelSpec {

@@ -15,6 +15,7 @@ import type { RotatedRect } from '../layout/geometry.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
 import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-manifest.ts';
 import { createSession, type InferenceSession } from '../models/onnx.ts';
+import { calibrateConfidence } from './confidence-calibration.ts';
 import { insertGapSpaces } from './gap-spaces.ts';
 import {
   cropLine,
@@ -75,6 +76,16 @@ export class LineRecognizer {
     const languageModels = options.decoder === 'beam' && options.languageModel ? loadLanguageModels(options.languageModel) : null;
     const session = await createSession(options.recognition.file, options.threads);
     return new LineRecognizer(options, session, classes, languageModels);
+  }
+
+  /**
+   * The characters with their confidence as the share right at that confidence, by the
+   * manifest's map for the decoder used (confidence-calibration.ts); the same characters without one.
+   */
+  calibrated(characters: PlacedCharacter[]): PlacedCharacter[] {
+    const points = this.spec.confidenceCalibration[this.decoder];
+    if (!points) return characters;
+    return characters.map((character) => ({ ...character, confidence: calibrateConfidence(character.confidence, points) }));
   }
 
   get file(): string {

@@ -1,0 +1,154 @@
+// What a character's confidence means, measured, and the map that makes it mean what it says: the
+// model reads the validation lines of htr-lines in the service's code, each reading (greedy, and the
+// manifest's beam search with each line's language model) is aligned with the reference, and every
+// character but spaces gives a pair (its confidence, whether it is right). On the "tune" half of the
+// documents (even positions in sorted order, as tune_decoder.ts) the share right is fitted as a
+// non-decreasing function of the confidence (pool-adjacent-violators over equal-count bins); on the
+// other half the calibration error (ECE: the gap between mean confidence and share right, weighted
+// over ten equal-width bins) is reported before and after the map. Prints the manifest's
+// `recognition.confidenceCalibration` (docs/recognition.md, "Confidence").
+//
+//   node train/calibrate_confidence.ts [MODEL_DIR] [--bins 12] [--dataset DIR] [--write]
+//
+// --write puts the map into MODEL_DIR/manifest.json (export_onnx.py writes a manifest without one:
+// run this after each export).
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
+import { decodeCtc, type DecodedCharacter } from '../src/pipeline/decoding/ctc-decode.ts';
+import { knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
+import { calibrateConfidence, type CalibrationPoints } from '../src/pipeline/recognition/confidence-calibration.ts';
+import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
+import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
+import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    dataset: { type: 'string', default: path.resolve(import.meta.dirname, '../../shared/datasets/htr-lines') },
+    bins: { type: 'string', default: '12' },
+    write: { type: 'boolean', default: false },
+  },
+});
+const dir = positionals[0] ?? 'models/hwr-htr-v3';
+
+type Judged = { confidence: number; right: boolean };
+
+/** For each hypothesis character, whether a minimal edit alignment matches it to the same reference character. */
+function rightCharacters(reference: readonly string[], hypothesis: readonly string[]): boolean[] {
+  const n = reference.length;
+  const m = hypothesis.length;
+  const cost = Array.from({ length: n + 1 }, (_, i) => Int32Array.from({ length: m + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= n; i += 1)
+    for (let j = 1; j <= m; j += 1)
+      cost[i][j] = Math.min(cost[i - 1][j] + 1, cost[i][j - 1] + 1, cost[i - 1][j - 1] + (reference[i - 1] === hypothesis[j - 1] ? 0 : 1));
+  const right = new Array<boolean>(m).fill(false);
+  let [i, j] = [n, m];
+  while (i > 0 && j > 0) {
+    const same = reference[i - 1] === hypothesis[j - 1];
+    if (cost[i][j] === cost[i - 1][j - 1] + (same ? 0 : 1)) {
+      right[j - 1] = same;
+      i -= 1;
+      j -= 1;
+    } else if (cost[i][j] === cost[i - 1][j] + 1) i -= 1;
+    else j -= 1;
+  }
+  return right;
+}
+
+function judge(characters: readonly DecodedCharacter[], reference: string): Judged[] {
+  const right = rightCharacters([...reference], characters.map((c) => c.text));
+  return characters.flatMap((c, index) => (c.text === ' ' ? [] : [{ confidence: c.confidence, right: right[index] }]));
+}
+
+/** Equal-count bins of the pairs by confidence, merged until the share right never falls (PAV): the map's points. */
+function fit(pairs: readonly Judged[], bins: number): CalibrationPoints {
+  const sorted = [...pairs].sort((a, b) => a.confidence - b.confidence);
+  let blocks = Array.from({ length: bins }, (_, b) => sorted.slice(Math.floor((b * sorted.length) / bins), Math.floor(((b + 1) * sorted.length) / bins)))
+    .filter((block) => block.length > 0)
+    .map((block) => ({ count: block.length, confidence: block.reduce((s, p) => s + p.confidence, 0), right: block.filter((p) => p.right).length }));
+  for (let merged = true; merged; ) {
+    merged = false;
+    for (let b = 0; b + 1 < blocks.length; b += 1) {
+      if (blocks[b].right / blocks[b].count > blocks[b + 1].right / blocks[b + 1].count) {
+        const [x, y] = [blocks[b], blocks[b + 1]];
+        blocks = [...blocks.slice(0, b), { count: x.count + y.count, confidence: x.confidence + y.confidence, right: x.right + y.right }, ...blocks.slice(b + 2)];
+        merged = true;
+        break;
+      }
+    }
+  }
+  return blocks.map((block) => [round(block.confidence / block.count), round(block.right / block.count)]);
+}
+
+const round = (value: number): number => Math.round(value * 1e4) / 1e4;
+
+/** Expected calibration error over ten equal-width bins, and the mean confidence against the share right. */
+function calibrationError(pairs: readonly Judged[], map: (confidence: number) => number): { ece: number; mean: number; right: number } {
+  const bins = Array.from({ length: 10 }, () => ({ count: 0, confidence: 0, right: 0 }));
+  let [sum, right] = [0, 0];
+  for (const pair of pairs) {
+    const confidence = map(pair.confidence);
+    const bin = bins[Math.min(9, Math.floor(confidence * 10))];
+    bin.count += 1;
+    bin.confidence += confidence;
+    bin.right += pair.right ? 1 : 0;
+    sum += confidence;
+    right += pair.right ? 1 : 0;
+  }
+  const ece = bins.reduce((total, bin) => total + Math.abs(bin.confidence - bin.right), 0) / pairs.length;
+  return { ece, mean: sum / pairs.length, right: right / pairs.length };
+}
+
+async function main(): Promise<void> {
+  const spec = loadModelSpec(dir);
+  const rec = spec.recognition;
+  const lm = spec.languageModel;
+  if (!lm) throw new Error(`${dir} has no language model`);
+  const classes = loadCharacterClasses(rec);
+  const session = await createSession(rec.file, 2);
+  const lmFile = loadCharNgramFile(lm.file);
+  const knownWords = knownWordsFor(lm);
+  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  const lines = readValidationLines(values.dataset);
+  const documents = [...new Set(lines.map((line) => line.document))].sort();
+  const tuneDocuments = new Set(documents.filter((_, index) => index % 2 === 0));
+  const pairs = { greedy: { tune: [] as Judged[], test: [] as Judged[] }, beam: { tune: [] as Judged[], test: [] as Judged[] } };
+  const logits = rec.output === 'logits';
+  for (const line of lines) {
+    const input = await modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]);
+    const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
+    const [steps, count] = [output.dims[1], output.dims[2]];
+    const model = lmFile.models.get(line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
+    const half = tuneDocuments.has(line.document) ? 'tune' : 'test';
+    pairs.greedy[half].push(...judge(decodeCtc(output.data, 0, count, steps, classes, logits), line.text));
+    pairs.beam[half].push(...judge(beamSearchCtc(output.data, 0, count, steps, classes, logits, model, lm, knownWords?.get(line.lang) ?? null), line.text));
+  }
+  const calibration: Record<string, CalibrationPoints> = {};
+  for (const decoder of ['greedy', 'beam'] as const) {
+    const points = fit(pairs[decoder].tune, Number(values.bins));
+    calibration[decoder] = points;
+    const figures = (map: (confidence: number) => number) => {
+      const f = calibrationError(pairs[decoder].test, map);
+      return `ECE ${f.ece.toFixed(3)}, mean confidence ${f.mean.toFixed(3)} against ${f.right.toFixed(3)} right`;
+    };
+    console.log(`${decoder}: ${pairs[decoder].tune.length} characters fitted (tune half), ${pairs[decoder].test.length} held out`);
+    console.log(`  held out, as the model says: ${figures((c) => c)}`);
+    console.log(`  held out, calibrated:        ${figures((c) => calibrateConfidence(c, points))}`);
+  }
+  console.log(JSON.stringify({ confidenceCalibration: calibration }));
+  if (values.write) {
+    const file = path.join(dir, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(file, 'utf8'));
+    manifest.recognition.confidenceCalibration = calibration;
+    // one [confidence, share right] pair per line would make the map 90 lines long
+    const text = JSON.stringify(manifest, null, 2).replace(/\[\s+(-?[\d.e-]+),\s+(-?[\d.e-]+)\s+\]/g, '[$1, $2]');
+    writeFileSync(file, `${text}\n`);
+    console.log(`${file}: recognition.confidenceCalibration written`);
+  }
+}
+
+await main();

@@ -1,0 +1,129 @@
+// The beam search's weights for an exported model, chosen in the service's own code: the model reads
+// the validation lines of htr-lines once (onnxruntime-node), then every alpha × beta × wordBonus of
+// the grid decodes the "tune" half (validation documents of even position in sorted order, as
+// train/eval_decoding.py --tune splits them) with the manifest's beam width, LM file, per-line
+// language model and known words. The best setting on the tune half is reported on the other half
+// ("test", never used to choose) and on all lines, per source, against the manifest's own setting.
+//
+//   node train/tune_decoder.ts [MODEL_DIR] [--alphas 0.4,0.5,0.6] [--betas 1,1.5,2] [--bonuses 1,2,3]
+//                              [--beam N] [--prune P] [--max-candidates K]
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { BeamSearchOptions } from '../src/pipeline/decoding/beam-search-options.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
+import { knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
+import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
+import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
+import { type DatasetLine, modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+import { markdownTable } from '../bench/lib/table.ts';
+import { LineErrors } from '../bench/lib/text-metrics.ts';
+
+const numbers = (list: string): number[] => list.split(',').map(Number);
+// two decimals: the settings of the grid differ by tenths of a point
+const percent = (fraction: number): string => `${(100 * fraction).toFixed(2)} %`;
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    dataset: { type: 'string', default: path.resolve(import.meta.dirname, '../../shared/datasets/htr-lines') },
+    alphas: { type: 'string', default: '0.4,0.5,0.6,0.7' },
+    betas: { type: 'string', default: '1,1.5,2,2.5' },
+    bonuses: { type: 'string', default: '1,2,3' },
+    beam: { type: 'string' },
+    prune: { type: 'string' },
+    'max-candidates': { type: 'string' },
+  },
+});
+const dir = positionals[0] ?? 'models/hwr-htr-v3';
+
+interface ReadLine {
+  line: DatasetLine;
+  scores: Float32Array;
+  steps: number;
+  count: number;
+}
+
+async function readLines(): Promise<{ reads: ReadLine[]; decode: (read: ReadLine, options: BeamSearchOptions) => string; shipped: BeamSearchOptions }> {
+  const spec = loadModelSpec(dir);
+  const rec = spec.recognition;
+  const lm = spec.languageModel;
+  if (!lm) throw new Error(`${dir} has no language model`);
+  const classes = loadCharacterClasses(rec);
+  const session = await createSession(rec.file, 2);
+  const lmFile = loadCharNgramFile(lm.file);
+  const knownWords = knownWordsFor({ ...lm, wordBonus: 1 });
+  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  const reads: ReadLine[] = [];
+  for (const line of readValidationLines(values.dataset)) {
+    const input = await modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]);
+    const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
+    reads.push({ line, scores: output.data, steps: output.dims[1], count: output.dims[2] });
+  }
+  const logits = rec.output === 'logits';
+  const decode = (read: ReadLine, options: BeamSearchOptions): string => {
+    const model = lmFile.models.get(read.line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
+    const words = options.wordBonus > 0 ? (knownWords?.get(read.line.lang) ?? null) : null;
+    return beamSearchCtc(read.scores, 0, read.count, read.steps, classes, logits, model, options, words)
+      .map((c) => c.text)
+      .join('');
+  };
+  return { reads, decode, shipped: lm };
+}
+
+function errorsOf(reads: readonly ReadLine[], decode: (read: ReadLine) => string): LineErrors {
+  const errors = new LineErrors();
+  for (const read of reads) errors.add(decode(read), read.line.text);
+  return errors;
+}
+
+async function main(): Promise<void> {
+  const { reads, decode, shipped } = await readLines();
+  const documents = [...new Set(reads.map((read) => read.line.document))].sort();
+  const tuneDocuments = new Set(documents.filter((_, index) => index % 2 === 0));
+  const tune = reads.filter((read) => tuneDocuments.has(read.line.document));
+  const test = reads.filter((read) => !tuneDocuments.has(read.line.document));
+  const beam = values.beam ? Number(values.beam) : shipped.beam;
+  const prune = values.prune ? Number(values.prune) : shipped.prune;
+  const maxCandidates = values['max-candidates'] ? Number(values['max-candidates']) : shipped.maxCandidates;
+  console.log(`${dir}: ${reads.length} lines (tune ${tune.length}, test ${test.length}), beam ${beam}, prune ${prune}, at most ${maxCandidates} classes a frame; shipped ${JSON.stringify(shipped)}`);
+
+  let best: { options: BeamSearchOptions; cer: number } | null = null;
+  for (const alpha of numbers(values.alphas))
+    for (const beta of numbers(values.betas))
+      for (const wordBonus of numbers(values.bonuses)) {
+        const options = { ...shipped, beam, prune, maxCandidates, alpha, beta, wordBonus };
+        const errors = errorsOf(tune, (read) => decode(read, options));
+        const cer = errors.charEdits / errors.chars;
+        console.log(`tune alpha ${alpha} beta ${beta} bonus ${wordBonus}: CER ${percent(cer)} WER ${percent(errors.wordEdits / errors.words)}`);
+        if (!best || cer < best.cer) best = { options, cer };
+      }
+  const chosen = best!.options;
+  console.log(`chosen on the tune half: alpha ${chosen.alpha}, beta ${chosen.beta}, wordBonus ${chosen.wordBonus}`);
+
+  const sources = [...new Set(reads.map((read) => read.line.document.split(':')[0]))].sort();
+  const subsets: [string, ReadLine[]][] = [
+    ['all', reads],
+    ['tune half', tune],
+    ['test half', test],
+    ...sources.map((source): [string, ReadLine[]] => [source, reads.filter((read) => read.line.document.startsWith(`${source}:`))]),
+    ...sources.map((source): [string, ReadLine[]] => [`${source} (test half)`, test.filter((read) => read.line.document.startsWith(`${source}:`))]),
+  ];
+  const rows = subsets
+    .filter(([, subset]) => subset.length > 0)
+    .map(([name, subset]) => {
+      const before = errorsOf(subset, (read) => decode(read, shipped));
+      const after = errorsOf(subset, (read) => decode(read, chosen));
+      return [
+        name,
+        String(subset.length),
+        percent(before.charEdits / before.chars),
+        percent(before.wordEdits / before.words),
+        percent(after.charEdits / after.chars),
+        percent(after.wordEdits / after.words),
+      ];
+    });
+  console.log(markdownTable(['lines', 'count', 'CER shipped', 'WER shipped', 'CER chosen', 'WER chosen'], rows));
+}
+
+await main();
