@@ -15,15 +15,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc, type DecodedCharacter } from '../src/pipeline/decoding/ctc-decode.ts';
-import { knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
 import { calibrateConfidence, type CalibrationPoints } from '../src/pipeline/recognition/confidence-calibration.ts';
-import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
-import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+import { validationReader } from '../bench/lib/validation-reader.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -104,28 +98,15 @@ function calibrationError(pairs: readonly Judged[], map: (confidence: number) =>
 }
 
 async function main(): Promise<void> {
-  const spec = loadModelSpec(dir);
-  const rec = spec.recognition;
-  const lm = spec.languageModel;
-  if (!lm) throw new Error(`${dir} has no language model`);
-  const classes = loadCharacterClasses(rec);
-  const session = await createSession(rec.file, 2);
-  const lmFile = loadCharNgramFile(lm.file);
-  const knownWords = knownWordsFor(lm);
-  const images = readTar(path.join(values.dataset, 'val-000.tar'));
-  const lines = readValidationLines(values.dataset);
-  const documents = [...new Set(lines.map((line) => line.document))].sort();
+  const reader = await validationReader(dir, values.dataset);
+  const documents = [...new Set(reader.lines.map((line) => line.document))].sort();
   const tuneDocuments = new Set(documents.filter((_, index) => index % 2 === 0));
   const pairs = { greedy: { tune: [] as Judged[], test: [] as Judged[] }, beam: { tune: [] as Judged[], test: [] as Judged[] } };
-  const logits = rec.output === 'logits';
-  for (const line of lines) {
-    const input = await modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]);
-    const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
-    const [steps, count] = [output.dims[1], output.dims[2]];
-    const model = lmFile.models.get(line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
+  for (const line of reader.lines) {
+    const read = await reader.run(await reader.input(line));
     const half = tuneDocuments.has(line.document) ? 'tune' : 'test';
-    pairs.greedy[half].push(...judge(decodeCtc(output.data, 0, count, steps, classes, logits), line.text));
-    pairs.beam[half].push(...judge(beamSearchCtc(output.data, 0, count, steps, classes, logits, model, lm, knownWords?.get(line.lang) ?? null), line.text));
+    pairs.greedy[half].push(...judge(decodeCtc(read.scores, 0, read.count, read.steps, reader.classes, reader.rec.output === 'logits'), line.text));
+    pairs.beam[half].push(...judge(reader.beam(line, read), line.text));
   }
   const calibration: Record<string, CalibrationPoints> = {};
   for (const decoder of ['greedy', 'beam'] as const) {

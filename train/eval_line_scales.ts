@@ -8,15 +8,9 @@
 //   node train/eval_line_scales.ts models/hwr-htr-v3 1,1.15,1.25,1.4
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
-import { knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
-import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
-import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
+import { validationReader } from '../bench/lib/validation-reader.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -60,36 +54,29 @@ function charErrors(hypothesis: string, reference: string): number {
 }
 
 async function main(): Promise<void> {
-  const spec = loadModelSpec(dir);
-  const rec = spec.recognition;
-  const lm = spec.languageModel;
-  if (!lm) throw new Error(`${dir} has no language model`);
-  const classes = loadCharacterClasses(rec);
-  const session = await createSession(rec.file, 2);
-  const lmFile = loadCharNgramFile(lm.file);
-  const knownWords = knownWordsFor(lm);
-  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  const reader = await validationReader(dir, values.dataset);
+  const { rec, classes } = reader;
   const errors = new Map<string, LineErrors>();
   const add = (key: string, hypothesis: string, reference: string): void => {
     if (!errors.has(key)) errors.set(key, new LineErrors());
     errors.get(key)!.add(hypothesis, reference);
   };
-  for (const line of readValidationLines(values.dataset)) {
-    const base = await modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]);
-    const model = lmFile.models.get(line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
+  for (const line of reader.lines) {
+    const base = await reader.input(line);
     const reads: { scale: number; greedy: string; beam: string; score: number }[] = [];
     for (const scale of scales) {
       // runModel hands the input's buffer to the inference thread: each run gets its own copy
       const input = scale === 1 ? { data: base.data.slice(), width: base.width } : stretch(base.data, base.width, rec.inputHeight, scale);
-      const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
-      const [steps, count] = [output.dims[1], output.dims[2]];
+      const output = await reader.run(input);
+      const { steps, count } = output;
       reads.push({
         scale,
-        greedy: decodeCtc(output.data, 0, count, steps, classes, true).map((c) => c.text).join(''),
-        beam: beamSearchCtc(output.data, 0, count, steps, classes, true, model, lm, knownWords?.get(line.lang) ?? null)
+        greedy: decodeCtc(output.scores, 0, count, steps, classes, true).map((c) => c.text).join(''),
+        beam: reader
+          .beam(line, output)
           .map((c) => c.text)
           .join(''),
-        score: meanBestLogProbability(output.data, steps, count),
+        score: meanBestLogProbability(output.scores, steps, count),
       });
     }
     const surest = (candidates: typeof reads) => candidates.reduce((a, b) => (b.score > a.score ? b : a));

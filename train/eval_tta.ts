@@ -9,15 +9,9 @@
 //   node train/eval_tta.ts [MODEL_DIR] [--dataset DIR] [--sets id+up+down,id+thick+thin]
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
 import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
-import { knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
-import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
-import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
+import { validationReader } from '../bench/lib/validation-reader.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -104,15 +98,8 @@ function logSoftmax(scores: Float32Array, steps: number, count: number): Float64
 }
 
 async function main(): Promise<void> {
-  const spec = loadModelSpec(dir);
-  const rec = spec.recognition;
-  const lm = spec.languageModel;
-  if (!lm) throw new Error(`${dir} has no language model`);
-  const classes = loadCharacterClasses(rec);
-  const session = await createSession(rec.file, 2);
-  const lmFile = loadCharNgramFile(lm.file);
-  const knownWords = knownWordsFor(lm);
-  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  const reader = await validationReader(dir, values.dataset);
+  const { rec, classes } = reader;
   const catalogue = variants(rec.mean[0], rec.std[0]);
   const needed = new Set(sets.flat().flatMap((name) => (name === 'all' ? Object.keys(catalogue) : [name])));
   const errors = new Map<string, LineErrors>();
@@ -120,20 +107,18 @@ async function main(): Promise<void> {
     if (!errors.has(key)) errors.set(key, new LineErrors());
     errors.get(key)!.add(hypothesis, reference);
   };
-  let lines = readValidationLines(values.dataset);
+  let lines = reader.lines;
   if (Number(values.limit) > 0) lines = lines.slice(0, Number(values.limit));
   for (const line of lines) {
-    const base = await modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]);
+    const base = await reader.input(line);
     const input: Line = { ...base, height: rec.inputHeight, white: (1 - rec.mean[0]) / rec.std[0] };
-    const model = lmFile.models.get(line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
-    const words = knownWords?.get(line.lang) ?? null;
     const logProbabilities = new Map<string, Float64Array>();
     let steps = 0;
     let count = 0;
     for (const name of needed) {
-      const output = await runModel(session, floatTensor(catalogue[name](input), [1, 1, rec.inputHeight, input.width]));
-      [steps, count] = [output.dims[1], output.dims[2]];
-      const log = logSoftmax(output.data, steps, count);
+      const output = await reader.run({ data: catalogue[name](input), width: input.width });
+      [steps, count] = [output.steps, output.count];
+      const log = logSoftmax(output.scores, steps, count);
       logProbabilities.set(name, log);
       add(`greedy, ${name}`, decodeCtc(Float32Array.from(log), 0, count, steps, classes, true).map((c) => c.text).join(''), line.text);
     }
@@ -147,7 +132,7 @@ async function main(): Promise<void> {
       if (values.average === 'prob') for (let i = 0; i < mean.length; i += 1) mean[i] = Math.log(mean[i]);
       const key = set.join('+');
       add(`greedy, mean of ${key}`, decodeCtc(mean, 0, count, steps, classes, true).map((c) => c.text).join(''), line.text);
-      const beam = beamSearchCtc(mean, 0, count, steps, classes, true, model, lm, words);
+      const beam = reader.beam(line, { scores: mean, steps, count });
       add(`beam, mean of ${key}`, beam.map((c) => c.text).join(''), line.text);
     }
   }

@@ -10,15 +10,10 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BeamSearchOptions } from '../src/pipeline/decoding/beam-search-options.ts';
-import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
-import { knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
-import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
-import { type DatasetLine, modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+import type { DatasetLine } from '../bench/lib/htr-lines.ts';
 import { markdownTable } from '../bench/lib/table.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
+import { type LineScores, validationReader } from '../bench/lib/validation-reader.ts';
 
 const numbers = (list: string): number[] => list.split(',').map(Number);
 // two decimals: the settings of the grid differ by tenths of a point
@@ -39,36 +34,19 @@ const dir = positionals[0] ?? 'models/hwr-htr-v3';
 
 interface ReadLine {
   line: DatasetLine;
-  scores: Float32Array;
-  steps: number;
-  count: number;
+  scores: LineScores;
 }
 
 async function readLines(): Promise<{ reads: ReadLine[]; decode: (read: ReadLine, options: BeamSearchOptions) => string; shipped: BeamSearchOptions }> {
-  const spec = loadModelSpec(dir);
-  const rec = spec.recognition;
-  const lm = spec.languageModel;
-  if (!lm) throw new Error(`${dir} has no language model`);
-  const classes = loadCharacterClasses(rec);
-  const session = await createSession(rec.file, 2);
-  const lmFile = loadCharNgramFile(lm.file);
-  const knownWords = knownWordsFor({ ...lm, wordBonus: 1 });
-  const images = readTar(path.join(values.dataset, 'val-000.tar'));
+  const reader = await validationReader(dir, values.dataset);
   const reads: ReadLine[] = [];
-  for (const line of readValidationLines(values.dataset)) {
-    const input = await modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]);
-    const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
-    reads.push({ line, scores: output.data, steps: output.dims[1], count: output.dims[2] });
-  }
-  const logits = rec.output === 'logits';
-  const decode = (read: ReadLine, options: BeamSearchOptions): string => {
-    const model = lmFile.models.get(read.line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
-    const words = options.wordBonus > 0 ? (knownWords?.get(read.line.lang) ?? null) : null;
-    return beamSearchCtc(read.scores, 0, read.count, read.steps, classes, logits, model, options, words)
+  for (const line of reader.lines) reads.push({ line, scores: await reader.run(await reader.input(line)) });
+  const decode = (read: ReadLine, options: BeamSearchOptions): string =>
+    reader
+      .beam(read.line, read.scores, options)
       .map((c) => c.text)
       .join('');
-  };
-  return { reads, decode, shipped: lm };
+  return { reads, decode, shipped: reader.lm };
 }
 
 function errorsOf(reads: readonly ReadLine[], decode: (read: ReadLine) => string): LineErrors {

@@ -1,0 +1,64 @@
+// One exported model directory set up to read the validation lines of htr-lines in the service's
+// own code: its recognizer in onnxruntime-node, its LM file and known words, and the lines' images.
+// Shared by the evaluations in train/ that decode the same lines in several ways.
+import path from 'node:path';
+import type { BeamSearchOptions } from '../../src/pipeline/decoding/beam-search-options.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../../src/pipeline/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../../src/pipeline/decoding/ctc-beam-search.ts';
+import type { DecodedCharacter } from '../../src/pipeline/decoding/ctc-decode.ts';
+import { knownWordsFor } from '../../src/pipeline/decoding/known-words.ts';
+import { loadCharacterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
+import { type LanguageModelSpec, loadModelSpec, type RecognitionSpec } from '../../src/pipeline/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../../src/pipeline/models/onnx.ts';
+import { type DatasetLine, modelInput, readTar, readValidationLines } from './htr-lines.ts';
+
+/** The model's class scores for one line: `steps` rows of `count` values. */
+export interface LineScores {
+  scores: Float32Array;
+  steps: number;
+  count: number;
+}
+
+export interface ValidationReader {
+  rec: RecognitionSpec;
+  /** The manifest's LM settings (beam width, weights, files). */
+  lm: LanguageModelSpec;
+  classes: CharacterClasses;
+  lines: DatasetLine[];
+  /** The line's model input: the 64 px JPEG averaged to the model's height, normalised. */
+  input(line: DatasetLine): Promise<{ data: Float32Array; width: number }>;
+  /** Runs the model on an input of the model's height (the input's buffer is handed over). */
+  run(input: { data: Float32Array; width: number }): Promise<LineScores>;
+  /** Beam search of the line's frames with its language's model and known words (the bonus only when `options.wordBonus` > 0). */
+  beam(line: DatasetLine, scores: LineScores, options?: BeamSearchOptions): DecodedCharacter[];
+}
+
+export async function validationReader(dir: string, dataset: string, threads = 2): Promise<ValidationReader> {
+  const spec = loadModelSpec(dir);
+  const rec = spec.recognition;
+  const lm = spec.languageModel;
+  if (!lm) throw new Error(`${dir} has no language model`);
+  const classes = loadCharacterClasses(rec);
+  const session = await createSession(rec.file, threads);
+  const lmFile = loadCharNgramFile(lm.file);
+  // loaded whatever the manifest's bonus, so that a grid can try one
+  const knownWords = knownWordsFor({ ...lm, wordBonus: 1 });
+  const images = readTar(path.join(dataset, 'val-000.tar'));
+  const logits = rec.output === 'logits';
+  return {
+    rec,
+    lm,
+    classes,
+    lines: readValidationLines(dataset),
+    input: (line) => modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]),
+    async run(input) {
+      const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
+      return { scores: output.data, steps: output.dims[1], count: output.dims[2] };
+    },
+    beam(line, { scores, steps, count }, options = lm) {
+      const model = lmFile.models.get(line.lang) ?? (lmFile.models.get('all') as CharNgramModel);
+      const words = options.wordBonus > 0 ? (knownWords?.get(line.lang) ?? null) : null;
+      return beamSearchCtc(scores, 0, count, steps, classes, logits, model, options, words);
+    },
+  };
+}
