@@ -10,7 +10,8 @@
 // Per source and overall: page CER and WER at the `text_norm` level (bench/lib/text-metrics.ts),
 // line recall and precision by pixels (bench/lib/line-coverage.ts; precision also without the
 // wrong lines that lie outside every ground-truth region, where the ground truth did not transcribe), the share of ground-truth
-// characters on missed lines, reading-order agreement, seconds per page.
+// characters on missed lines, reading-order agreement, seconds per page; for the setups reading
+// the ground-truth lines also each line's confidence against the share of its characters right.
 //
 //   node bench/eval-pages.ts [--dataset DIR] [--split val] [--dir DIR --lang eng] [--limit N] [--source S]
 //                            [--gt-layout] [--no-tesseract] [--no-peers] [--out DIR]
@@ -38,7 +39,7 @@ import { readTar } from './lib/htr-lines.ts';
 import { lineCoverage } from './lib/line-coverage.ts';
 import { markdownTable, percent } from './lib/table.ts';
 import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
-import { errorRate, normaliseText, scorePage, type ErrorCount } from './lib/text-metrics.ts';
+import { ConfidenceBins, errorRate, normaliseText, rightCharacters, scorePage, type ErrorCount } from './lib/text-metrics.ts';
 
 const DEFAULT_DATASET = path.resolve(import.meta.dirname, '../../shared/datasets/htr-pages');
 const TESSERACT_LANGUAGES: Record<string, string> = { en: 'eng', fr: 'fra', de: 'deu' };
@@ -70,12 +71,19 @@ interface PageScore {
   gtChars: number;
   order: number | null;
   ms: number;
+  /** Setups reading the ground-truth lines: each transcribed line's confidence against its share of characters right. */
+  confidence?: ConfidenceBins;
 }
 
 interface Setup {
   label: string;
   describe: string;
-  read(page: EvalPage, pageNumber: number): Promise<{ lines: string[]; polygons: Point[][]; ms: number; layoutBy?: string }>;
+  /** Reads the ground-truth lines, so that its lines are the ground truth's, one for one. */
+  groundTruthLines?: boolean;
+  read(
+    page: EvalPage,
+    pageNumber: number,
+  ): Promise<{ lines: string[]; polygons: Point[][]; ms: number; layoutBy?: string; confidences?: number[] }>;
   close(): Promise<void>;
 }
 
@@ -122,8 +130,15 @@ async function main(): Promise<number> {
       });
       const ms = performance.now() - started;
       const lines = allLines(result);
-      return { lines: lines.map((line) => line.text), polygons: lines.map((line) => line.polygon), ms, layoutBy };
+      return {
+        lines: lines.map((line) => line.text),
+        polygons: lines.map((line) => line.polygon),
+        confidences: lines.map((line) => line.confidence),
+        ms,
+        layoutBy,
+      };
     },
+    groundTruthLines,
     close: async () => undefined,
   });
 
@@ -205,6 +220,7 @@ async function main(): Promise<number> {
           gtChars: lineChars.reduce((sum, chars) => sum + chars, 0),
           order: coverage.order,
           ms: read.ms,
+          ...(setup.groundTruthLines && read.confidences ? { confidence: lineConfidences(read.lines, read.confidences, reference) } : {}),
         };
         scores.get(setup.label)!.set(page.name, score);
         const by = read.layoutBy && read.layoutBy !== 'uploaded' ? `, ${read.layoutBy}` : '';
@@ -264,11 +280,26 @@ async function main(): Promise<number> {
       rows,
     );
     const wide = wideTables(labels, groups, summary);
+    const confidenceRows = labels.flatMap((label) =>
+      groups.flatMap(([group]) => {
+        const c = summary[label][group].confidence;
+        return c ? [[label, group, String(c.characters), c.meanConfidence.toFixed(3), c.shareRight.toFixed(3), c.ece.toFixed(3)]] : [];
+      }),
+    );
+    const confidenceTable =
+      confidenceRows.length === 0
+        ? ''
+        : `Line confidence on the ground-truth lines (character-weighted; lines the ground truth left empty left out):\n\n${markdownTable(
+            ['setup', 'source', 'characters read', 'mean confidence', 'share right', 'ECE (10 bins)'],
+            confidenceRows,
+          )}`;
+    if (confidenceTable) console.log(`\n${confidenceTable}`);
     const markdown = [
       ...header,
       '',
       wide,
       '',
+      ...(confidenceTable ? [confidenceTable, ''] : []),
       '<details><summary>every setup, every measure</summary>',
       '',
       table,
@@ -406,7 +437,35 @@ function summarise(scores: PageScore[]) {
       ),
     order: orders.length === 0 ? null : orders.reduce((a, b) => a + b, 0) / orders.length,
     secondsPerPage: sum((score) => score.ms) / Math.max(1, scores.length) / 1000,
+    confidence: confidenceSummary(scores),
   };
+}
+
+/**
+ * Each line's stated confidence (the mean of its characters') against the share of its characters
+ * that are right, weighted by its characters (spaces left out on both sides); lines the ground
+ * truth did not transcribe are left out (nothing there can be right).
+ */
+function lineConfidences(lines: readonly string[], confidences: readonly number[], reference: readonly string[]): ConfidenceBins {
+  if (lines.length !== reference.length) throw new Error(`${lines.length} lines read for ${reference.length} ground-truth lines`);
+  const bins = new ConfidenceBins();
+  lines.forEach((text, index) => {
+    const truth = normaliseText(reference[index]);
+    const characters = [...text];
+    const read = characters.filter((character) => character !== ' ').length;
+    if (truth === '' || read === 0) return;
+    const right = rightCharacters([...truth], characters).filter((ok, k) => ok && characters[k] !== ' ').length;
+    bins.add(confidences[index], right, read);
+  });
+  return bins;
+}
+
+function confidenceSummary(scores: PageScore[]): { characters: number; meanConfidence: number; shareRight: number; ece: number } | null {
+  const measured = scores.filter((score) => score.confidence);
+  if (measured.length === 0) return null;
+  const bins = new ConfidenceBins();
+  for (const score of measured) bins.merge(score.confidence!);
+  return { characters: bins.weight, meanConfidence: bins.meanConfidence, shareRight: bins.shareRight, ece: bins.ece };
 }
 
 /** The htr-pages split: JSON ground truth and JPEG images from the tars (images written to `imageDir` for tesseract). */

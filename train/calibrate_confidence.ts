@@ -17,6 +17,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { decodeCtc, type DecodedCharacter } from '../src/pipeline/decoding/ctc-decode.ts';
 import { calibrateConfidence, type CalibrationPoints } from '../src/pipeline/recognition/confidence-calibration.ts';
+import { ConfidenceBins, rightCharacters } from '../bench/lib/text-metrics.ts';
 import { validationReader } from '../bench/lib/validation-reader.ts';
 
 const { values, positionals } = parseArgs({
@@ -30,28 +31,6 @@ const { values, positionals } = parseArgs({
 const dir = positionals[0] ?? 'models/hwr-htr-v3';
 
 type Judged = { confidence: number; right: boolean };
-
-/** For each hypothesis character, whether a minimal edit alignment matches it to the same reference character. */
-function rightCharacters(reference: readonly string[], hypothesis: readonly string[]): boolean[] {
-  const n = reference.length;
-  const m = hypothesis.length;
-  const cost = Array.from({ length: n + 1 }, (_, i) => Int32Array.from({ length: m + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i <= n; i += 1)
-    for (let j = 1; j <= m; j += 1)
-      cost[i][j] = Math.min(cost[i - 1][j] + 1, cost[i][j - 1] + 1, cost[i - 1][j - 1] + (reference[i - 1] === hypothesis[j - 1] ? 0 : 1));
-  const right = new Array<boolean>(m).fill(false);
-  let [i, j] = [n, m];
-  while (i > 0 && j > 0) {
-    const same = reference[i - 1] === hypothesis[j - 1];
-    if (cost[i][j] === cost[i - 1][j - 1] + (same ? 0 : 1)) {
-      right[j - 1] = same;
-      i -= 1;
-      j -= 1;
-    } else if (cost[i][j] === cost[i - 1][j] + 1) i -= 1;
-    else j -= 1;
-  }
-  return right;
-}
 
 function judge(characters: readonly DecodedCharacter[], reference: string): Judged[] {
   const right = rightCharacters([...reference], characters.map((c) => c.text));
@@ -80,21 +59,11 @@ function fit(pairs: readonly Judged[], bins: number): CalibrationPoints {
 
 const round = (value: number): number => Math.round(value * 1e4) / 1e4;
 
-/** Expected calibration error over ten equal-width bins, and the mean confidence against the share right. */
-function calibrationError(pairs: readonly Judged[], map: (confidence: number) => number): { ece: number; mean: number; right: number } {
-  const bins = Array.from({ length: 10 }, () => ({ count: 0, confidence: 0, right: 0 }));
-  let [sum, right] = [0, 0];
-  for (const pair of pairs) {
-    const confidence = map(pair.confidence);
-    const bin = bins[Math.min(9, Math.floor(confidence * 10))];
-    bin.count += 1;
-    bin.confidence += confidence;
-    bin.right += pair.right ? 1 : 0;
-    sum += confidence;
-    right += pair.right ? 1 : 0;
-  }
-  const ece = bins.reduce((total, bin) => total + Math.abs(bin.confidence - bin.right), 0) / pairs.length;
-  return { ece, mean: sum / pairs.length, right: right / pairs.length };
+/** ECE over ten equal-width bins of the (mapped) confidence, and the mean confidence against the share right. */
+function calibrationError(pairs: readonly Judged[], map: (confidence: number) => number): ConfidenceBins {
+  const bins = new ConfidenceBins();
+  for (const pair of pairs) bins.add(map(pair.confidence), pair.right ? 1 : 0);
+  return bins;
 }
 
 async function main(): Promise<void> {
@@ -114,7 +83,7 @@ async function main(): Promise<void> {
     calibration[decoder] = points;
     const figures = (map: (confidence: number) => number) => {
       const f = calibrationError(pairs[decoder].test, map);
-      return `ECE ${f.ece.toFixed(3)}, mean confidence ${f.mean.toFixed(3)} against ${f.right.toFixed(3)} right`;
+      return `ECE ${f.ece.toFixed(3)}, mean confidence ${f.meanConfidence.toFixed(3)} against ${f.shareRight.toFixed(3)} right`;
     };
     console.log(`${decoder}: ${pairs[decoder].tune.length} characters fitted (tune half), ${pairs[decoder].test.length} held out`);
     console.log(`  held out, as the model says: ${figures((c) => c)}`);

@@ -116,3 +116,65 @@ export class LineErrors {
     this.ms += ms;
   }
 }
+
+/** For each hypothesis character, whether a minimal edit alignment matches it to the same reference character. */
+export function rightCharacters(reference: readonly string[], hypothesis: readonly string[]): boolean[] {
+  const n = reference.length;
+  const m = hypothesis.length;
+  const cost = Array.from({ length: n + 1 }, (_, i) => Int32Array.from({ length: m + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= n; i += 1)
+    for (let j = 1; j <= m; j += 1)
+      cost[i][j] = Math.min(cost[i - 1][j] + 1, cost[i][j - 1] + 1, cost[i - 1][j - 1] + (reference[i - 1] === hypothesis[j - 1] ? 0 : 1));
+  const right = new Array<boolean>(m).fill(false);
+  let [i, j] = [n, m];
+  while (i > 0 && j > 0) {
+    const same = reference[i - 1] === hypothesis[j - 1];
+    if (cost[i][j] === cost[i - 1][j - 1] + (same ? 0 : 1)) {
+      right[j - 1] = same;
+      i -= 1;
+      j -= 1;
+    } else if (cost[i][j] === cost[i - 1][j] + 1) i -= 1;
+    else j -= 1;
+  }
+  return right;
+}
+
+/**
+ * Stated confidence against the share of characters right, in ten equal-width bins of the
+ * confidence: each entry is counted with its weight (one character, or a line's characters at
+ * the line's confidence). ECE: the weighted gap between them.
+ */
+export class ConfidenceBins {
+  readonly bins = Array.from({ length: 10 }, () => ({ weight: 0, confidence: 0, right: 0 }));
+
+  add(confidence: number, right: number, weight = 1): void {
+    const bin = this.bins[Math.min(9, Math.max(0, Math.floor(confidence * 10)))];
+    bin.weight += weight;
+    bin.confidence += confidence * weight;
+    bin.right += right;
+  }
+
+  merge(other: ConfidenceBins): void {
+    other.bins.forEach((bin, index) => {
+      this.bins[index].weight += bin.weight;
+      this.bins[index].confidence += bin.confidence;
+      this.bins[index].right += bin.right;
+    });
+  }
+
+  get weight(): number {
+    return this.bins.reduce((sum, bin) => sum + bin.weight, 0);
+  }
+
+  get meanConfidence(): number {
+    return this.bins.reduce((sum, bin) => sum + bin.confidence, 0) / Math.max(1, this.weight);
+  }
+
+  get shareRight(): number {
+    return this.bins.reduce((sum, bin) => sum + bin.right, 0) / Math.max(1, this.weight);
+  }
+
+  get ece(): number {
+    return this.bins.reduce((sum, bin) => sum + Math.abs(bin.confidence - bin.right), 0) / Math.max(1, this.weight);
+  }
+}

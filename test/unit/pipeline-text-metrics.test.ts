@@ -2,10 +2,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  ConfidenceBins,
   characterErrors,
   editDistance,
   errorRate,
   normaliseText,
+  rightCharacters,
   scorePage,
   scoringText,
   wordErrors,
@@ -57,4 +59,29 @@ test('a page is scored as its normalised lines joined by spaces', () => {
   const score = scorePage(['Dear Sir', 'I have'], ['Dear Sir:', 'I have']);
   assert.deepEqual(score.characters, { errors: 1, length: 16 });
   assert.deepEqual(score.words, { errors: 1, length: 4 });
+});
+
+test('right characters: each read character matched to the same reference character by a minimal alignment', () => {
+  assert.deepEqual(rightCharacters([...'letter'], [...'lettor']), [true, true, true, true, false, true]);
+  assert.deepEqual(
+    rightCharacters([...'lettre'], [...'lettres']),
+    [true, true, true, true, true, true, false],
+    'an insertion is not right',
+  );
+  assert.deepEqual(rightCharacters([...'abc'], [...'ac']), [true, true], 'a deletion costs no read character');
+  assert.deepEqual(rightCharacters([], [...'ab']), [false, false]);
+});
+
+test('confidence bins: mean confidence, share right and the weighted gap between them per bin', () => {
+  const bins = new ConfidenceBins();
+  bins.add(0.95, 9, 10); // 10 characters at 0.95, 9 right
+  bins.add(0.5, 1, 2); // 2 characters at 0.5, 1 right
+  assert.equal(bins.weight, 12);
+  assert.ok(Math.abs(bins.meanConfidence - (9.5 + 1) / 12) < 1e-12);
+  assert.equal(bins.shareRight, 10 / 12);
+  assert.ok(Math.abs(bins.ece - 0.5 / 12) < 1e-12, 'bin 0.9: |9.5 - 9|, bin 0.5: |1 - 1|');
+  const other = new ConfidenceBins();
+  other.add(1, 1);
+  bins.merge(other);
+  assert.equal(bins.weight, 13);
 });
