@@ -59,6 +59,12 @@ interface EvalPage {
 interface PageScore {
   characters: ErrorCount;
   words: ErrorCount;
+  /**
+   * The same with the read lines put in the ground truth's order (each where the ground-truth
+   * line it shares most pixels with stands; lines on no ground-truth line last): what is left
+   * when the reading order agrees, so the gap to `characters` is the order's share.
+   */
+  charactersInTruthOrder: ErrorCount;
   /** Ground-truth lines found / detected lines right / their counts. */
   gtLines: number;
   found: number;
@@ -209,8 +215,16 @@ async function main(): Promise<number> {
           page.truth.regions.map((region) => region.polygon),
         );
         const lineChars = truthLines.map((line) => [...normaliseText(line.text)].length);
+        const inTruthOrder = read.lines
+          .map((text, index) => {
+            const match = coverage.matches[index] ?? -1;
+            return { text, index, at: match < 0 ? truthLines.length : match };
+          })
+          .sort((a, b) => a.at - b.at || a.index - b.index)
+          .map((line) => line.text);
         const score: PageScore = {
           ...scorePage(read.lines, reference),
+          charactersInTruthOrder: scorePage(inTruthOrder, reference).characters,
           gtLines: truthLines.length,
           found: coverage.found.filter(Boolean).length,
           detected: read.polygons.length,
@@ -251,6 +265,7 @@ async function main(): Promise<number> {
           String(s.gtLines),
           String(s.gtChars),
           percent(s.cer),
+          percent(s.cerInTruthOrder),
           percent(s.wer),
           s.recall.toFixed(3),
           s.precision.toFixed(3),
@@ -269,6 +284,7 @@ async function main(): Promise<number> {
         'GT lines',
         'GT chars',
         'CER',
+        'CER in GT order',
         'WER',
         'line recall',
         'line precision',
@@ -407,6 +423,7 @@ function summarise(scores: PageScore[]) {
   const orders = scores.map((score) => score.order).filter((order): order is number => order !== null);
   return {
     cer: errorRate(...scores.map((score) => score.characters)),
+    cerInTruthOrder: errorRate(...scores.map((score) => score.charactersInTruthOrder)),
     wer: errorRate(...scores.map((score) => score.words)),
     gtLines: sum((score) => score.gtLines),
     gtChars: sum((score) => score.gtChars),

@@ -21,6 +21,8 @@ export interface LineCoverage {
   outside: boolean[];
   /** Pairwise reading-order agreement of detected lines matched (by most shared pixels) to ground-truth lines; null with fewer than two matched. */
   order: number | null;
+  /** Per detected line: the ground-truth line it shares most pixels with, -1 for none. */
+  matches: number[];
 }
 
 const MAX_SIDE = 1000;
@@ -75,7 +77,7 @@ export function lineCoverage(
   const outside = detectedPixels.map(
     (pixels, line) => regions.length > 0 && !right[line] && pixels.filter((index) => annotated[index] === 0).length >= 0.5 * pixels.length,
   );
-  return { found, right, outside, order: matched.size < 2 ? null : readingOrderAgreement(matches) };
+  return { found, right, outside, order: matched.size < 2 ? null : readingOrderAgreement(matches), matches };
 }
 
 /** Indexes (y * width + x) of the pixels whose centres lie inside the polygon (even-odd rule). */

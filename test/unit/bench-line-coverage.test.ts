@@ -35,8 +35,11 @@ test('a line is found at 50 % of its pixels inside detections; a detection is ri
   assert.deepEqual(coverage.found, [true, false, true]);
   assert.deepEqual(coverage.right, [true, true, false, false]);
   assert.equal(coverage.order, 1);
+  assert.deepEqual(coverage.matches, [0, 1, -1, 2], 'each detection to the line it shares most pixels with');
   // Read in the opposite order: detections matched to lines 3, 2, 1.
-  assert.equal(lineCoverage(200, 200, truth, [truth[2], truth[1], truth[0]]).order, 0);
+  const reversed = lineCoverage(200, 200, truth, [truth[2], truth[1], truth[0]]);
+  assert.equal(reversed.order, 0);
+  assert.deepEqual(reversed.matches, [2, 1, 0]);
 });
 
 test('a wrong detection mostly outside every annotated region is flagged outside; without regions none is', () => {
