@@ -160,6 +160,88 @@ def estimate(texts: list[str], order: int, min_count: int, extra: list[tuple[lis
     }
 
 
+def estimate_kneser_ney(texts: list[str], order: int, min_count: int) -> dict:
+    """Interpolated modified Kneser-Ney (Chen & Goodman: three discounts per order, from the counts of
+    counts), stored in the same backoff form as `estimate`:
+
+        P(c | h) = max(0, N(h c) - D(N(h c))) / N(h) + gamma(h) * P(c | h'),
+        gamma(h) = (D1 * n1(h) + D2 * n2(h) + D3 * n3+(h)) / N(h)
+
+    with N the raw count at the highest order and, below it, the continuation count (how many
+    different characters precede the gram), except for grams that start a line (nothing precedes
+    the boundary: their raw count); n_k(h) counts the characters seen after h with N = k (3+: at
+    least 3). The unigram level is the continuation distribution interpolated with a uniform one
+    over the vocabulary and one unknown symbol. Pruning as in `estimate`: n-grams of order >= 3 with
+    a raw count under `min_count` are dropped, their probability then comes from the backoff."""
+    raw = count_ngrams(texts, order)
+    counts: list[dict[str, float]] = [dict() for _ in range(order + 1)]
+    counts[order] = dict(raw[order])
+    for n in range(1, order):
+        continuation: Counter = Counter()
+        for gram in raw[n + 1]:
+            continuation[gram[1:]] += 1
+        counts[n] = {g: (c if g.startswith(BOUNDARY) else continuation.get(g, 0)) for g, c in raw[n].items()}
+        counts[n] = {g: c for g, c in counts[n].items() if c > 0}
+
+    def discounts(n: int) -> tuple[float, float, float]:
+        of = Counter(int(c) for c in counts[n].values() if c <= 4)
+        n1, n2, n3, n4 = (of.get(k, 0) for k in (1, 2, 3, 4))
+        if min(n1, n2, n3, n4) == 0:
+            return (0.5, 1.0, 1.5)
+        y = n1 / (n1 + 2 * n2)
+        # each discount kept inside (0, k]: a context must always leave some mass to its backoff
+        return tuple(min(k, max(0.05, k - (k + 1) * y * nk1 / nk)) for k, nk, nk1 in ((1, n1, n2), (2, n2, n3), (3, n3, n4)))  # type: ignore[return-value]
+
+    vocabulary = set(counts[1]) | {g for g in raw[1]}
+    d1, d2, d3 = discounts(1)
+    total1 = sum(counts[1].values())
+    mass1 = sum(d1 if c == 1 else d2 if c == 2 else d3 for c in counts[1].values())
+    uniform = 1 / (len(vocabulary) + 1)
+    unigram = {c: max(0.0, counts[1].get(c, 0) - (d1 if counts[1].get(c, 0) == 1 else d2 if counts[1].get(c, 0) == 2 else d3)) / total1 + mass1 / total1 * uniform for c in vocabulary}
+    unknown = mass1 / total1 * uniform
+
+    ngrams: dict[str, float] = {c: math.log(p) for c, p in unigram.items()}
+    backoff: dict[str, float] = {}
+    probability: dict[str, float] = dict(unigram)
+
+    def lower(gram: str) -> float:
+        context, char = gram[1:-1], gram[-1]
+        weight = 1.0
+        while True:
+            p = probability.get(context + char)
+            if p is not None:
+                return weight * p
+            if not context:
+                return weight * unknown
+            weight *= math.exp(backoff.get(context, 0.0))
+            context = context[1:]
+
+    for n in range(2, order + 1):
+        d1, d2, d3 = discounts(n)
+        followers: dict[str, dict[str, float]] = defaultdict(dict)
+        for gram, count in counts[n].items():
+            followers[gram[:-1]][gram[-1]] = count
+        for context, chars in followers.items():
+            n_h = sum(chars.values())
+            discount = {char: (d1 if c == 1 else d2 if c == 2 else d3) for char, c in chars.items()}
+            gamma = sum(discount.values()) / n_h
+            backoff[context] = math.log(gamma) if gamma > 0 else -99.0
+            for char, count in chars.items():
+                gram = context + char
+                if n >= 3 and raw[n].get(gram, 0) < min_count:
+                    continue
+                p = max(0.0, count - discount[char]) / n_h + gamma * lower(gram)
+                probability[gram] = p
+                ngrams[gram] = math.log(p)
+    kept_contexts = {g[:-1] for g in ngrams if len(g) > 1}
+    backoff = {h: w for h, w in backoff.items() if h in kept_contexts}
+    return {
+        "ngrams": {g: round(v, 3) for g, v in sorted(ngrams.items())},
+        "backoff": {h: round(v, 3) for h, v in sorted(backoff.items())},
+        "unknown": round(math.log(unknown), 3),
+    }
+
+
 def write_document(path: Path, document: dict) -> None:
     """The LM file; gzip-compressed when its name ends in .gz (no name or time in the header: the same bytes for the
     same model)."""
@@ -216,7 +298,11 @@ def main(argv: list[str]) -> None:
     p.add_argument("--lexicon-weight", type=float, default=0.01, help="count of one lexicon word against one occurrence in the transcriptions")
     p.add_argument("--lexicon-min", type=int, default=1, help="n-grams of order >= 3 not in the transcriptions are kept when the word lists have them this many times")
     p.add_argument("--joint-lexicon", action="store_true", help="add the lexicons to the joint model 'all' too (default: transcriptions only)")
+    p.add_argument("--smoothing", choices=("witten-bell", "kneser-ney"), default="witten-bell",
+                   help="interpolated Witten-Bell (the shipped LM's) or modified Kneser-Ney (transcriptions only, no --lexicon)")
     args = p.parse_args(argv)
+    if args.smoothing == "kneser-ney" and args.lexicon:
+        raise SystemExit("--lexicon works with --smoothing witten-bell only")
 
     train = read_texts(args.dataset / "train.tsv")
     val = read_texts(args.dataset / "val.tsv")
@@ -235,7 +321,10 @@ def main(argv: list[str]) -> None:
     for name, lang in groups.items():
         texts = [t for l, t in train if lang is None or l == lang]
         extra = [(c, w) for l, c, w in lexicons if l == lang or (lang is None and args.joint_lexicon)]
-        models[name] = estimate(texts, args.order, args.min_count, extra or None, args.lexicon_min)
+        if args.smoothing == "kneser-ney":
+            models[name] = estimate_kneser_ney(texts, args.order, args.min_count)
+        else:
+            models[name] = estimate(texts, args.order, args.min_count, extra or None, args.lexicon_min)
         lm = CharNgram.from_json(models[name], args.order)
         held_out = [t for l, t in val if lang is None or l == lang]
         print(
@@ -243,7 +332,7 @@ def main(argv: list[str]) -> None:
             f"validation perplexity per char {perplexity_per_char(lm, held_out):.2f}",
             flush=True,
         )
-    source = "htr-lines train.tsv text_norm (NFC)"
+    source = "htr-lines train.tsv text_norm (NFC)" + ("; modified Kneser-Ney" if args.smoothing == "kneser-ney" else "")
     if sources:
         source += f"; word lists, each word as a fraction of an occurrence, n-grams only they have kept from {args.lexicon_min} occurrences ({'all models' if args.joint_lexicon else 'per-language models'}): " + ", ".join(sources)
     document = {

@@ -141,6 +141,7 @@ def main(argv: list[str]) -> None:
         default=0.0,
         help="with --language-model: write lexicon.json (train/lexicon.py, the training transcriptions' words) and give known words this bonus",
     )
+    p.add_argument("--alpha", type=float, help="languageModel.alpha instead of the --decoding report's (e.g. as train/tune_decoder.ts chose it)")
     p.add_argument("--beta", type=float, help="languageModel.beta instead of the --decoding report's (the word bonus was tuned with beta 1.5)")
     p.add_argument("--beam", type=int, default=BEAM_SEARCH["beam"], help="languageModel.beam (v3 ships 30: docs/training.md)")
     p.add_argument("--decoding", type=Path, help="eval_decoding.py --json report: its tuned alpha/beta go into the manifest, its figures into training")
@@ -196,6 +197,8 @@ def main(argv: list[str]) -> None:
         tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
         manifest["languageModel"] = {"file": lm_file, "format": read_document(args.language_model)["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
         manifest["languageModel"]["beam"] = args.beam
+        if args.alpha is not None:
+            manifest["languageModel"]["alpha"] = args.alpha
         if args.beta is not None:
             manifest["languageModel"]["beta"] = args.beta
         if args.word_bonus > 0:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import support  # noqa: F401  (puts train/ on sys.path)
 
-from char_lm import BOUNDARY, FORMAT, CharNgram, count_words, estimate, read_document, read_lexicon, write_document
+from char_lm import BOUNDARY, FORMAT, CharNgram, count_words, estimate, estimate_kneser_ney, read_document, read_lexicon, write_document
 
 LINES = ["the quick brown fox", "the queen quietly quit", "a quiet question", "quite unique", "le quai de la gare", "qu'il était équipé"]
 
@@ -38,6 +38,21 @@ class CharLmTest(unittest.TestCase):
         alphabet = {ch for text in LINES + words for ch in text}
         for history in ("", "the qu", "a quie", "équi", "zzz"):
             self.assertAlmostEqual(total_probability(lm, history, alphabet), 1.0, delta=0.02, msg=history)
+
+    def test_kneser_ney_model_is_normalised_and_leaves_every_context_some_backoff(self) -> None:
+        lines = LINES * 3 + ["the quiet queue", "a quick quiz", "unique equity"]
+        model = estimate_kneser_ney(lines, 4, 1)
+        lm = CharNgram.from_json(model, 4)
+        alphabet = {ch for text in lines for ch in text}
+        for history in ("", "the qu", "a quie", "équi", "zzz", "the quick brown fox"):
+            self.assertAlmostEqual(total_probability(lm, history, alphabet), 1.0, delta=0.01, msg=history)
+        # a continuation never seen still gets a probability from the backoff, in every context
+        self.assertTrue(all(weight < 0 and weight > -20 for weight in model["backoff"].values()))
+        self.assertGreater(lm.logp("the qu", "i"), lm.logp("the qu", "x"))
+        # same n-grams as Witten-Bell's, other values
+        witten_bell = estimate(lines, 4, 1)
+        self.assertEqual(set(model["ngrams"]), set(witten_bell["ngrams"]))
+        self.assertNotEqual(model["ngrams"], witten_bell["ngrams"])
 
     def test_word_list_raises_its_words_and_keeps_other_spellings(self) -> None:
         plain = CharNgram.from_json(estimate(LINES, 4, 1), 4)
