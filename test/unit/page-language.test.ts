@@ -1,19 +1,21 @@
 // Choosing the language model for a page from its first (greedy) reading, with the
-// shipped language model file of our handwriting recognizer.
+// shipped language model files of our handwriting recognizers (v3's Kneser-Ney 6-gram, v2's
+// Witten-Bell 5-gram).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadCharNgramFile } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { lineLogLikelihood, mostLikelyLanguage } from '../../src/pipeline/decoding/page-language.ts';
 
-const file = loadCharNgramFile(fileURLToPath(new URL('../../models/hwr-htr-v2/lm.json.gz', import.meta.url)));
-const perLanguage = new Map([...file.models].filter(([name]) => name !== 'all'));
+const shipped = (model: string) => loadCharNgramFile(fileURLToPath(new URL(`../../models/${model}/lm.json.gz`, import.meta.url)));
+const file = shipped('hwr-htr-v2');
+const files = [file, shipped('hwr-htr-v3')];
 
-test('the shipped LM file has English and French models besides the joint one', () => {
-  assert.deepEqual([...file.models.keys()].sort(), ['all', 'en', 'fr']);
+test('the shipped LM files have English and French models besides the joint one', () => {
+  for (const lm of files) assert.deepEqual([...lm.models.keys()].sort(), ['all', 'en', 'fr']);
 });
 
-test('a page read with many errors still gets its language', () => {
+test('a page read with many errors still gets its language, under either LM file', () => {
   // greedy readings as our recognizer produces them on handwriting: a third of the letters wrong
   const english = [
     'My dear Hooker I am vcry glad to hcar that yon are bettcr',
@@ -25,10 +27,13 @@ test('a page read with many errors still gets its language', () => {
     'la ville est tres grandc et les rucs sont',
     'je vous embrasse',
   ];
-  assert.equal(mostLikelyLanguage(perLanguage, english), 'en');
-  assert.equal(mostLikelyLanguage(perLanguage, french), 'fr');
-  // blank lines do not count
-  assert.equal(mostLikelyLanguage(perLanguage, ['', ...french, '  ']), 'fr');
+  for (const lm of files) {
+    const perLanguage = new Map([...lm.models].filter(([name]) => name !== 'all'));
+    assert.equal(mostLikelyLanguage(perLanguage, english), 'en');
+    assert.equal(mostLikelyLanguage(perLanguage, french), 'fr');
+    // blank lines do not count
+    assert.equal(mostLikelyLanguage(perLanguage, ['', ...french, '  ']), 'fr');
+  }
 });
 
 test('the likelihood of a line is the sum of its characters and its end, as the beam search scores it', () => {
