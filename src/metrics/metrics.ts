@@ -34,6 +34,13 @@ export const pagesFailed = new client.Counter({
   registers: [metricsRegistry],
 });
 
+export const exportsFailed = new client.Counter({
+  name: 'hwr_exports_failed_total',
+  help: "Export attempts (a job's result archive) that failed in this process, by outcome: retried, or job_failed (the error is permanent or the attempts are spent); a hand-back, an ended job or a database outage ridden out is not counted",
+  labelNames: ['outcome'] as const,
+  registers: [metricsRegistry],
+});
+
 export const pageStepDuration = new client.Histogram({
   name: 'hwr_page_step_duration_seconds',
   help: 'Time a page spent in each pipeline step (layout, recognition, correction), in this process',
@@ -66,6 +73,7 @@ export const backgroundErrors = new client.Counter({
 
 for (const outcome of ['delivered', 'http_error', 'timeout', 'failed']) callbackAttempts.inc({ outcome }, 0);
 for (const component of ['pg-boss', 'pg-pool']) backgroundErrors.inc({ component }, 0);
+for (const outcome of ['retried', 'job_failed']) exportsFailed.inc({ outcome }, 0);
 
 /** The outcome label of one callback attempt. */
 export function callbackOutcomeLabel(outcome: { ok: boolean; status: number | null; error: string | null }): string {

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.ts';
 import type { ExportPipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
+import { exportsFailed } from '../metrics/metrics.ts';
 import { failJob, ridingOutDatabaseOutages } from './page-worker.ts';
 import type { ExportTaskData } from './queues.ts';
 import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
@@ -69,6 +70,7 @@ export function createExportHandler(deps: ExportWorkerDeps) {
       }
       if (isDatabaseUnavailable(error)) throw error;
       const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
+      exportsFailed.inc({ outcome: lastTry ? 'job_failed' : 'retried' });
       log.warn({ err: error, last_try: lastTry }, 'export failed');
       if (!lastTry) throw error;
       await failJob(deps.bus, jobId, `export: ${describeError(error)}`, null, task.id);

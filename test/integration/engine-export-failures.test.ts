@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { exportTaskId } from '../../src/workers/queues.ts';
 import { createExportPipeline } from '../../src/export/export-pipeline.ts';
+import { exportsFailed } from '../../src/metrics/metrics.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testPagePipeline } from '../support/test-pipelines.ts';
@@ -26,9 +27,21 @@ async function errorMessage(jobId: string): Promise<string> {
   return (await runtime.db.pool.query('select error_message from job_status where job_id = $1', [jobId])).rows[0].error_message;
 }
 
+async function exportFailures(): Promise<Record<string, number>> {
+  const metric = await exportsFailed.get();
+  return Object.fromEntries(metric.values.map((sample) => [String(sample.labels.outcome), sample.value]));
+}
+
 test('a page image the PDF cannot read (image_unsupported) fails the job at the first export attempt', async () => {
+  const before = await exportFailures();
   const jobId = await submitTestJob(runtime, accountId, 1);
   assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed']), 'failed');
   assert.match(await errorMessage(jobId), /^export: page 1: the page image cannot be read .*\(image_unsupported\)$/);
   assert.equal(await exportAttempts(jobId), 1, 'not retried: it fails the same way every time');
+  const after = await exportFailures();
+  assert.deepEqual(
+    { retried: after.retried - before.retried, job_failed: after.job_failed - before.job_failed },
+    { retried: 0, job_failed: 1 },
+    'hwr_exports_failed_total counts the attempt, as failing the job',
+  );
 });
