@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { decodeCtc, type DecodedCharacter } from '../src/pipeline/decoding/ctc-decode.ts';
 import { calibrateConfidence, type CalibrationPoints } from '../src/pipeline/recognition/confidence-calibration.ts';
 import { ConfidenceBins, rightCharacters } from '../bench/lib/text-metrics.ts';
-import { validationReader } from '../bench/lib/validation-reader.ts';
+import { tuneDocuments, validationReader } from '../bench/lib/validation-reader.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -68,12 +68,11 @@ function calibrationError(pairs: readonly Judged[], map: (confidence: number) =>
 
 async function main(): Promise<void> {
   const reader = await validationReader(dir, values.dataset);
-  const documents = [...new Set(reader.lines.map((line) => line.document))].sort();
-  const tuneDocuments = new Set(documents.filter((_, index) => index % 2 === 0));
+  const tuneHalf = tuneDocuments(reader.lines);
   const pairs = { greedy: { tune: [] as Judged[], test: [] as Judged[] }, beam: { tune: [] as Judged[], test: [] as Judged[] } };
   for (const line of reader.lines) {
     const read = await reader.run(await reader.input(line));
-    const half = tuneDocuments.has(line.document) ? 'tune' : 'test';
+    const half = tuneHalf.has(line.document) ? 'tune' : 'test';
     pairs.greedy[half].push(...judge(decodeCtc(read.scores, 0, read.count, read.steps, reader.classes, reader.rec.output === 'logits'), line.text));
     pairs.beam[half].push(...judge(reader.beam(line, read), line.text));
   }

@@ -95,6 +95,40 @@ def count_words(words: list[str], order: int) -> list[Counter]:
     return counts
 
 
+def followers_of(grams: dict[str, float]) -> dict[str, dict[str, float]]:
+    """The grams of one order by context: {context: {next character: count}}."""
+    followers: dict[str, dict[str, float]] = defaultdict(dict)
+    for gram, count in grams.items():
+        followers[gram[:-1]][gram[-1]] = count
+    return followers
+
+
+def lower_probability(gram: str, probability: dict[str, float], backoff: dict[str, float], unknown: float) -> float:
+    """Interpolated probability of gram[-1] after gram[1:-1] from the orders below, following pruning as the
+    lookup (CharNgram.logp) does."""
+    context, char = gram[1:-1], gram[-1]
+    weight = 1.0
+    while True:
+        p = probability.get(context + char)
+        if p is not None:
+            return weight * p
+        if not context:
+            return weight * unknown
+        weight *= math.exp(backoff.get(context, 0.0))
+        context = context[1:]
+
+
+def backoff_document(ngrams: dict[str, float], backoff: dict[str, float], unknown: float) -> dict:
+    """One model of the file: its log probabilities and backoff weights, rounded and sorted."""
+    # contexts whose every continuation was pruned still carry a backoff weight: keep only useful ones
+    kept_contexts = {g[:-1] for g in ngrams if len(g) > 1}
+    return {
+        "ngrams": {g: round(v, 3) for g, v in sorted(ngrams.items())},
+        "backoff": {h: round(v, 3) for h, v in sorted(backoff.items()) if h in kept_contexts},
+        "unknown": round(math.log(unknown), 3),
+    }
+
+
 def estimate(texts: list[str], order: int, min_count: int, extra: list[tuple[list[Counter], float]] | None = None, extra_min_count: int = 1) -> dict:
     """Interpolated Witten-Bell over the lines' counts plus, optionally, weighted counts from elsewhere
     (`extra`: (counts, weight) pairs, e.g. a lexicon's words at weight 0.01 each). With weighted counts
@@ -122,24 +156,8 @@ def estimate(texts: list[str], order: int, min_count: int, extra: list[tuple[lis
     backoff: dict[str, float] = {}
     probability: dict[str, float] = dict(unigram)  # interpolated P for every (unpruned) gram, by gram
 
-    def lower(gram: str) -> float:
-        """Interpolated probability of gram[-1] after gram[1:-1], following pruning like the lookup does."""
-        context, char = gram[1:-1], gram[-1]
-        weight = 1.0
-        while True:
-            p = probability.get(context + char)
-            if p is not None:
-                return weight * p
-            if not context:
-                return weight * unknown
-            weight *= math.exp(backoff.get(context, 0.0))
-            context = context[1:]
-
     for n in range(2, order + 1):
-        followers: dict[str, dict[str, float]] = defaultdict(dict)
-        for gram, count in merged[n].items():
-            followers[gram[:-1]][gram[-1]] = count
-        for context, chars in followers.items():
+        for context, chars in followers_of(merged[n]).items():
             c_h = sum(chars.values())
             t_h = sum(min(1.0, c) for c in chars.values())
             backoff[context] = math.log(t_h / (c_h + t_h))
@@ -147,17 +165,10 @@ def estimate(texts: list[str], order: int, min_count: int, extra: list[tuple[lis
                 gram = context + char
                 if n >= 3 and counts[n].get(gram, 0) < min_count and extra_only[n].get(gram, 0) < max(1, extra_min_count):
                     continue
-                p = (count + t_h * lower(gram)) / (c_h + t_h)
+                p = (count + t_h * lower_probability(gram, probability, backoff, unknown)) / (c_h + t_h)
                 probability[gram] = p
                 ngrams[gram] = math.log(p)
-    # contexts whose every continuation was pruned still carry a backoff weight: keep only useful ones
-    kept_contexts = {g[:-1] for g in ngrams if len(g) > 1}
-    backoff = {h: w for h, w in backoff.items() if h in kept_contexts}
-    return {
-        "ngrams": {g: round(v, 3) for g, v in sorted(ngrams.items())},
-        "backoff": {h: round(v, 3) for h, v in sorted(backoff.items())},
-        "unknown": round(math.log(unknown), 3),
-    }
+    return backoff_document(ngrams, backoff, unknown)
 
 
 def estimate_kneser_ney(texts: list[str], order: int, min_count: int) -> dict:
@@ -192,54 +203,35 @@ def estimate_kneser_ney(texts: list[str], order: int, min_count: int) -> dict:
         # each discount kept inside (0, k]: a context must always leave some mass to its backoff
         return tuple(min(k, max(0.05, k - (k + 1) * y * nk1 / nk)) for k, nk, nk1 in ((1, n1, n2), (2, n2, n3), (3, n3, n4)))  # type: ignore[return-value]
 
+    def discount(count: float, ds: tuple[float, float, float]) -> float:
+        return ds[0] if count == 1 else ds[1] if count == 2 else ds[2]
+
     vocabulary = set(counts[1]) | {g for g in raw[1]}
-    d1, d2, d3 = discounts(1)
+    ds1 = discounts(1)
     total1 = sum(counts[1].values())
-    mass1 = sum(d1 if c == 1 else d2 if c == 2 else d3 for c in counts[1].values())
+    mass1 = sum(discount(c, ds1) for c in counts[1].values())
     uniform = 1 / (len(vocabulary) + 1)
-    unigram = {c: max(0.0, counts[1].get(c, 0) - (d1 if counts[1].get(c, 0) == 1 else d2 if counts[1].get(c, 0) == 2 else d3)) / total1 + mass1 / total1 * uniform for c in vocabulary}
+    unigram = {c: max(0.0, counts[1].get(c, 0) - discount(counts[1].get(c, 0), ds1)) / total1 + mass1 / total1 * uniform for c in vocabulary}
     unknown = mass1 / total1 * uniform
 
     ngrams: dict[str, float] = {c: math.log(p) for c, p in unigram.items()}
     backoff: dict[str, float] = {}
     probability: dict[str, float] = dict(unigram)
-
-    def lower(gram: str) -> float:
-        context, char = gram[1:-1], gram[-1]
-        weight = 1.0
-        while True:
-            p = probability.get(context + char)
-            if p is not None:
-                return weight * p
-            if not context:
-                return weight * unknown
-            weight *= math.exp(backoff.get(context, 0.0))
-            context = context[1:]
-
     for n in range(2, order + 1):
-        d1, d2, d3 = discounts(n)
-        followers: dict[str, dict[str, float]] = defaultdict(dict)
-        for gram, count in counts[n].items():
-            followers[gram[:-1]][gram[-1]] = count
-        for context, chars in followers.items():
+        ds = discounts(n)
+        for context, chars in followers_of(counts[n]).items():
             n_h = sum(chars.values())
-            discount = {char: (d1 if c == 1 else d2 if c == 2 else d3) for char, c in chars.items()}
-            gamma = sum(discount.values()) / n_h
+            discounted = {char: discount(c, ds) for char, c in chars.items()}
+            gamma = sum(discounted.values()) / n_h
             backoff[context] = math.log(gamma) if gamma > 0 else -99.0
             for char, count in chars.items():
                 gram = context + char
                 if n >= 3 and raw[n].get(gram, 0) < min_count:
                     continue
-                p = max(0.0, count - discount[char]) / n_h + gamma * lower(gram)
+                p = max(0.0, count - discounted[char]) / n_h + gamma * lower_probability(gram, probability, backoff, unknown)
                 probability[gram] = p
                 ngrams[gram] = math.log(p)
-    kept_contexts = {g[:-1] for g in ngrams if len(g) > 1}
-    backoff = {h: w for h, w in backoff.items() if h in kept_contexts}
-    return {
-        "ngrams": {g: round(v, 3) for g, v in sorted(ngrams.items())},
-        "backoff": {h: round(v, 3) for h, v in sorted(backoff.items())},
-        "unknown": round(math.log(unknown), 3),
-    }
+    return backoff_document(ngrams, backoff, unknown)
 
 
 def write_document(path: Path, document: dict) -> None:

@@ -70,9 +70,10 @@ def main(argv: list[str]) -> None:
     lines = read_split(args.dataset, "val", images_dir)
     store = ImageStore(images_dir, lines)
     index = {ch: i + 1 for i, ch in enumerate(meta["charset"])}
+    document_of = documents(args.dataset / "val.tsv")
     by_document = defaultdict(list)
-    for line, document in ((line, documents(args.dataset / "val.tsv")[line.file]) for line in lines):
-        by_document[document].append(line)
+    for line in lines:
+        by_document[document_of[line.file]].append(line)
 
     rates = defaultdict(lambda: defaultdict(ErrorRate))  # setting -> source -> rate
     for document, doc_lines in sorted(by_document.items()):

@@ -13,7 +13,7 @@ import type { BeamSearchOptions } from '../src/pipeline/decoding/beam-search-opt
 import type { DatasetLine } from '../bench/lib/htr-lines.ts';
 import { markdownTable } from '../bench/lib/table.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
-import { type LineScores, validationReader } from '../bench/lib/validation-reader.ts';
+import { type LineScores, tuneDocuments, validationReader } from '../bench/lib/validation-reader.ts';
 
 const numbers = (list: string): number[] => list.split(',').map(Number);
 // two decimals: the settings of the grid differ by tenths of a point
@@ -57,10 +57,9 @@ function errorsOf(reads: readonly ReadLine[], decode: (read: ReadLine) => string
 
 async function main(): Promise<void> {
   const { reads, decode, shipped } = await readLines();
-  const documents = [...new Set(reads.map((read) => read.line.document))].sort();
-  const tuneDocuments = new Set(documents.filter((_, index) => index % 2 === 0));
-  const tune = reads.filter((read) => tuneDocuments.has(read.line.document));
-  const test = reads.filter((read) => !tuneDocuments.has(read.line.document));
+  const tuneHalf = tuneDocuments(reads.map((read) => read.line));
+  const tune = reads.filter((read) => tuneHalf.has(read.line.document));
+  const test = reads.filter((read) => !tuneHalf.has(read.line.document));
   const beam = values.beam ? Number(values.beam) : shipped.beam;
   const prune = values.prune ? Number(values.prune) : shipped.prune;
   const maxCandidates = values['max-candidates'] ? Number(values['max-candidates']) : shipped.maxCandidates;

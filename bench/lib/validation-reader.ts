@@ -33,6 +33,15 @@ export interface ValidationReader {
   beam(line: DatasetLine, scores: LineScores, options?: BeamSearchOptions): DecodedCharacter[];
 }
 
+/**
+ * The "tune" half of the validation documents: those of even position in sorted order, as
+ * train/eval_decoding.py --tune splits them; settings are chosen there and reported on the others.
+ */
+export function tuneDocuments(lines: readonly DatasetLine[]): Set<string> {
+  const documents = [...new Set(lines.map((line) => line.document))].sort();
+  return new Set(documents.filter((_, index) => index % 2 === 0));
+}
+
 export async function validationReader(dir: string, dataset: string, threads = 2): Promise<ValidationReader> {
   const spec = loadModelSpec(dir);
   const rec = spec.recognition;
