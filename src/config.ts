@@ -15,6 +15,8 @@ export interface Config {
     connectTimeoutMs: number;
     /** PostgreSQL's statement_timeout for every session (0: none); long operations set their own. */
     statementTimeoutMs: number;
+    /** The client gives up on a query with no answer after this long (0: none); above the statement timeout. */
+    queryTimeoutMs: number;
   };
   dataDir: string;
   port: number;
@@ -159,6 +161,9 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/** DATABASE_QUERY_TIMEOUT_MS's default is the statement timeout plus this: the server's cancel answers first. */
+const QUERY_TIMEOUT_MARGIN_MS = 10_000;
+
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
@@ -173,11 +178,18 @@ export function loadConfig(env: Env = process.env): Config {
   const host = read.string('HOST') ?? '0.0.0.0';
   const baseUrl = read.url('BASE_URL') ?? `${tls ? 'https' : 'http'}://localhost:${port}`;
 
+  const statementTimeoutMs = read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 60_000, 0, 24 * 3600 * 1000);
   const config: Config = {
     databaseUrl: read.postgresUrl('DATABASE_URL'),
     database: {
       connectTimeoutMs: read.integer('DATABASE_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
-      statementTimeoutMs: read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 60_000, 0, 24 * 3600 * 1000),
+      statementTimeoutMs,
+      queryTimeoutMs: read.integer(
+        'DATABASE_QUERY_TIMEOUT_MS',
+        statementTimeoutMs === 0 ? 0 : statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+        0,
+        24 * 3600 * 1000 + QUERY_TIMEOUT_MARGIN_MS,
+      ),
     },
     dataDir: path.resolve(read.string('DATA_DIR') ?? './.data'),
     port,
@@ -245,6 +257,13 @@ export function loadConfig(env: Env = process.env): Config {
       `correction's worst case on one page (${CORRECTION_ANSWER_ROUNDS} answers x (CORRECTION_RETRIES + 1) x CORRECTION_TIMEOUT_MS ` +
         `plus CORRECTION_RETRIES x CORRECTION_MAX_RETRY_WAIT_MS each = ${Math.ceil(correctionMs / 1000)} s) is longer than ` +
         `TASK_EXPIRE_SECONDS (${config.workers.taskExpireSeconds} s): the page task would expire mid-correction; lower the first or raise the second`,
+    );
+  }
+  const { queryTimeoutMs } = config.database;
+  if (queryTimeoutMs > 0 && statementTimeoutMs > 0 && queryTimeoutMs <= statementTimeoutMs) {
+    problems.push(
+      `DATABASE_QUERY_TIMEOUT_MS (${queryTimeoutMs}) must be longer than DATABASE_STATEMENT_TIMEOUT_MS (${statementTimeoutMs}), or 0 (none): ` +
+        "the client would give up on statements before PostgreSQL's own timeout cancels them",
     );
   }
   const { maxQueuedPagesPerAccount, maxPages } = config.limits;

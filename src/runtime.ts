@@ -36,7 +36,7 @@ export interface RuntimeOptions {
   /** Start pg-boss workers for pages, exports, callbacks and expiry. */
   workers: boolean;
   pipelines?: () => Promise<{ page: PagePipeline; export: ExportPipeline; close?(): Promise<void> }>;
-  /** Overrides DATABASE_STATEMENT_TIMEOUT_MS for this process's pool (0: none), e.g. `hwr projections rebuild`. */
+  /** Overrides DATABASE_STATEMENT_TIMEOUT_MS for this process's pool (0: none, and no DATABASE_QUERY_TIMEOUT_MS), e.g. `hwr projections rebuild`. */
   statementTimeoutMs?: number;
 }
 
@@ -55,12 +55,15 @@ export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{
 
 export async function startRuntime(config: Config, log: Logger, options: RuntimeOptions): Promise<Runtime> {
   const { url, embedded } = await resolveDatabaseUrl(config, log);
+  const statementTimeoutMs = options.statementTimeoutMs ?? config.database.statementTimeoutMs;
   const db = openDatabase(
     url,
     {
       max: Math.max(10, config.workers.pageConcurrency * 2 + 6),
       connectTimeoutMs: config.database.connectTimeoutMs,
-      statementTimeoutMs: options.statementTimeoutMs ?? config.database.statementTimeoutMs,
+      statementTimeoutMs,
+      // Lifting the statement timeout (a projections rebuild) lifts the client's wait as well.
+      queryTimeoutMs: statementTimeoutMs === 0 ? 0 : config.database.queryTimeoutMs,
     },
     log,
   );

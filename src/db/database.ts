@@ -22,16 +22,30 @@ export interface DatabaseOptions {
   connectTimeoutMs?: number;
   /** PostgreSQL's statement_timeout for every session of the pool (0: none). Long operations set their own. */
   statementTimeoutMs?: number;
+  /**
+   * How long the client waits for a query's answer before it gives up on the connection (0: no
+   * limit). The server-side statement timeout cannot end a wait whose query never reached the
+   * server or whose answer never comes back (a partition, a silent proxy); longer than the
+   * statement timeout, so the server's own cancel normally answers first.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** A query_timeout for the operations that lift the statement timeout (setTimeout's largest delay, 24.8 days). */
+export const UNBOUNDED_QUERY_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** The pg pool settings shared by our pool and pg-boss's: timeouts and TCP keepalive. */
 export function poolTimeouts(
-  options: Pick<DatabaseOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>,
-): Pick<pg.PoolConfig, 'connectionTimeoutMillis' | 'statement_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
+  options: Pick<DatabaseOptions, 'connectTimeoutMs' | 'statementTimeoutMs' | 'queryTimeoutMs'>,
+): Pick<pg.PoolConfig, 'connectionTimeoutMillis' | 'statement_timeout' | 'query_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
   return {
     connectionTimeoutMillis: options.connectTimeoutMs ?? 0,
     // Sent in the startup packet, so it is the session's default: `reset statement_timeout` returns to it.
     ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    // pg rejects the query with "Query read timeout"; the pool discards a connection whose query
+    // timed out (pool.query releases it with the error, inTransaction below does the same), and
+    // pg destroys the socket of a client ended with a query in flight.
+    ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
     // A peer that vanished without closing (a partition, a dead host) is found by keepalive probes
     // after 10 s of silence rather than by the kernel's 2 hours.
     keepAlive: true,
@@ -73,17 +87,29 @@ export function openDatabase(url: string, options: DatabaseOptions = {}, log?: L
 
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await checkOut(pool);
+  let result: T;
   try {
     await client.query('begin');
-    const result = await work(client);
+    result = await work(client);
     await client.query('commit');
-    return result;
   } catch (error) {
-    await client.query('rollback').catch(() => {});
+    if (isDatabaseUnavailable(error)) {
+      // A connection that went away, or whose query got no answer in time: a rollback would wait
+      // behind the unanswered query. Discarding the connection ends the session, and PostgreSQL
+      // rolls the transaction back itself.
+      client.release(error as Error);
+    } else {
+      // A rollback that fails too leaves the connection in doubt: discard it.
+      const rollbackError = await client.query('rollback').then(
+        () => undefined,
+        (failure: Error) => failure,
+      );
+      client.release(rollbackError);
+    }
     throw error;
-  } finally {
-    client.release();
   }
+  client.release();
+  return result;
 }
 
 /**
@@ -162,6 +188,8 @@ const UNAVAILABLE_MESSAGES = [
   'Client was closed and is not queryable',
   'terminating connection',
   'the database system is',
+  // pg's query_timeout: no answer from the server in time (DATABASE_QUERY_TIMEOUT_MS).
+  'Query read timeout',
 ];
 
 /**

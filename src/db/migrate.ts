@@ -5,7 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { installProjections } from '../store/install-projections.ts';
-import { checkOut } from './database.ts';
+import { checkOut, UNBOUNDED_QUERY_TIMEOUT_MS } from './database.ts';
 
 import { MIGRATION_LOCK } from '../store/locks.ts';
 export const MIGRATIONS_DIR = path.resolve(import.meta.dirname, '../../migrations');
@@ -16,12 +16,15 @@ export interface MigrationResult {
 
 export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
   const client = await checkOut(pool);
+  // Migrations may legitimately run long (a big table rewritten), and waiting for another
+  // process's migrations is waiting, not a hang: no statement timeout for this session until it
+  // goes back to the pool (reset below returns to the pool's DATABASE_STATEMENT_TIMEOUT_MS), and
+  // no client-side query timeout for its long queries (pg reads the field; its types lack it).
+  const unbounded = (text: string, values?: unknown[]) =>
+    client.query({ text, values, query_timeout: UNBOUNDED_QUERY_TIMEOUT_MS } as pg.QueryConfig);
   try {
-    // Migrations may legitimately run long (a big table rewritten), and waiting for another
-    // process's migrations is waiting, not a hang: no statement timeout for this session until
-    // it goes back to the pool (reset below returns to the pool's DATABASE_STATEMENT_TIMEOUT_MS).
     await client.query('set statement_timeout = 0');
-    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await unbounded('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
       await client.query(`create table if not exists schema_migrations (
         version integer primary key, name text not null, applied_at timestamptz not null default now())`);
@@ -34,7 +37,7 @@ export async function migrate(pool: pg.Pool): Promise<MigrationResult> {
         const sql = await readFile(path.join(MIGRATIONS_DIR, migration.file), 'utf8');
         await client.query('begin');
         try {
-          await client.query(sql);
+          await unbounded(sql);
           await client.query('insert into schema_migrations (version, name) values ($1, $2)', [migration.version, migration.file]);
           await client.query('commit');
         } catch (error) {

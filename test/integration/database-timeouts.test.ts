@@ -1,16 +1,19 @@
 // PostgreSQL timeouts (docs/reliability.md): every session of the service's pools has
-// DATABASE_STATEMENT_TIMEOUT_MS as its statement_timeout, and the operations that legitimately run
-// long (migrations, waiting for another process's migrations, `hwr projections rebuild/verify`) lift it.
+// DATABASE_STATEMENT_TIMEOUT_MS as its statement_timeout and DATABASE_QUERY_TIMEOUT_MS as the
+// client's limit on waiting for an answer, and the operations that legitimately run long
+// (migrations, waiting for another process's migrations, `hwr projections rebuild/verify`) lift both.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { openDatabase } from '../../src/db/database.ts';
+import type pg from 'pg';
+import { isDatabaseUnavailable, openDatabase } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { MIGRATION_LOCK } from '../../src/store/locks.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';
+import { startSilentProxy } from '../support/silent-proxy.ts';
 
 const url = await createTestDatabase();
-const db = openDatabase(url, { max: 2, connectTimeoutMs: 5_000, statementTimeoutMs: 300 });
+const db = openDatabase(url, { max: 2, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 600 });
 const holder = openDatabase(url, { max: 1 });
 after(() => Promise.all([db.close(), holder.close()]));
 
@@ -21,7 +24,7 @@ test('a statement longer than the statement timeout is cancelled by PostgreSQL',
   assert.equal((await db.pool.query('show statement_timeout')).rows[0].statement_timeout, '300ms');
 });
 
-test('migrations wait for another process holding the migration lock longer than the statement timeout, then give the timeout back', async () => {
+test('migrations wait for another process holding the migration lock longer than the statement and query timeouts, then give the timeout back', async () => {
   const other = await holder.pool.connect();
   await other.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
   const release = setTimeout(
@@ -48,6 +51,9 @@ test('the runtime: its pool and pg-boss take DATABASE_STATEMENT_TIMEOUT_MS; an o
   const runtime = await startTestRuntime(config);
   try {
     assert.equal((await runtime.db.pool.query('show statement_timeout')).rows[0].statement_timeout, '4321ms');
+    // DATABASE_QUERY_TIMEOUT_MS defaults to the statement timeout plus 10 s, for both pools.
+    assert.equal(runtime.db.pool.options.query_timeout, 14_321);
+    assert.equal((runtime.boss.getDb() as unknown as { pool: pg.Pool }).pool.options.query_timeout, 14_321);
     const sessions = await runtime.db.pool.query<{ application_name: string }>(
       `select distinct application_name from pg_stat_activity where datname = current_database() and application_name = 'hwr-boss'`,
     );
@@ -62,7 +68,77 @@ test('the runtime: its pool and pg-boss take DATABASE_STATEMENT_TIMEOUT_MS; an o
   const lifted = await startRuntime(config, createLogger('silent'), { workers: false, statementTimeoutMs: 0 });
   try {
     assert.equal((await lifted.db.pool.query('show statement_timeout')).rows[0].statement_timeout, '0');
+    assert.equal(lifted.db.pool.options.query_timeout, undefined);
   } finally {
     await lifted.stop();
   }
+});
+
+test('a query whose answer never comes (a silent peer) fails after the query timeout as the database being unavailable; the pool replaces the connection', async () => {
+  const proxy = await startSilentProxy(url);
+  const quiet = openDatabase(proxy.url, { max: 1, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 800 });
+  try {
+    await quiet.pool.query('select 1');
+    proxy.silence();
+    const started = Date.now();
+    await assert.rejects(
+      quiet.pool.query('select 1'),
+      (error: Error) => /Query read timeout/.test(error.message) && isDatabaseUnavailable(error),
+    );
+    assert.ok(Date.now() - started >= 700, 'given up by the client-side timeout');
+    proxy.resume();
+    assert.equal((await quiet.pool.query('select 2 as two')).rows[0].two, 2);
+    assert.equal(proxy.accepted(), 2, 'the silent connection was discarded, a new one opened');
+  } finally {
+    await quiet.close();
+    await proxy.close();
+  }
+});
+
+test('a transaction whose query gets no answer is given up after one query timeout (no rollback queued behind it), and its session ends', async () => {
+  const proxy = await startSilentProxy(url);
+  const quiet = openDatabase(proxy.url, {
+    max: 1,
+    applicationName: 'hwr-silent-tx',
+    connectTimeoutMs: 5_000,
+    statementTimeoutMs: 300,
+    queryTimeoutMs: 800,
+  });
+  try {
+    const started = Date.now();
+    await assert.rejects(
+      quiet.transaction(async (client) => {
+        await client.query('select pg_advisory_xact_lock(4242)');
+        proxy.silence();
+        await client.query('select 1');
+      }),
+      /Query read timeout/,
+    );
+    const waited = Date.now() - started;
+    assert.ok(waited < 1_500, `gave up after ${waited} ms: a rollback behind the unanswered query would wait another 800 ms`);
+    proxy.resume();
+    // The session holding the transaction (and its lock) is gone, not parked in the pool idle in transaction.
+    for (let tries = 0; ; tries++) {
+      const sessions = await db.pool.query(`select 1 from pg_stat_activity where application_name = 'hwr-silent-tx'`);
+      if (sessions.rowCount === 0) break;
+      assert.ok(tries < 50, 'the abandoned session still exists after 5 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal((await db.pool.query('select pg_try_advisory_xact_lock(4242) as got')).rows[0].got, true);
+    assert.equal((await quiet.transaction((client) => client.query('select 3 as three'))).rows[0].three, 3);
+  } finally {
+    await quiet.close();
+    await proxy.close();
+  }
+});
+
+test('the embedded PostgreSQL probes idle client connections after 10 s, so a session whose client vanished ends within about 25 s', async () => {
+  // Shown for a TCP session (a Unix socket has no keepalive, and reports 0).
+  const settings = await db.pool.query<{ name: string; setting: string }>(
+    `select name, setting from pg_settings where name in ('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count') order by name`,
+  );
+  assert.deepEqual(
+    settings.rows.map((row) => `${row.name}=${row.setting}`),
+    ['tcp_keepalives_count=3', 'tcp_keepalives_idle=10', 'tcp_keepalives_interval=5'],
+  );
 });

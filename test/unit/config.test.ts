@@ -50,6 +50,25 @@ test('every invalid variable is reported at once, by name', () => {
   );
 });
 
+test('DATABASE_QUERY_TIMEOUT_MS: the statement timeout plus 10 s by default, none without one; refused when not longer than it', () => {
+  assert.deepEqual(loadConfig({}).database, { connectTimeoutMs: 10_000, statementTimeoutMs: 60_000, queryTimeoutMs: 70_000 });
+  assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '5000' }).database.queryTimeoutMs, 15_000);
+  assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0' }).database.queryTimeoutMs, 0);
+  assert.equal(loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '0' }).database.queryTimeoutMs, 0);
+  assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0', DATABASE_QUERY_TIMEOUT_MS: '30000' }).database.queryTimeoutMs, 30_000);
+  assert.throws(
+    () => loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '60000' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(
+        error.problems.join('\n'),
+        /DATABASE_QUERY_TIMEOUT_MS \(60000\) must be longer than DATABASE_STATEMENT_TIMEOUT_MS \(60000\)/,
+      );
+      return true;
+    },
+  );
+});
+
 test('SHUTDOWN_GRACE_SECONDS fits a 30 s stop window by default; a callback timeout that cannot fit its task is refused', () => {
   assert.equal(loadConfig({}).workers.shutdownGraceSeconds, 25);
   assert.equal(loadConfig({ SHUTDOWN_GRACE_SECONDS: '0' }).workers.shutdownGraceSeconds, 0);
