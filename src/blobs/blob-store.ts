@@ -40,6 +40,13 @@ export interface BlobStore {
    * storage: a presigned URL); absent on stores that cannot hand out URLs (the filesystem).
    */
   presignedGetUrl?(key: string, options: PresignOptions): Promise<string>;
+  /**
+   * Removes the partial files of writes that stopped (a process killed mid-write) under
+   * `prefix/`, untouched since `before`; returns their keys. Only stores that keep partial writes
+   * where blobs live have it (the filesystem's `<key>.<uuid>.tmp`); an object store's incomplete
+   * multipart uploads are the bucket's lifecycle rule's to abort (docs/deployment.md).
+   */
+  removeStalledWrites?(prefix: string, before: Date): Promise<string[]>;
 }
 
 export interface PresignOptions {

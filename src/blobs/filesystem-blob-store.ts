@@ -128,6 +128,28 @@ export class FilesystemBlobStore implements BlobStore {
     return newestModification(this.localPath(prefix));
   }
 
+  async removeStalledWrites(prefix: string, before: Date): Promise<string[]> {
+    const start = this.localPath(prefix);
+    const entries = await readdir(start, { recursive: true, withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return [];
+      throw error;
+    });
+    const removed: string[] = [];
+    for (const entry of entries) {
+      if (!entry.isFile() || !TEMP_FILE.test(entry.name)) continue;
+      const file = path.join(entry.parentPath, entry.name);
+      // A write still in progress keeps touching its file; one gone in the meantime was renamed into place.
+      const modified = await stat(file).then(
+        (found) => found.mtime,
+        () => null,
+      );
+      if (modified === null || modified >= before) continue;
+      await rm(file, { force: true });
+      removed.push(path.relative(this.root, file).split(path.sep).join('/'));
+    }
+    return removed;
+  }
+
   async deletePrefix(prefix: string): Promise<void> {
     await rm(this.localPath(prefix), { recursive: true, force: true });
   }

@@ -4,6 +4,8 @@
 // job to expire it. The sweep deletes such folders once nothing in them changed for an hour
 // (an intake in progress writes into its folder, and takes seconds to minutes), and only when
 // neither the job's stream nor its status row exists. Idempotent; safe in several processes at once.
+// The same task removes partial files of writes that stopped (a process killed mid-write) inside
+// recorded jobs' folders, which would otherwise stay until the job's results expire.
 import { JOBS_ROOT, jobPrefix } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { Queryable } from '../db/database.ts';
@@ -44,4 +46,15 @@ export async function sweepOrphanBlobs(deps: OrphanSweepDeps, now = new Date(), 
     }
   }
   return deleted;
+}
+
+/** Removes partial files of stalled writes under `jobs/` untouched for `minAgeMs`; returns their keys. */
+export async function sweepStalledWrites(
+  deps: Omit<OrphanSweepDeps, 'db'>,
+  now = new Date(),
+  minAgeMs = ORPHAN_MIN_AGE_MS,
+): Promise<string[]> {
+  const removed = (await deps.blobs.removeStalledWrites?.(JOBS_ROOT, new Date(now.getTime() - minAgeMs))) ?? [];
+  for (const key of removed) deps.log.warn({ key }, 'partial file of a stalled write removed');
+  return removed;
 }

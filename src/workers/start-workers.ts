@@ -10,7 +10,7 @@ import { createCallbackHandler } from './callback-worker.ts';
 import { expireResults } from './expire-results-worker.ts';
 import { createExportHandler } from './export-worker.ts';
 import { startLostTaskWorkers } from './lost-tasks.ts';
-import { sweepOrphanBlobs } from './orphan-blobs.ts';
+import { sweepOrphanBlobs, sweepStalledWrites } from './orphan-blobs.ts';
 import { createPageHandler } from './page-worker.ts';
 import { QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from './queues.ts';
 import { TaskTracker } from './shutdown.ts';
@@ -91,6 +91,7 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
   // Folders of jobs that were never recorded (a process lost between storing pages and recording the job).
   await boss.work(QUEUES.sweepOrphanBlobs, { ...polling, batchSize: 1 }, async () => {
     await sweepOrphanBlobs({ db: deps.bus.db.pool, blobs: deps.blobs, log });
+    await sweepStalledWrites({ blobs: deps.blobs, log });
   });
   tracker.addQueue(QUEUES.sweepOrphanBlobs);
   await boss.schedule(QUEUES.sweepOrphanBlobs, '*/10 * * * *');

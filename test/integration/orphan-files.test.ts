@@ -1,7 +1,8 @@
 // Files a dead process leaves behind (docs/reliability.md): folders `jobs/<id>` whose job was
 // never recorded (the process died between storing the pages and appending JobQueued) are
-// deleted by a cron sweep in worker processes once an hour old; temporary uploads of a dead
-// process are removed when an API starts.
+// deleted by a cron sweep in worker processes once an hour old, as are the partial files of
+// writes a killed process left in a recorded job's folder; temporary uploads of a dead process
+// are removed when an API starts.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -13,7 +14,7 @@ import type { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.
 import { startHttpServer } from '../../src/http/server.ts';
 import { TEMP_UPLOAD_INSTANCE, tempUploadRoot } from '../../src/intake/temp-uploads.ts';
 import { createLogger } from '../../src/logger.ts';
-import { sweepOrphanBlobs } from '../../src/workers/orphan-blobs.ts';
+import { sweepOrphanBlobs, sweepStalledWrites } from '../../src/workers/orphan-blobs.ts';
 import { QUEUES } from '../../src/workers/queues.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
@@ -40,6 +41,12 @@ async function jobFolder(jobId: string, ageMs: number): Promise<string> {
   const folder = files.localPath(`jobs/${jobId}`);
   await age(folder, ageMs);
   return folder;
+}
+
+async function blobKeys(prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const entry of runtime.blobs.walk(prefix)) keys.push(entry.key);
+  return keys.sort();
 }
 
 const jobFolders = async () => (await readdir(files.localPath('jobs'))).sort();
@@ -69,6 +76,48 @@ describe('orphan files', () => {
     const later = await sweepOrphanBlobs({ db: runtime.db.pool, blobs: runtime.blobs, log }, new Date(Date.now() + HOURS));
     assert.deepEqual(later.sort(), [fresh, busy].sort());
     assert.deepEqual(await jobFolders(), [recorded, 'not-a-job'].sort());
+  });
+
+  test('the sweep removes the partial files of writes a killed process left in a recorded job, once an hour untouched, and nothing else', async () => {
+    const accountId = await testAccount(runtime);
+    const jobId = await submitTestJob(runtime, accountId, 1);
+    assert.equal(await waitForJobState(runtime, jobId, ['done']), 'done');
+    const before = await blobKeys(`jobs/${jobId}`);
+    const killedMidWrite = async (key: string) => {
+      // A process that writes a blob and is SIGKILLed before the write completes.
+      const script = `
+        import { Readable } from 'node:stream';
+        import { FilesystemBlobStore } from ${JSON.stringify(path.resolve(import.meta.dirname, '../../src/blobs/filesystem-blob-store.ts'))};
+        const body = new Readable({ read() {} });
+        body.push(Buffer.alloc(4096, 1));
+        void new FilesystemBlobStore(${JSON.stringify(files.root)}).put(${JSON.stringify(key)}, body);
+        setTimeout(() => console.log('writing'), 200);
+        setInterval(() => {}, 1000);`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise((resolve) => child.stdout.once('data', resolve));
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+    };
+    await killedMidWrite(`jobs/${jobId}/pages/0001.result.json`);
+    await killedMidWrite(`jobs/${jobId}/result.zip`);
+    const folder = files.localPath(`jobs/${jobId}`);
+    const partials = async () => (await readdir(folder, { recursive: true })).filter((name) => name.endsWith('.tmp')).sort();
+    const [pagePartial, archivePartial] = await partials().then((names) => [
+      names.find((name) => name.startsWith('pages/'))!,
+      names.find((name) => name.startsWith('result.zip.'))!,
+    ]);
+    assert.ok(pagePartial && archivePartial, 'each killed write left its partial file');
+    await age(path.join(folder, pagePartial), 2 * HOURS);
+
+    assert.deepEqual(await sweepStalledWrites({ blobs: runtime.blobs, log }), [`jobs/${jobId}/${pagePartial}`]);
+    assert.deepEqual(await partials(), [archivePartial], 'a partial file touched within the hour stays');
+    assert.deepEqual(await sweepStalledWrites({ blobs: runtime.blobs, log }), [], 'idempotent');
+    assert.deepEqual(await sweepStalledWrites({ blobs: runtime.blobs, log }, new Date(Date.now() + HOURS)), [
+      `jobs/${jobId}/${archivePartial}`,
+    ]);
+    assert.deepEqual(await partials(), []);
+    const kept = await blobKeys(`jobs/${jobId}`);
+    assert.deepEqual(kept, before, "the job's blobs are untouched");
   });
 
   test('worker processes run the sweep as a cron task', async () => {
