@@ -1,4 +1,4 @@
-// Webhook URLs in logs: query string, fragment and user info replaced, host and path kept.
+// Webhook URLs in logs: query string, fragment, user info and token-like path segments replaced, host and the rest of the path kept.
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
@@ -13,6 +13,29 @@ test('redactUrl replaces the query string, the fragment and the user info, and i
   assert.equal(redactUrl(once), once);
   assert.equal(redactUrl('not a url ?token=s3cret'), '[redacted: not a URL]');
   assert.equal(redactUrl(undefined), '[redacted]');
+});
+
+test('redactUrl replaces path segments that may be tokens, and keeps words and short ids', () => {
+  // Slack's and Discord's webhook addresses carry their secret as the last path segment.
+  assert.equal(
+    redactUrl('https://hooks.slack.com/services/T0001/B0002/XXXXXXXXXXXXXXXXXXXXXXXX'),
+    'https://hooks.slack.com/services/T0001/B0002/[redacted]',
+  );
+  assert.equal(
+    redactUrl('https://discord.com/api/webhooks/123456789012345678/aBcD-eFgH_iJkLmNoPqRsTuVwXyZ0123456789'),
+    'https://discord.com/api/webhooks/123456789012345678/[redacted]',
+  );
+  assert.equal(
+    redactUrl('https://hooks.example.com/catch/550e8400-e29b-41d4-a716-446655440000?x=1'),
+    'https://hooks.example.com/catch/[redacted]?[redacted]',
+  );
+  assert.equal(redactUrl('https://hooks.example.com/k/9f86d081884c7d65'), 'https://hooks.example.com/k/[redacted]');
+  assert.equal(
+    redactUrl('https://hooks.example.com/v1/notifications-handler/done'),
+    'https://hooks.example.com/v1/notifications-handler/done',
+  );
+  const once = redactUrl('https://hooks.slack.com/services/T0001/B0002/XXXXXXXXXXXXXXXXXXXXXXXX');
+  assert.equal(redactUrl(once), once);
 });
 
 test('the logger redacts webhook URLs in whatever object carries them, and still hides secrets', () => {
