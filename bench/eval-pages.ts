@@ -34,27 +34,12 @@ import { builtinModelSpec, loadModelSpec } from '../src/pipeline/models/model-ma
 import { OcrEngine } from '../src/pipeline/ocr-engine.ts';
 import { allLines, type Point } from '../src/pipeline/page-result.ts';
 import { recognizePage } from '../src/pipeline/recognize-page.ts';
-import { parseUploadedLayout, type UploadedLayout } from '../src/pipeline/layout/uploaded-layout.ts';
-import { readTar } from './lib/htr-lines.ts';
+import { parseUploadedLayout } from '../src/pipeline/layout/uploaded-layout.ts';
+import { DEFAULT_HTR_PAGES, type EvalPage, pagesFromDataset } from './lib/htr-pages.ts';
 import { lineCoverage } from './lib/line-coverage.ts';
 import { markdownTable, percent } from './lib/table.ts';
 import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
 import { ConfidenceBins, errorRate, normaliseText, rightCharacters, scorePage, type ErrorCount } from './lib/text-metrics.ts';
-
-const DEFAULT_DATASET = path.resolve(import.meta.dirname, '../../shared/datasets/htr-pages');
-const TESSERACT_LANGUAGES: Record<string, string> = { en: 'eng', fr: 'fra', de: 'deu' };
-
-interface EvalPage {
-  name: string;
-  source: string;
-  /** Tesseract language code. */
-  language: string;
-  imagePath: string;
-  width: number;
-  height: number;
-  /** Ground truth as an uploaded layout (regions and lines in reading order, with text). */
-  truth: UploadedLayout;
-}
 
 interface PageScore {
   characters: ErrorCount;
@@ -96,7 +81,7 @@ interface Setup {
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
-      dataset: { type: 'string', default: DEFAULT_DATASET },
+      dataset: { type: 'string', default: DEFAULT_HTR_PAGES },
       split: { type: 'string', default: 'val' },
       dir: { type: 'string' },
       lang: { type: 'string', default: 'eng' },
@@ -483,63 +468,6 @@ function confidenceSummary(scores: PageScore[]): { characters: number; meanConfi
   const bins = new ConfidenceBins();
   for (const score of measured) bins.merge(score.confidence!);
   return { characters: bins.weight, meanConfidence: bins.meanConfidence, shareRight: bins.shareRight, ece: bins.ece };
-}
-
-/** The htr-pages split: JSON ground truth and JPEG images from the tars (images written to `imageDir` for tesseract). */
-function pagesFromDataset(dataset: string, split: string, imageDir: string): EvalPage[] {
-  mkdirSync(imageDir, { recursive: true });
-  const shards = readdirSync(dataset)
-    .filter((file) => file.startsWith(`${split}-`) && file.endsWith('.tar'))
-    .sort();
-  if (shards.length === 0) throw new Error(`no ${split}-*.tar in ${dataset} (see its README.md)`);
-  const pages: EvalPage[] = [];
-  for (const shard of shards) {
-    const members = readTar(path.join(dataset, shard));
-    for (const [name, bytes] of members) {
-      if (!name.endsWith('.json')) continue;
-      const json = JSON.parse(bytes.toString('utf8')) as HtrPage;
-      const image = members.get(name.replace(/\.json$/, '.jpg'));
-      if (!image) throw new Error(`${shard}: ${name} has no image`);
-      const imagePath = path.join(imageDir, `${json.page}.jpg`);
-      writeFileSync(imagePath, image);
-      pages.push({
-        name: json.page,
-        source: json.page.split('_')[0],
-        language: TESSERACT_LANGUAGES[json.lang] ?? 'eng',
-        imagePath,
-        width: json.width,
-        height: json.height,
-        truth: truthFromJson(json),
-      });
-    }
-  }
-  return pages;
-}
-
-interface HtrPage {
-  page: string;
-  lang: string;
-  width: number;
-  height: number;
-  regions: { id: string; type: string | null; polygon: [number, number][] | null }[];
-  lines: { id: string; region_id: string; baseline: [number, number][] | null; polygon: [number, number][] | null; text: string }[];
-}
-
-/** Lines in the dataset's reading order, grouped by region as they come (a region met again starts a new group). */
-function truthFromJson(page: HtrPage): UploadedLayout {
-  const regions: UploadedLayout['regions'] = [];
-  const warnings: string[] = [];
-  for (const line of page.lines) {
-    if (!line.polygon || line.polygon.length < 3) {
-      warnings.push(`line ${line.id} has no polygon`);
-      continue;
-    }
-    const region = page.regions.find((candidate) => candidate.id === line.region_id);
-    if (regions.at(-1)?.id !== line.region_id)
-      regions.push({ id: line.region_id, type: region?.type ?? null, polygon: region?.polygon ?? [], lines: [] });
-    regions.at(-1)!.lines.push({ id: line.id, polygon: line.polygon, baseline: line.baseline ?? [], text: line.text });
-  }
-  return { format: 'page-2019', regions, warnings };
 }
 
 /** Image + PageXML/ALTO pairs with the same stem. */

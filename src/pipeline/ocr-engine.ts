@@ -13,6 +13,7 @@ import { outlinedLine } from './layout/outlined-line.ts';
 import type { ModelSpec, SelectionSpec } from './models/model-manifest.ts';
 import type { LayoutLine } from './layout/group-lines.ts';
 import { enclosingRect } from './layout/geometry.ts';
+import { faintLines } from './layout/ink-contrast.ts';
 import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
@@ -163,20 +164,27 @@ export class OcrEngine {
 
   /**
    * Text lines in regions, in reading order: from the line segmenter where the model has one
-   * and it finds lines, else from the text detector and line grouping.
+   * and it finds lines (less its faint ones: show-through, stains), else from the text detector
+   * and line grouping.
    */
   async layout(image: RgbImage): Promise<LayoutRegion[]> {
     const { segmentation } = this;
     if (segmentation && this.spec.segmentation) {
       const spec = this.spec.segmentation;
-      const lines = await this.gate(() => segmentLines(segmentation, spec, image));
+      const found = await this.gate(() => segmentLines(segmentation, spec, image));
+      const faint = faintLines(
+        image,
+        found.map((line) => line.polygon),
+        this.spec.layout.faintLineRatio,
+      );
+      const lines = found.filter((_, index) => !faint[index]);
       if (lines.length > 0) {
         const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline, spec.cropHeight)));
         this.segmented.add(regions);
         return regions;
       }
     }
-    return this.detectedLayout(image);
+    return this.detectedLayout(image, false);
   }
 
   /** Which model laid out regions this engine returned. */
@@ -184,24 +192,35 @@ export class OcrEngine {
     return this.segmented.has(regions) ? 'segmenter' : 'detector';
   }
 
-  private async detectedLayout(image: RgbImage): Promise<LayoutRegion[]> {
+  /**
+   * The detector's lines. `printed`: faint lines are dropped, as from the segmenter's; print's ink
+   * is even. On handwriting (a page the segmenter found no line on) the detector's boxes may hold
+   * mostly paper or lie on a dark edge, so every line is kept (docs/recognition.md, "Faint lines").
+   */
+  private async detectedLayout(image: RgbImage, printed: boolean): Promise<LayoutRegion[]> {
     const boxes = await this.gate(() => detectText(this.detection, this.spec.detection, image));
-    return orderRegions(groupLines(boxes));
+    const lines = groupLines(boxes);
+    const faint = faintLines(
+      image,
+      lines.map((line) => line.polygon),
+      printed ? this.spec.layout.faintLineRatio : 0,
+    );
+    return orderRegions(lines.filter((_, index) => !faint[index]));
   }
 
   /**
    * Reads every line: with the main recognizer alone, or, with a screening recognizer,
    * as select-reading.ts shares the lines between the two. A page the screening probe finds
    * printed, laid out by the line segmenter (trained on handwriting), is laid out again by the
-   * text detector (trained on print, and more exact there: docs/recognition.md, "Layout") and
-   * read on those lines; the regions returned are the ones read. Confidences are calibrated
+   * text detector (trained on print, and more exact there: docs/recognition.md, "Layout"), less
+   * its faint lines, and read on those lines; the regions returned are the ones read. Confidences are calibrated
    * (each recognizer's manifest map) once the readings are chosen, so the choice compares the
    * recognizers' own confidences, as its thresholds were set on.
    */
   async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<PageReading> {
     const first = await this.readRegions(image, regions, this.segmented.has(regions) ? 'stop' : 'read');
     if (first) return { regions, readings: this.calibrated(first) };
-    const detected = await this.detectedLayout(image);
+    const detected = await this.detectedLayout(image, true);
     return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known')) ?? new Map()) };
   }
 

@@ -134,6 +134,43 @@ test('a page that looks printed to the screening probe and that our recognizer r
   assert.ok(fraktur.linesReadBy.screening > fraktur.linesReadBy.main, JSON.stringify(fraktur.linesReadBy));
 });
 
+test('show-through on the Fraktur page is not laid out as lines (the default drops lines far fainter than the page); without that, our recognizer reads text into it', async () => {
+  // Left and right of "1784", the back of the leaf shows through (page pixels, the ground truth has no line there).
+  const showThrough = [
+    { left: 120, right: 390, top: 465, bottom: 512 },
+    { left: 650, right: 935, top: 465, bottom: 512 },
+  ];
+  const inShowThrough = (polygon: readonly (readonly [number, number])[]): boolean => {
+    const x = polygon.reduce((sum, [px]) => sum + px, 0) / polygon.length;
+    const y = polygon.reduce((sum, [, py]) => sum + py, 0) / polygon.length;
+    return showThrough.some((zone) => x >= zone.left && x <= zone.right && y >= zone.top && y <= zone.bottom);
+  };
+  assert.equal(engine.spec.layout.faintLineRatio, 0.25);
+  const kept = allLines(recognition('fraktur').page);
+  assert.deepEqual(
+    kept.filter((line) => inShowThrough(line.polygon)).map((line) => line.text),
+    [],
+  );
+  assert.ok(
+    kept.some((line) => line.text.includes('1784') || line.text.includes('1 7 8 4')),
+    'the year between them is kept',
+  );
+
+  const prepared = await prepareImage(await readFile(FRAKTUR_PAGE), { name: 'fraktur', maxPixels: config.limits.maxImagePixels });
+  const keepingAll = await OcrEngine.load(
+    { ...engine.spec, layout: { faintLineRatio: 0 } },
+    { threads: 2, concurrency: 2, decoder: 'beam' },
+  );
+  const { regions, readings } = await keepingAll
+    .read(prepared.raster, await keepingAll.layout(prepared.raster))
+    .finally(() => keepingAll.close());
+  const readThere = regions
+    .flatMap((region) => region.lines)
+    .filter((line) => inShowThrough(line.polygon))
+    .map((line) => (readings.get(line.fragments[0])?.characters ?? []).map((character) => character.text).join(''));
+  assert.ok(readThere.join('').trim().length > 0, `lines in the show-through: ${JSON.stringify(readThere)}`);
+});
+
 test('the handwritten page is read mostly by our recognizer', () => {
   const handwritten = recognition('handwritten');
   const lines = handwritten.linesReadBy.main + handwritten.linesReadBy.screening;

@@ -108,6 +108,7 @@ test('an invalid manifest names every problem at once', async () => {
             cropHeightScale: 9,
           },
           orientation: { file: 'rec.onnx', labels: [0, 90] },
+          layout: { faintLineRatio: 1.5 },
         }),
       ),
     (error) => {
@@ -124,6 +125,7 @@ test('an invalid manifest names every problem at once', async () => {
         'manifest.recognition.output must be one of',
         'manifest.recognition.cropHeightScale',
         'manifest.orientation.labels may only hold 0 and 180',
+        'manifest.layout.faintLineRatio',
       ]) {
         assert.ok(error.message.includes(problem), `missing "${problem}" in:\n${error.message}`);
       }
@@ -142,6 +144,11 @@ const minimal = {
   detection: { model: 'builtin' },
   recognition: { file: 'rec.onnx', charset: 'charset.txt' },
 };
+
+test('a layout section may set the faint-line ratio; without one every laid-out line is kept', async () => {
+  assert.equal((await loadModelSpec(await manifest(minimal))).layout.faintLineRatio, 0);
+  assert.equal((await loadModelSpec(await manifest({ ...minimal, layout: { faintLineRatio: 0.25 } }))).layout.faintLineRatio, 0.25);
+});
 
 test('a language model section may name a lexicon of known words and their bonus; a missing lexicon file is refused', async () => {
   const base = minimal;

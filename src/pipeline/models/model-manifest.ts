@@ -181,6 +181,16 @@ export interface ModelSpec {
   languageModel: LanguageModelSpec | null;
   orientation: OrientationSpec | null;
   screening: ScreeningSpec | null;
+  layout: LayoutSpec;
+}
+
+/** What the laid-out lines go through before they are read, whichever model laid them out. */
+export interface LayoutSpec {
+  /**
+   * A line whose ink contrast is under this share of the page's median line is dropped as
+   * show-through, a stain or a faint ruling (layout/ink-contrast.ts); 0: every line is kept.
+   */
+  faintLineRatio: number;
 }
 
 const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
@@ -331,6 +341,10 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     };
   }
 
+  const layout: LayoutSpec = {
+    faintLineRatio: root.has('layout') ? root.object('layout').number('faintLineRatio', 0, 0, 1) : 0,
+  };
+
   if (!name) problems.push('manifest.name is required');
   if (!version) problems.push('manifest.version is required');
   if (problems.length > 0) {
@@ -350,6 +364,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     languageModel,
     orientation,
     screening,
+    layout,
   };
 }
 
