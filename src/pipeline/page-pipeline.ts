@@ -54,6 +54,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
         blobs: context.blobs,
         signal,
         log: context.log,
+        ...(context.deadline === undefined ? {} : { deadline: context.deadline }),
       });
       signal.throwIfAborted();
       return corrected;

@@ -25,6 +25,11 @@ export interface PageContext {
   /** Records that this page entered a step (an event; drives `current_step`). */
   enterStep(step: PageStep): Promise<void>;
   log: Logger;
+  /**
+   * When the page must be done by (epoch ms): its task's expiry, less the time to store the
+   * result. Correction gives up past it and the page keeps its recognised text. Absent: no limit.
+   */
+  deadline?: number;
 }
 
 export interface PagePipeline {
@@ -74,4 +79,6 @@ export interface CorrectionInput {
   blobs: BlobStore;
   signal: AbortSignal;
   log: Logger;
+  /** No provider call starts, and no retry waits, past this (epoch ms; PageContext.deadline). */
+  deadline?: number;
 }

@@ -19,6 +19,18 @@ export interface PageWorkerDeps {
   log: Logger;
   /** How long a task waits for a database that went away under it (default 30 s). */
   databaseOutageWaitMs?: number;
+  /** When pg-boss expires a running page task (TASK_EXPIRE_SECONDS): the page's deadline is set from it. */
+  taskExpireSeconds?: number;
+}
+
+/**
+ * A page's deadline: its task's expiry from the moment the handler took it, less the time that
+ * storing the result and recording the completion may take (30 s, a tenth of a short expiry).
+ */
+function pageDeadline(taskExpireSeconds: number | undefined, startedAt: number): number | undefined {
+  if (taskExpireSeconds === undefined) return undefined;
+  const expireMs = taskExpireSeconds * 1000;
+  return startedAt + expireMs - Math.min(30_000, expireMs / 10);
 }
 
 /** Times one attempt runs a page again after the database went away under it. */
@@ -53,98 +65,105 @@ export function ridingOutDatabaseOutages<T extends { signal: AbortSignal }>(
 }
 
 export function createPageHandler(deps: PageWorkerDeps) {
-  return ridingOutDatabaseOutages<Job<PageTaskData>>(deps, async (task) => {
-    const { jobId, page } = task.data;
-    const log = deps.log.child({ job_id: jobId, page, task_id: task.id, attempt: task.retryCount + 1 });
-    // The page's view travels from command to command: each one decides from it without a read,
-    // and a scope conflict (cancel, a racing attempt) makes the bus read it afresh.
-    let view = await deps.bus.loadPageView(deps.bus.db.pool, jobId, page);
-    const state = view?.state;
-    if (state?.status !== 'queued' && state?.status !== 'processing') {
-      log.info({ state: state?.status ?? null }, 'page task dropped: job has ended');
+  return async (task: Job<PageTaskData>): Promise<void> => {
+    // Taken once per attempt: a run again after a database outage keeps the attempt's deadline.
+    const deadline = pageDeadline(deps.taskExpireSeconds, Date.now());
+    return ridingOutDatabaseOutages<Job<PageTaskData>>(deps, (attempt) => runPage(deps, attempt, deadline))(task);
+  };
+}
+
+async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: number | undefined): Promise<void> {
+  const { jobId, page } = task.data;
+  const log = deps.log.child({ job_id: jobId, page, task_id: task.id, attempt: task.retryCount + 1 });
+  // The page's view travels from command to command: each one decides from it without a read,
+  // and a scope conflict (cancel, a racing attempt) makes the bus read it afresh.
+  let view = await deps.bus.loadPageView(deps.bus.db.pool, jobId, page);
+  const state = view?.state;
+  if (state?.status !== 'queued' && state?.status !== 'processing') {
+    log.info({ state: state?.status ?? null }, 'page task dropped: job has ended');
+    return;
+  }
+  if (state.completedPages[page] !== undefined) return;
+  const source = state.pages.find((candidate) => candidate.pageNumber === page);
+  if (!source || !state.options) throw new Error(`job ${jobId} has no page ${page}`);
+
+  const watch = watchForJobEnd(deps.bus.db.pool, jobId);
+  const signal = AbortSignal.any([task.signal, watch.signal]);
+  // Tokens this attempt spent on correction, once the pipeline returned: if the attempt fails
+  // after that (storing the result, recording the completion), they are logged, not recorded
+  // as usage (docs/billing.md, "Tokens of failed attempts").
+  let spent: { input_tokens: number; output_tokens: number; provider: string; model: string } | null = null;
+  try {
+    const result = await deps.pipeline.processPage(
+      { jobId, accountId: state.accountId, pageCount: state.pageCount, page: source, options: state.options },
+      {
+        blobs: deps.blobs,
+        signal,
+        log,
+        ...(deadline === undefined ? {} : { deadline }),
+        enterStep: async (step) => {
+          signal.throwIfAborted();
+          ({ view } = await deps.bus.page(
+            jobId,
+            { type: 'StartStep', page, step, now: new Date() },
+            { actor: 'worker', causationId: task.id },
+            view ?? undefined,
+          ));
+        },
+      },
+    );
+    if (result.correction) {
+      const { inputTokens, outputTokens, provider, model } = result.correction;
+      spent = { input_tokens: inputTokens, output_tokens: outputTokens, provider, model };
+    }
+    signal.throwIfAborted();
+    const resultKey = pageResultKey(jobId, page);
+    await deps.blobs.put(resultKey, JSON.stringify(result));
+    const correction = result.correction;
+    await deps.bus.page(
+      jobId,
+      {
+        type: 'CompletePage',
+        page,
+        resultKey,
+        lineCount: result.regions.reduce((sum, region) => sum + region.lines.length, 0),
+        warnings: result.warnings,
+        correction: correction
+          ? {
+              provider: correction.provider,
+              model: correction.model,
+              inputTokens: correction.inputTokens,
+              outputTokens: correction.outputTokens,
+              refusedLines: correction.refusedLines.length,
+              ...(correction.outcome ? { outcome: correction.outcome } : {}),
+            }
+          : null,
+        now: new Date(),
+      },
+      { actor: 'worker', causationId: task.id },
+      view ?? undefined,
+    );
+    log.info('page completed');
+  } catch (error) {
+    if (spent && spent.input_tokens + spent.output_tokens > 0)
+      log.warn({ correction: spent }, 'correction tokens spent by an attempt that did not complete (not in usage)');
+    if (wasHandedBack(task.signal)) {
+      log.info('page task handed back: the worker is stopping');
       return;
     }
-    if (state.completedPages[page] !== undefined) return;
-    const source = state.pages.find((candidate) => candidate.pageNumber === page);
-    if (!source || !state.options) throw new Error(`job ${jobId} has no page ${page}`);
-
-    const watch = watchForJobEnd(deps.bus.db.pool, jobId);
-    const signal = AbortSignal.any([task.signal, watch.signal]);
-    // Tokens this attempt spent on correction, once the pipeline returned: if the attempt fails
-    // after that (storing the result, recording the completion), they are logged, not recorded
-    // as usage (docs/billing.md, "Tokens of failed attempts").
-    let spent: { input_tokens: number; output_tokens: number; provider: string; model: string } | null = null;
-    try {
-      const result = await deps.pipeline.processPage(
-        { jobId, accountId: state.accountId, pageCount: state.pageCount, page: source, options: state.options },
-        {
-          blobs: deps.blobs,
-          signal,
-          log,
-          enterStep: async (step) => {
-            signal.throwIfAborted();
-            ({ view } = await deps.bus.page(
-              jobId,
-              { type: 'StartStep', page, step, now: new Date() },
-              { actor: 'worker', causationId: task.id },
-              view ?? undefined,
-            ));
-          },
-        },
-      );
-      if (result.correction) {
-        const { inputTokens, outputTokens, provider, model } = result.correction;
-        spent = { input_tokens: inputTokens, output_tokens: outputTokens, provider, model };
-      }
-      signal.throwIfAborted();
-      const resultKey = pageResultKey(jobId, page);
-      await deps.blobs.put(resultKey, JSON.stringify(result));
-      const correction = result.correction;
-      await deps.bus.page(
-        jobId,
-        {
-          type: 'CompletePage',
-          page,
-          resultKey,
-          lineCount: result.regions.reduce((sum, region) => sum + region.lines.length, 0),
-          warnings: result.warnings,
-          correction: correction
-            ? {
-                provider: correction.provider,
-                model: correction.model,
-                inputTokens: correction.inputTokens,
-                outputTokens: correction.outputTokens,
-                refusedLines: correction.refusedLines.length,
-                ...(correction.outcome ? { outcome: correction.outcome } : {}),
-              }
-            : null,
-          now: new Date(),
-        },
-        { actor: 'worker', causationId: task.id },
-        view ?? undefined,
-      );
-      log.info('page completed');
-    } catch (error) {
-      if (spent && spent.input_tokens + spent.output_tokens > 0)
-        log.warn({ correction: spent }, 'correction tokens spent by an attempt that did not complete (not in usage)');
-      if (wasHandedBack(task.signal)) {
-        log.info('page task handed back: the worker is stopping');
-        return;
-      }
-      if (isJobEnded(error) || watch.signal.aborted) {
-        log.info('page task dropped: job has ended');
-        return;
-      }
-      // The database away is not the page's failure: ridingOutDatabaseOutages runs it again.
-      if (isDatabaseUnavailable(error)) throw error;
-      const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
-      log.warn({ err: error, last_try: lastTry }, 'page failed');
-      if (!lastTry) throw error;
-      await failJob(deps.bus, jobId, `page ${page} (${source.name}): ${describeError(error)}`, page, task.id);
-    } finally {
-      watch.stop();
+    if (isJobEnded(error) || watch.signal.aborted) {
+      log.info('page task dropped: job has ended');
+      return;
     }
-  });
+    // The database away is not the page's failure: ridingOutDatabaseOutages runs it again.
+    if (isDatabaseUnavailable(error)) throw error;
+    const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
+    log.warn({ err: error, last_try: lastTry }, 'page failed');
+    if (!lastTry) throw error;
+    await failJob(deps.bus, jobId, `page ${page} (${source.name}): ${describeError(error)}`, page, task.id);
+  } finally {
+    watch.stop();
+  }
 }
 
 export async function failJob(

@@ -60,6 +60,7 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
         retryLimit: config.workers.pageRetryLimit,
         log,
         databaseOutageWaitMs: config.workers.heartbeatSeconds * 1000,
+        taskExpireSeconds: config.workers.taskExpireSeconds,
       }),
     ),
   );

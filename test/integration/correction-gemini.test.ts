@@ -57,8 +57,16 @@ function correct(
   preset = 'generic',
   using = corrector(),
   signal = new AbortController().signal,
+  deadline?: number,
 ) {
-  return using.correct(page, { options: jobOptions(tier, preset), imageBlobKey: IMAGE_KEY, blobs, signal, log: createLogger('silent') });
+  return using.correct(page, {
+    options: jobOptions(tier, preset),
+    imageBlobKey: IMAGE_KEY,
+    blobs,
+    signal,
+    log: createLogger('silent'),
+    ...(deadline === undefined ? {} : { deadline }),
+  });
 }
 
 /** The model every test wishes for: each line as in the ground truth. */
@@ -287,6 +295,23 @@ test('timeouts are retried, then the page keeps its recognised text', async () =
   assert.deepEqual(corrected.warnings, [
     'correction unavailable: no answer within 200 ms (retries exhausted after 2 attempts); the recognised text was kept',
   ]);
+});
+
+test("a provider that does not answer is given up at the page's deadline, not after every retry; the page keeps its text", async () => {
+  server.handle(() => ({ type: 'hang' }));
+  const started = performance.now();
+  // Without the deadline: 3 calls of 5 s each.
+  const corrected = await correct(buildPage(HOOKER_RECOGNISED), 'balanced', 'generic', corrector(), undefined, Date.now() + 1_800);
+  const waited = performance.now() - started;
+  assert.equal(server.requests.length, 1);
+  assert.ok(waited < 2_500, `gave up after ${Math.round(waited)} ms`);
+  assert.deepEqual(texts(corrected), recognised);
+  assert.equal(corrected.correction?.outcome, 'unavailable');
+  assert.equal(corrected.warnings.length, 1);
+  assert.match(
+    corrected.warnings[0],
+    /^correction unavailable: no answer within 1[78]\d\d ms \(out of time after 1 attempt\); the recognised text was kept$/,
+  );
 });
 
 test('a bad request (400) is not retried', async () => {

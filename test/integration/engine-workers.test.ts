@@ -22,6 +22,8 @@ after(async () => {
   for (const runtime of runtimes) await runtime.stop();
 });
 const accountId = await testAccount(api);
+// A runtime of its own for the page deadline test (its TASK_EXPIRE_SECONDS).
+const deadlineDatabaseUrl = await createTestDatabase();
 
 async function eventTypes(jobId: string): Promise<string[]> {
   const result = await api.db.pool.query<{ type: string }>('select type from events where stream_id = $1 order by stream_version', [
@@ -31,6 +33,31 @@ async function eventTypes(jobId: string): Promise<string[]> {
 }
 
 describe('workers', () => {
+  test("a page is given its task's deadline: TASK_EXPIRE_SECONDS from when the worker took it, less the time to store its result", async () => {
+    const seen: { deadline: number | undefined; at: number }[] = [];
+    const base = testPagePipeline({ worker: 'deadline', stepMs: 1 });
+    const own = await startTestRuntime(await testConfig(deadlineDatabaseUrl, { TASK_EXPIRE_SECONDS: '120' }), {
+      page: {
+        processPage(task, context) {
+          seen.push({ deadline: context.deadline, at: Date.now() });
+          return base.processPage(task, context);
+        },
+      },
+      export: testExportPipeline(),
+    });
+    try {
+      const jobId = await submitTestJob(own, await testAccount(own), 2);
+      assert.equal(await waitForJobState(own, jobId, ['done', 'failed']), 'done');
+      assert.equal(seen.length, 2);
+      // 120 s less a tenth of it (30 s at most) for storing the result and recording the page.
+      for (const { deadline, at } of seen) {
+        assert.ok(deadline !== undefined && deadline - at > 107_000 && deadline - at <= 108_000, `${deadline} - ${at}`);
+      }
+    } finally {
+      await own.stop();
+    }
+  });
+
   test('pages fan out over every worker and fan in to one export', async () => {
     const jobId = await submitTestJob(api, accountId, 12);
     assert.equal(await waitForJobState(api, jobId, ['done', 'failed']), 'done');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { backoffDelay, ProviderError, RetriesEnded, retryAfterMs, withRetry } from '../../src/pipeline/correction/retry.ts';
+import { backoffDelay, MIN_CALL_MS, ProviderError, RetriesEnded, retryAfterMs, withRetry } from '../../src/pipeline/correction/retry.ts';
 
 const policy = { retries: 3, baseDelayMs: 1, maxWaitMs: 1000 };
 const transient = (retryAfter: number | null = null) =>
@@ -99,6 +99,51 @@ test('retries end: not retryable, exhausted, or asked to wait too long', async (
   });
   assert.deepEqual(await outcome(() => transient()), { calls: 4, reason: 'retries exhausted', attempts: 4 });
   assert.deepEqual(await outcome(() => transient(3_600_000)), { calls: 1, reason: 'wait too long', attempts: 1 });
+});
+
+test('with a deadline, no call starts with less than MIN_CALL_MS left, a wait that would pass it ends the retries, and a call learns the time left', async () => {
+  const signal = new AbortController().signal;
+  // Past the deadline already: no call at all.
+  const late = await withRetry(async () => 'never', policy, signal, undefined, Date.now() + MIN_CALL_MS - 1).catch(
+    (caught: unknown) => caught,
+  );
+  assert.ok(late instanceof RetriesEnded);
+  assert.deepEqual([late.reason, late.attempts], ['out of time', 0]);
+  assert.match(late.message, /no time left before the page task's expiry \(out of time after 0 attempts\)/);
+  // A failure whose wait (Retry-After 2 s) would end past the deadline: one call.
+  const left: number[] = [];
+  const deadline = Date.now() + 2_500;
+  const started = performance.now();
+  const waited = await withRetry(
+    async (_attempt, msLeft) => {
+      left.push(msLeft);
+      throw transient(2_000);
+    },
+    { ...policy, maxWaitMs: 10_000 },
+    signal,
+    undefined,
+    deadline,
+  ).catch((caught: unknown) => caught);
+  assert.ok(waited instanceof RetriesEnded);
+  assert.deepEqual([waited.reason, waited.attempts], ['out of time', 1]);
+  assert.ok(performance.now() - started < 1_000, 'it did not wait');
+  assert.equal(left.length, 1);
+  assert.ok(left[0] > 2_000 && left[0] <= 2_500, String(left[0]));
+  // Short waits go on until the time is up.
+  let calls = 0;
+  const short = await withRetry(
+    async () => {
+      calls++;
+      throw transient(100);
+    },
+    { ...policy, retries: 100 },
+    signal,
+    undefined,
+    Date.now() + MIN_CALL_MS + 350,
+  ).catch((caught: unknown) => caught);
+  assert.ok(short instanceof RetriesEnded);
+  assert.equal(short.reason, 'out of time');
+  assert.ok(calls >= 2 && calls <= 5, `${calls} calls`);
 });
 
 test('other errors and an abort during a wait propagate', async () => {

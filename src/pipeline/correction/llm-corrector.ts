@@ -58,11 +58,13 @@ export class LlmCorrector implements PageCorrector {
       let response: ProviderResponse;
       try {
         response = await withRetry(
-          () => this.provider.complete({ model, prompt, image, signal: input.signal, timeoutMs: this.settings.timeoutMs }),
+          (_attempt, msLeft) =>
+            this.provider.complete({ model, prompt, image, signal: input.signal, timeoutMs: Math.min(this.settings.timeoutMs, msLeft) }),
           this.settings.retry,
           input.signal,
           ({ attempt, waitMs, error }) =>
             log.warn({ attempt, wait_ms: waitMs, status: error.status, err: error.message }, 'correction call failed; retrying'),
+          input.deadline,
         );
       } catch (error) {
         if (!(error instanceof RetriesEnded)) throw error;

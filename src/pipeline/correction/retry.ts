@@ -47,7 +47,7 @@ export interface RetryOutcomeError {
   error: ProviderError;
   attempts: number;
   /** Why the retries ended. */
-  reason: 'not retryable' | 'retries exhausted' | 'wait too long';
+  reason: 'not retryable' | 'retries exhausted' | 'wait too long' | 'out of time';
 }
 
 export class RetriesEnded extends Error {
@@ -72,26 +72,40 @@ export function backoffDelay(retry: number, policy: RetryPolicy, random: () => n
   return Math.min(policy.maxWaitMs, Math.round(ceiling / 2 + (random() * ceiling) / 2));
 }
 
+/** A call with less time than this before the deadline is not started. */
+export const MIN_CALL_MS = 1_000;
+
 /**
  * Runs `call` until it succeeds, a non-transient ProviderError, or the policy ends
  * the retries (then throws RetriesEnded). Other errors propagate unchanged; an
- * abort of `signal` during a wait rejects with the signal's reason.
+ * abort of `signal` during a wait rejects with the signal's reason. With a `deadline`
+ * (epoch ms), no call starts with less than MIN_CALL_MS left and no wait ends past it:
+ * the retries end 'out of time'; `call` gets the milliseconds left, to bound its own wait.
  */
 export async function withRetry<T>(
-  call: (attempt: number) => Promise<T>,
+  call: (attempt: number, msLeft: number) => Promise<T>,
   policy: RetryPolicy,
   signal: AbortSignal,
   onRetry?: (info: { attempt: number; waitMs: number; error: ProviderError }) => void,
+  deadline = Number.POSITIVE_INFINITY,
 ): Promise<T> {
+  let failed: ProviderError | null = null;
   for (let attempt = 1; ; attempt++) {
+    const msLeft = deadline - Date.now();
+    if (msLeft < MIN_CALL_MS) {
+      const error = failed ?? new ProviderError("no time left before the page task's expiry", { transient: true });
+      throw new RetriesEnded({ error, attempts: attempt - 1, reason: 'out of time' });
+    }
     try {
-      return await call(attempt);
+      return await call(attempt, msLeft);
     } catch (error) {
       if (!(error instanceof ProviderError)) throw error;
+      failed = error;
       if (!error.transient) throw new RetriesEnded({ error, attempts: attempt, reason: 'not retryable' });
       if (attempt > policy.retries) throw new RetriesEnded({ error, attempts: attempt, reason: 'retries exhausted' });
       const waitMs = error.retryAfterMs ?? backoffDelay(attempt - 1, policy);
       if (waitMs > policy.maxWaitMs) throw new RetriesEnded({ error, attempts: attempt, reason: 'wait too long' });
+      if (Date.now() + waitMs + MIN_CALL_MS > deadline) throw new RetriesEnded({ error, attempts: attempt, reason: 'out of time' });
       onRetry?.({ attempt, waitMs, error });
       await sleep(waitMs, undefined, { signal }).catch((error: unknown) => {
         throw signal.aborted ? signal.reason : error;
