@@ -112,10 +112,10 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
       stop: async () => {
         await stopWorkers();
         // Tasks still running here were handed back; pg-boss's own stop would fail them (an attempt).
-        await startedBoss.stop({ graceful: false });
+        await closingWithin('pg-boss', startedBoss.stop({ graceful: false }), log);
         await closePipelines();
         await blobStore.close();
-        await db.close();
+        await closingWithin('pg-pool', db.close(), log);
         if (embedded) await embedded.stop();
       },
     };
@@ -127,6 +127,30 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     await db.close().catch(() => {});
     if (embedded) await embedded.stop().catch(() => {});
     throw error;
+  }
+}
+
+/**
+ * How long a stop waits for database connections to close. Closing one that the network cut off
+ * (a partition) waits for a goodbye that never comes; the stop goes on without it.
+ */
+export const CONNECTIONS_CLOSE_WITHIN_MS = 5_000;
+
+async function closingWithin(component: string, closing: Promise<void>, log: Logger): Promise<void> {
+  // Still running when the stop goes on: its failure then is of no use to anyone.
+  closing.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), CONNECTIONS_CLOSE_WITHIN_MS);
+  });
+  try {
+    if ((await Promise.race([closing, late])) === 'late')
+      log.warn(
+        { component, waited_ms: CONNECTIONS_CLOSE_WITHIN_MS },
+        'database connections did not close in time (cut off by the network?): stopping without them',
+      );
+  } finally {
+    clearTimeout(timer);
   }
 }
 

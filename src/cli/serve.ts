@@ -54,6 +54,8 @@ export async function run(args: string[]): Promise<number> {
   await metrics?.close();
   await runtime.stop();
   log.info('stopped');
+  // A connection the network cut off keeps the event loop alive after the stop: exit regardless.
+  setTimeout(() => process.exit(0), 1_000).unref();
   return 0;
 }
 

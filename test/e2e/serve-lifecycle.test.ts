@@ -1,6 +1,7 @@
 // `hwr serve` starting and stopping. A start that fails exits non-zero at once: on a port
 // already taken it stops its workers and the embedded PostgreSQL it started, and exits 1 (it
-// used to keep running). A stop ends within its grace, a trickling upload included.
+// used to keep running). A stop ends within its grace, a trickling upload included, and within a
+// few seconds more when the network has cut the database off.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';
+import { startSilentProxy } from '../support/silent-proxy.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'hwr-start-failure-'));
@@ -175,5 +177,50 @@ describe('hwr serve start and stop', () => {
     assert.equal(code, 0, output);
     assert.ok(stopMs < 8000, `stopped ${stopMs} ms after SIGTERM with a 1 s grace`);
     process.stderr.write(`# trickling upload: stopped ${stopMs} ms after SIGTERM (grace 1 s)\n`);
+  });
+
+  test('SIGTERM while the network has cut the database off: the service still stops, exit 0, a few seconds after its grace', async () => {
+    const databaseUrl = await createTestDatabase();
+    const proxy = await startSilentProxy(databaseUrl);
+    const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve'], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DATABASE_URL: proxy.url,
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        WORKER_CONCURRENCY: '1',
+        SHUTDOWN_GRACE_SECONDS: '1',
+      },
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    try {
+      while (!output.includes('"hwr listening"')) {
+        assert.equal(child.exitCode, null, output);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      proxy.partition();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const stopAt = Date.now();
+      child.kill('SIGTERM');
+      const code = await exit;
+      const stopMs = Date.now() - stopAt;
+      assert.equal(code, 0, output);
+      assert.match(output, /database connections did not close in time/);
+      // The grace (1 s), then at most 5 s for each pool's connections and 1 s to exit.
+      assert.ok(stopMs < 20_000, `stopped ${stopMs} ms after SIGTERM`);
+      process.stderr.write(`# database cut off: stopped ${stopMs} ms after SIGTERM (grace 1 s)\n`);
+    } finally {
+      clearTimeout(killer);
+      child.kill('SIGKILL');
+      await proxy.close();
+    }
   });
 });

@@ -1,13 +1,15 @@
-// A TCP proxy in front of PostgreSQL that can go silent: while `silence()` holds, bytes in either
-// direction are dropped and the sockets stay open, as across a partition or behind a proxy that
-// hangs. Neither end sees an error; only a client-side timeout can end a query's wait.
+// A TCP proxy in front of PostgreSQL that can be cut off, as by a network partition, a failover
+// to another address or a proxy that hangs: after `partition()`, the connections open at that
+// moment never pass another byte, in either direction, and stay open (neither end sees an error:
+// only a client-side timeout can end a query's wait); connections opened during the partition
+// wait (their bytes held, as TCP holds and resends them) and pass once `heal()` is called.
 import net from 'node:net';
 
 export interface SilentProxy {
   /** A URL like `target` that connects through the proxy. */
   url: string;
-  silence(): void;
-  resume(): void;
+  partition(): void;
+  heal(): void;
   /** Connections the proxy has accepted so far. */
   accepted(): number;
   close(): Promise<void>;
@@ -15,41 +17,52 @@ export interface SilentProxy {
 
 export async function startSilentProxy(target: string): Promise<SilentProxy> {
   const upstream = new URL(target);
-  let silent = false;
+  let partitioned = false;
   let accepted = 0;
   const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
+  /** Opened during the partition: held until it heals. */
+  const held = new Set<net.Socket>();
+  const proxy = net.createServer((client) => {
     accepted++;
     const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
     for (const socket of [client, server]) {
       sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
+      socket.on('close', () => {
+        sockets.delete(socket);
+        held.delete(socket);
+      });
       socket.on('error', () => {
         client.destroy();
         server.destroy();
       });
+      if (partitioned) {
+        socket.pause();
+        held.add(socket);
+      }
     }
-    client.on('data', (bytes) => silent || server.write(bytes));
-    server.on('data', (bytes) => silent || client.write(bytes));
-    client.on('end', () => server.end());
-    server.on('end', () => client.end());
+    // A paused socket reads nothing: its bytes wait in the kernel's buffers, as in flight.
+    client.pipe(server);
+    server.pipe(client);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const url = new URL(target);
   url.hostname = '127.0.0.1';
-  url.port = String((server.address() as net.AddressInfo).port);
+  url.port = String((proxy.address() as net.AddressInfo).port);
   return {
     url: url.toString(),
-    silence: () => {
-      silent = true;
+    partition: () => {
+      partitioned = true;
+      for (const socket of sockets) socket.pause();
     },
-    resume: () => {
-      silent = false;
+    heal: () => {
+      partitioned = false;
+      for (const socket of held) socket.resume();
+      held.clear();
     },
     accepted: () => accepted,
     close: async () => {
       for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
     },
   };
 }
