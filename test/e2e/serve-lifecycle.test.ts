@@ -3,7 +3,7 @@
 // used to keep running). A stop ends within its grace, a trickling upload included, and within a
 // few seconds more when the network has cut the database off.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -37,38 +37,66 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
+interface Served {
+  child: ChildProcessWithoutNullStreams;
+  /** stdout and stderr so far. */
+  output(): string;
+  /** The exit code (null when killed); the process is SIGKILLed after `killAfterMs`. */
+  exit: Promise<number | null>;
+}
+
+/** `hwr serve ARGS` in a child process with only PATH, HOME, LOG_LEVEL=info and `env` set. */
+function serve(args: string[], env: Record<string, string>, killAfterMs: number): Served {
+  const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+  const killer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+  const exit = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      clearTimeout(killer);
+      resolve(code);
+    }),
+  );
+  return { child, output: () => output, exit };
+}
+
+/** Waits until the served output holds `line`; fails if the process exits first. */
+async function waitForLog(served: Served, line: string): Promise<void> {
+  while (!served.output().includes(line)) {
+    assert.equal(served.child.exitCode, null, served.output());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 describe('hwr serve start and stop', () => {
   test('a port already taken: workers and the embedded PostgreSQL are stopped and the process exits 1', async () => {
     const postgresPort = await freePort();
-    const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
+    const served = serve(
+      [],
+      {
         DATA_DIR: dataDir,
         EMBEDDED_POSTGRES_PORT: String(postgresPort),
         PORT: String(takenPort),
         HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
         WORKER_CONCURRENCY: '1',
       },
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+      120_000,
+    );
     let listening = false;
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     const postgresUp = (async () => {
       // The embedded PostgreSQL did start (so this checks that it is stopped, not that it never ran).
-      while (child.exitCode === null) {
+      while (served.child.exitCode === null) {
         if (await canConnect(postgresPort)) return (listening = true);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       return listening;
     })();
-    const code = await exit;
-    clearTimeout(timer);
+    const code = await served.exit;
+    const output = served.output();
     assert.equal(code, 1, output);
     assert.match(output, /EADDRINUSE/);
     assert.ok(await postgresUp, 'the embedded PostgreSQL had started');
@@ -88,27 +116,20 @@ describe('hwr serve start and stop', () => {
     const silentPort = (silent.address() as net.AddressInfo).port;
     try {
       const started = Date.now();
-      const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve'], {
-        cwd: root,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
+      const served = serve(
+        [],
+        {
           DATA_DIR: dataDir,
           DATABASE_URL: `postgres://hwr:secret-password@127.0.0.1:${silentPort}/hwr`,
           DATABASE_CONNECT_TIMEOUT_MS: '1500',
           PORT: '0',
           HOST: '127.0.0.1',
-          LOG_LEVEL: 'info',
           WORKER_CONCURRENCY: '1',
         },
-      });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-      const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      const code = await exit;
-      clearTimeout(timer);
+        30_000,
+      );
+      const code = await served.exit;
+      const output = served.output();
       const seconds = (Date.now() - started) / 1000;
       assert.equal(code, 1, output);
       assert.ok(sockets.size >= 1, 'the service did connect to the silent server');
@@ -135,28 +156,12 @@ describe('hwr serve start and stop', () => {
     const { key } = await createApiKey(admin.bus, 'trickle', 'test');
     await admin.stop();
     const port = await freePort();
-    const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', '--role', 'api'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        DATABASE_URL: databaseUrl,
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        SHUTDOWN_GRACE_SECONDS: '1',
-      },
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    while (!output.includes('"hwr listening"')) {
-      assert.equal(child.exitCode, null, output);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const served = serve(
+      ['--role', 'api'],
+      { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_GRACE_SECONDS: '1' },
+      60_000,
+    );
+    await waitForLog(served, '"hwr listening"');
     const socket = net.connect(port, '127.0.0.1');
     socket.on('error', () => {});
     const boundary = 'trickle';
@@ -168,13 +173,12 @@ describe('hwr serve start and stop', () => {
     const trickle = setInterval(() => socket.write(Buffer.alloc(10, 0x50)), 200);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const stopAt = Date.now();
-    child.kill('SIGTERM');
-    const code = await exit;
+    served.child.kill('SIGTERM');
+    const code = await served.exit;
     const stopMs = Date.now() - stopAt;
     clearInterval(trickle);
-    clearTimeout(killer);
     socket.destroy();
-    assert.equal(code, 0, output);
+    assert.equal(code, 0, served.output());
     assert.ok(stopMs < 8000, `stopped ${stopMs} ms after SIGTERM with a 1 s grace`);
     process.stderr.write(`# trickling upload: stopped ${stopMs} ms after SIGTERM (grace 1 s)\n`);
   });
@@ -182,44 +186,26 @@ describe('hwr serve start and stop', () => {
   test('SIGTERM while the network has cut the database off: the service still stops, exit 0, a few seconds after its grace', async () => {
     const databaseUrl = await createTestDatabase();
     const proxy = await startSilentProxy(databaseUrl);
-    const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        DATABASE_URL: proxy.url,
-        DATA_DIR: dataDir,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        WORKER_CONCURRENCY: '1',
-        SHUTDOWN_GRACE_SECONDS: '1',
-      },
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const served = serve(
+      [],
+      { DATABASE_URL: proxy.url, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', WORKER_CONCURRENCY: '1', SHUTDOWN_GRACE_SECONDS: '1' },
+      60_000,
+    );
     try {
-      while (!output.includes('"hwr listening"')) {
-        assert.equal(child.exitCode, null, output);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitForLog(served, '"hwr listening"');
       proxy.partition();
       await new Promise((resolve) => setTimeout(resolve, 500));
       const stopAt = Date.now();
-      child.kill('SIGTERM');
-      const code = await exit;
+      served.child.kill('SIGTERM');
+      const code = await served.exit;
       const stopMs = Date.now() - stopAt;
-      assert.equal(code, 0, output);
-      assert.match(output, /database connections did not close in time/);
+      assert.equal(code, 0, served.output());
+      assert.match(served.output(), /database connections did not close in time/);
       // The grace (1 s), then at most 5 s for each pool's connections and 1 s to exit.
       assert.ok(stopMs < 20_000, `stopped ${stopMs} ms after SIGTERM`);
       process.stderr.write(`# database cut off: stopped ${stopMs} ms after SIGTERM (grace 1 s)\n`);
     } finally {
-      clearTimeout(killer);
-      child.kill('SIGKILL');
+      served.child.kill('SIGKILL');
       await proxy.close();
     }
   });

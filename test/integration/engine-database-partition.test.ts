@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
-import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import { assertCompletedOnce, startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { startSilentProxy } from '../support/silent-proxy.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 
@@ -36,16 +36,7 @@ test('the database cut off mid-job for longer than the query timeout: the job st
   proxy.heal();
 
   assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed'], 120_000), 'done');
-  const events = (
-    await runtime.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
-  ).rows;
-  const completed = events.filter((event) => event.type === 'PageCompleted').map((event) => event.data.page);
-  assert.deepEqual(
-    completed.sort((a: number, b: number) => a - b),
-    [1, 2, 3, 4, 5, 6],
-  );
-  assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
-  assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
+  await assertCompletedOnce(runtime, jobId, 6);
   // The connections that were cut off were given up and replaced.
   assert.ok(proxy.accepted() > config.workers.pageConcurrency, `${proxy.accepted()} connections accepted`);
 });

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded-postgres.ts';
-import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import { assertCompletedOnce, startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 
 const clusterDir = path.join(os.tmpdir(), `hwr-restart-${process.pid}`);
@@ -33,16 +33,7 @@ test('PostgreSQL restarted mid-job: the job still completes, with every page onc
   assert.equal(database.owned, true);
 
   assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed'], 120_000), 'done');
-  const events = (
-    await runtime.db.pool.query('select type, data from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
-  ).rows;
-  const completed = events.filter((event) => event.type === 'PageCompleted').map((event) => event.data.page);
-  assert.deepEqual(
-    completed.sort((a: number, b: number) => a - b),
-    [1, 2, 3, 4, 5, 6],
-  );
-  assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
-  assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
+  await assertCompletedOnce(runtime, jobId, 6);
   // No attempt was spent: every page and the export completed on their first. The job is done once
   // JobSucceeded is appended; pg-boss marks the export task completed when its handler returns, a
   // moment later (a loaded machine showed it still active), so that moment is waited for.

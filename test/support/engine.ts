@@ -1,4 +1,5 @@
 // Engine test helpers: a runtime on a test database, an account, and submitted jobs.
+import assert from 'node:assert/strict';
 import { randomUUID, createHash } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
@@ -88,4 +89,21 @@ export async function waitForJobState(runtime: Runtime, jobId: string, states: s
     if (Date.now() > deadline) throw new Error(`job ${jobId} still ${state} after ${timeoutMs} ms (waiting for ${states.join('|')})`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** The job's history has pages 1..`pageCount` completed once each and one JobSucceeded, and billing one row for it. */
+export async function assertCompletedOnce(runtime: Runtime, jobId: string, pageCount: number): Promise<void> {
+  const events = (
+    await runtime.db.pool.query<{ type: string; data: { page?: number } }>(
+      'select type, data from events where stream_id = $1 order by stream_version',
+      [`job-${jobId}`],
+    )
+  ).rows;
+  const completed = events.filter((event) => event.type === 'PageCompleted').map((event) => event.data.page ?? 0);
+  assert.deepEqual(
+    completed.sort((a, b) => a - b),
+    Array.from({ length: pageCount }, (_, index) => index + 1),
+  );
+  assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
+  assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
 }
