@@ -33,6 +33,12 @@ const rateLimited = {
   headers: retryAfter,
 };
 
+/** Every operation that reads the database (each authenticated one looks its key up there). */
+const databaseUnavailable = {
+  ...problem('database_unavailable: the service cannot reach its database at the moment; retry after Retry-After seconds.'),
+  headers: retryAfter,
+};
+
 const JOB_ID_PARAMETER = { name: 'job_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The job id (a UUID).' };
 
 export function openApiDocument(baseUrl: string) {
@@ -108,9 +114,13 @@ export function openApiDocument(baseUrl: string) {
               ),
               headers: retryAfter,
             },
-            '503': problem(
-              'insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); retry after Retry-After seconds.',
-            ),
+            '503': {
+              ...problem(
+                'insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); database_unavailable: ' +
+                  'the service cannot reach its database at the moment (any route may answer so); retry after Retry-After seconds.',
+              ),
+              headers: retryAfter,
+            },
           },
         },
       },
@@ -126,6 +136,7 @@ export function openApiDocument(baseUrl: string) {
             },
             '401': unauthorized,
             '429': rateLimited,
+            '503': databaseUnavailable,
             '404': problem('Unknown job, or another account’s.'),
           },
         },
@@ -139,6 +150,7 @@ export function openApiDocument(baseUrl: string) {
             },
             '401': unauthorized,
             '429': rateLimited,
+            '503': databaseUnavailable,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem('The job has already finished (done or failed).'),
           },
@@ -174,6 +186,7 @@ export function openApiDocument(baseUrl: string) {
             },
             '401': unauthorized,
             '429': rateLimited,
+            '503': databaseUnavailable,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem('The job is not done.'),
             '410': problem('The result has expired (after expires_at).'),
@@ -192,6 +205,7 @@ export function openApiDocument(baseUrl: string) {
             },
             '401': unauthorized,
             '429': rateLimited,
+            '503': databaseUnavailable,
             '404': problem('Unknown job, or another account’s.'),
           },
         },
@@ -221,6 +235,7 @@ export function openApiDocument(baseUrl: string) {
             '400': problem('An invalid date.'),
             '401': unauthorized,
             '429': rateLimited,
+            '503': databaseUnavailable,
           },
         },
       },

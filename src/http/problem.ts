@@ -5,6 +5,7 @@
 import type { Context, Next } from 'koa';
 import { CodedError, type ErrorCatalog, type ErrorShape, type ErrorSpec, isCodedError } from '../../domain/errors.ts';
 import { REJECTION_ERRORS, type RejectionCode } from '../../domain/rejections.ts';
+import { isDatabaseUnavailable } from '../db/database.ts';
 import { INTAKE_ERRORS } from '../intake/intake-error.ts';
 
 /** The codes the HTTP layer answers with itself, each with its status on purpose. */
@@ -36,7 +37,12 @@ export const HTTP_PROBLEMS = {
   too_many_queued_pages: { status: 429, retryable: true, title: 'Account limit reached' },
   internal_error: { status: 500, retryable: true, title: 'Internal server error' },
   insufficient_storage: { status: 503, retryable: true, title: 'Service unavailable' },
+  /** The database could not be reached or went away under the request (a restart, a failover, a partition). */
+  database_unavailable: { status: 503, retryable: true, title: 'Service unavailable' },
 } as const satisfies ErrorCatalog<string, number>;
+
+/** Retry-After of a `database_unavailable` answer: a restart or failover takes seconds. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export type HttpProblemCode = keyof typeof HTTP_PROBLEMS;
 
@@ -131,6 +137,12 @@ export async function problemMiddleware(ctx: Context, next: Next): Promise<void>
       throw new HttpProblem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
   } catch (error) {
     let problem = toProblem(error);
+    if (!problem && isDatabaseUnavailable(error)) {
+      ctx.state.log?.warn({ err: error }, 'request failed: the database is unavailable');
+      problem = new HttpProblem('database_unavailable', 'The service cannot reach its database at the moment; it is safe to retry.', {
+        headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+      });
+    }
     if (!problem) {
       ctx.state.log?.error({ err: error }, 'request failed');
       problem = new HttpProblem('internal_error', 'The request failed on our side; it is safe to retry.');

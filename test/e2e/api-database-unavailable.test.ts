@@ -1,0 +1,46 @@
+// The API while the database cannot be reached: a request whose queries get no answer (the network
+// cut the database off) or no connection (the database stopped) is answered 503
+// `database_unavailable` with Retry-After, not a 500, within the database timeouts; once the
+// database is back, the same request succeeds.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { createTestDatabase } from '../support/database.ts';
+import { createCredentials, startApiServer, type Auth } from '../support/http-client.ts';
+import { startSilentProxy } from '../support/silent-proxy.ts';
+
+const proxy = await startSilentProxy(await createTestDatabase());
+const service = await startApiServer(proxy.url, {
+  env: { DATABASE_STATEMENT_TIMEOUT_MS: '500', DATABASE_QUERY_TIMEOUT_MS: '1000', DATABASE_CONNECT_TIMEOUT_MS: '1000' },
+});
+after(async () => {
+  // The proxy first: the cut-off connections would hold the service's stop for its bound.
+  await proxy.close();
+  await service.close();
+});
+const auth: Auth = { key: (await createCredentials(service.runtime, 'outage')).key };
+
+test('the database cut off: a request is answered 503 database_unavailable with Retry-After, then 200 once it is back', async () => {
+  assert.equal((await service.client.get('/v1/usage', auth)).status, 200);
+  proxy.partition();
+  try {
+    const started = Date.now();
+    const answer = await service.client.get('/v1/usage', auth);
+    const waited = Date.now() - started;
+    assert.equal(answer.status, 503, JSON.stringify(answer.body));
+    assert.equal(answer.body.code, 'database_unavailable');
+    assert.equal(answer.body.retryable, true);
+    assert.equal(answer.headers.get('retry-after'), '5');
+    assert.equal(answer.headers.get('content-type'), 'application/problem+json');
+    assert.ok(waited < 5_000, `answered after ${waited} ms`);
+  } finally {
+    proxy.heal();
+  }
+  // Connections idle in the pool at the cut are dead too; each is given up when a request meets it
+  // (or when the pool retires it, idle for 10 s), with the same 503. Then the request goes through.
+  for (const started = Date.now(); ; ) {
+    const answer = await service.client.get('/v1/usage', auth);
+    if (answer.status === 200) break;
+    assert.equal(answer.body.code, 'database_unavailable');
+    assert.ok(Date.now() - started < 20_000, 'still unavailable 20 s after the database came back');
+  }
+});
