@@ -77,12 +77,41 @@ export function openDatabase(url: string, options: DatabaseOptions = {}, log?: L
       'database connection lost',
     );
   });
+  retireIdleAfterOutage(pool);
   return {
     pool,
     url,
     transaction: (work) => inTransaction(pool, work),
     close: () => pool.end(),
   };
+}
+
+/**
+ * When a connection turns out unusable (the database went away under it, or a query on it got no
+ * answer), the connections idle in the pool are likely dead too: a failover leaves them on the old
+ * server, a partition cut them. Each would cost the next request that takes it a query timeout,
+ * so they are retired at once; the pool opens new ones as needed. A retired connection is an idle
+ * connection lost to the pool (removed, and logged and counted as such).
+ */
+function retireIdleAfterOutage(pool: pg.Pool): void {
+  const idle = new Set<pg.PoolClient>();
+  pool.on('acquire', (client) => idle.delete(client));
+  pool.on('remove', (client) => idle.delete(client));
+  pool.on('release', (error: Error | undefined, client: pg.PoolClient) => {
+    if (!error) {
+      idle.add(client);
+      return;
+    }
+    idle.delete(client);
+    if (!isDatabaseUnavailable(error)) return;
+    for (const other of idle) {
+      idle.delete(other);
+      // The pool drops an idle connection that reports an error there and then (a next request
+      // must not take it); its socket goes after.
+      other.emit('error', new Error('connection retired: another connection found the database unavailable'));
+      (other as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    }
+  });
 }
 
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -95,6 +95,25 @@ test('a query whose answer never comes (a silent peer) fails after the query tim
   }
 });
 
+test('once a query gets no answer, the connections idle in the pool are retired too: the next queries after the database is back run on new ones', async () => {
+  const proxy = await startSilentProxy(url);
+  const quiet = openDatabase(proxy.url, { max: 3, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 800 });
+  try {
+    // Three connections, idle in the pool.
+    await Promise.all([1, 2, 3].map(() => quiet.pool.query('select pg_sleep(0.05)')));
+    assert.equal(quiet.pool.idleCount, 3);
+    proxy.partition();
+    await assert.rejects(quiet.pool.query('select 1'), /Query read timeout/);
+    proxy.heal();
+    // Without the retirement each of the two other cut-off connections would fail a query too.
+    for (const n of [2, 3, 4]) assert.equal((await quiet.pool.query(`select ${n} as n`)).rows[0].n, n);
+    assert.ok(proxy.accepted() >= 4, `${proxy.accepted()} connections`);
+  } finally {
+    await quiet.close();
+    await proxy.close();
+  }
+});
+
 test('a transaction whose query gets no answer is given up after one query timeout (no rollback queued behind it), and its connection is discarded, not pooled', async () => {
   const proxy = await startSilentProxy(url);
   const quiet = openDatabase(proxy.url, { max: 1, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 800 });
