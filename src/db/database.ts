@@ -97,6 +97,8 @@ function retireIdleAfterOutage(pool: pg.Pool): void {
   const idle = new Set<pg.PoolClient>();
   pool.on('acquire', (client) => idle.delete(client));
   pool.on('remove', (client) => idle.delete(client));
+  // An idle connection lost by itself is out of the pool already.
+  pool.on('error', (_error, client) => idle.delete(client));
   pool.on('release', (error: Error | undefined, client: pg.PoolClient) => {
     if (!error) {
       idle.add(client);
