@@ -5,6 +5,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
+import { isDatabaseUnavailable } from '../db/database.ts';
+import { DATABASE_RETRY_AFTER_SECONDS } from '../http/problem.ts';
 import type { Runtime } from '../runtime.ts';
 import { csrfField, html, notice, page } from './html.ts';
 import { createSession, revokeSession, revokeUserSessions, ABSOLUTE_TIMEOUT_MS, type Session } from './sessions.ts';
@@ -260,6 +262,20 @@ export function portal(runtime: Runtime): Middleware {
       });
     } catch (error) {
       if (error instanceof SignInRequired) return redirect(ctx, `/portal/sign-in`);
+      if (isDatabaseUnavailable(error)) {
+        // As the API's database_unavailable: a moment's outage, not a failure of the page.
+        runtime.log.warn({ err: error, path: ctx.path }, 'portal page failed: the database is unavailable');
+        ctx.set('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
+        render(
+          ctx,
+          'Unavailable',
+          notice('error', 'The service cannot reach its database at the moment. Try again in a few seconds.'),
+          null,
+          undefined,
+          503,
+        );
+        return;
+      }
       const status = error instanceof PortalHttpError ? error.status : 500;
       if (status === 500) runtime.log.error({ err: error, path: ctx.path }, 'portal error');
       const session = status === 500 ? null : await currentSession(ctx, runtime, names).catch(() => null);
