@@ -134,7 +134,7 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
  * How long a stop waits for database connections to close. Closing one that the network cut off
  * (a partition) waits for a goodbye that never comes; the stop goes on without it.
  */
-export const CONNECTIONS_CLOSE_WITHIN_MS = 5_000;
+const CONNECTIONS_CLOSE_WITHIN_MS = 5_000;
 
 async function closingWithin(component: string, closing: Promise<void>, log: Logger): Promise<void> {
   // Still running when the stop goes on: its failure then is of no use to anyone.

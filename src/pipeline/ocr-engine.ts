@@ -13,7 +13,7 @@ import { outlinedLine } from './layout/outlined-line.ts';
 import type { ModelSpec, SelectionSpec } from './models/model-manifest.ts';
 import type { LayoutLine } from './layout/group-lines.ts';
 import { enclosingRect } from './layout/geometry.ts';
-import { faintLines } from './layout/ink-contrast.ts';
+import { withoutFaintLines } from './layout/ink-contrast.ts';
 import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
@@ -172,12 +172,7 @@ export class OcrEngine {
     if (segmentation && this.spec.segmentation) {
       const spec = this.spec.segmentation;
       const found = await this.gate(() => segmentLines(segmentation, spec, image));
-      const faint = faintLines(
-        image,
-        found.map((line) => line.polygon),
-        this.spec.layout.faintLineRatio,
-      );
-      const lines = found.filter((_, index) => !faint[index]);
+      const lines = withoutFaintLines(image, found, this.spec.layout.faintLineRatio);
       if (lines.length > 0) {
         const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline, spec.cropHeight)));
         this.segmented.add(regions);
@@ -199,13 +194,7 @@ export class OcrEngine {
    */
   private async detectedLayout(image: RgbImage, printed: boolean): Promise<LayoutRegion[]> {
     const boxes = await this.gate(() => detectText(this.detection, this.spec.detection, image));
-    const lines = groupLines(boxes);
-    const faint = faintLines(
-      image,
-      lines.map((line) => line.polygon),
-      printed ? this.spec.layout.faintLineRatio : 0,
-    );
-    return orderRegions(lines.filter((_, index) => !faint[index]));
+    return orderRegions(withoutFaintLines(image, groupLines(boxes), printed ? this.spec.layout.faintLineRatio : 0));
   }
 
   /**

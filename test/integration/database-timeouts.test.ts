@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import type pg from 'pg';
-import { isDatabaseUnavailable, openDatabase } from '../../src/db/database.ts';
+import { type Database, isDatabaseUnavailable, openDatabase } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { MIGRATION_LOCK } from '../../src/store/locks.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';
-import { startSilentProxy } from '../support/silent-proxy.ts';
+import { type SilentProxy, startSilentProxy } from '../support/silent-proxy.ts';
 
 const url = await createTestDatabase();
 const db = openDatabase(url, { max: 2, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 600 });
@@ -74,10 +74,20 @@ test('the runtime: its pool and pg-boss take DATABASE_STATEMENT_TIMEOUT_MS; an o
   }
 });
 
-test('a query whose answer never comes (a silent peer) fails after the query timeout as the database being unavailable; the pool replaces the connection', async () => {
+/** A pool of `max` connections through a proxy that can cut them off (statement timeout 300 ms, query timeout 800 ms); both closed after `use`. */
+async function behindProxy(max: number, use: (quiet: Database, proxy: SilentProxy) => Promise<void>): Promise<void> {
   const proxy = await startSilentProxy(url);
-  const quiet = openDatabase(proxy.url, { max: 1, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 800 });
+  const quiet = openDatabase(proxy.url, { max, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 800 });
   try {
+    await use(quiet, proxy);
+  } finally {
+    await quiet.close();
+    await proxy.close();
+  }
+}
+
+test('a query whose answer never comes (a silent peer) fails after the query timeout as the database being unavailable; the pool replaces the connection', () =>
+  behindProxy(1, async (quiet, proxy) => {
     await quiet.pool.query('select 1');
     proxy.partition();
     const started = Date.now();
@@ -89,16 +99,10 @@ test('a query whose answer never comes (a silent peer) fails after the query tim
     proxy.heal();
     assert.equal((await quiet.pool.query('select 2 as two')).rows[0].two, 2);
     assert.equal(proxy.accepted(), 2, 'the silent connection was discarded, a new one opened');
-  } finally {
-    await quiet.close();
-    await proxy.close();
-  }
-});
+  }));
 
-test('once a query gets no answer, the connections idle in the pool are retired too: the next queries after the database is back run on new ones', async () => {
-  const proxy = await startSilentProxy(url);
-  const quiet = openDatabase(proxy.url, { max: 3, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 800 });
-  try {
+test('once a query gets no answer, the connections idle in the pool are retired too: the next queries after the database is back run on new ones', () =>
+  behindProxy(3, async (quiet, proxy) => {
     // Three connections, idle in the pool.
     await Promise.all([1, 2, 3].map(() => quiet.pool.query('select pg_sleep(0.05)')));
     assert.equal(quiet.pool.idleCount, 3);
@@ -108,16 +112,10 @@ test('once a query gets no answer, the connections idle in the pool are retired 
     // Without the retirement each of the two other cut-off connections would fail a query too.
     for (const n of [2, 3, 4]) assert.equal((await quiet.pool.query(`select ${n} as n`)).rows[0].n, n);
     assert.ok(proxy.accepted() >= 4, `${proxy.accepted()} connections`);
-  } finally {
-    await quiet.close();
-    await proxy.close();
-  }
-});
+  }));
 
-test('a transaction whose query gets no answer is given up after one query timeout (no rollback queued behind it), and its connection is discarded, not pooled', async () => {
-  const proxy = await startSilentProxy(url);
-  const quiet = openDatabase(proxy.url, { max: 1, connectTimeoutMs: 5_000, statementTimeoutMs: 300, queryTimeoutMs: 800 });
-  try {
+test('a transaction whose query gets no answer is given up after one query timeout (no rollback queued behind it), and its connection is discarded, not pooled', () =>
+  behindProxy(1, async (quiet, proxy) => {
     const started = Date.now();
     await assert.rejects(
       quiet.transaction(async (client) => {
@@ -134,11 +132,7 @@ test('a transaction whose query gets no answer is given up after one query timeo
     // transaction, is the server's keepalives' to end (the next test), not the pool's to reuse.
     assert.equal((await quiet.transaction((client) => client.query('select 3 as three'))).rows[0].three, 3);
     assert.equal(proxy.accepted(), 2);
-  } finally {
-    await quiet.close();
-    await proxy.close();
-  }
-});
+  }));
 
 test('the embedded PostgreSQL probes idle client connections after 10 s, so a session whose client vanished ends within about 25 s', async () => {
   // Shown for a TCP session (a Unix socket has no keepalive, and reports 0).

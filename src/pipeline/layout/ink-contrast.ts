@@ -51,6 +51,20 @@ export function faintLines(image: RgbImage, polygons: readonly (readonly Point[]
   return contrastRatios(image, polygons).map((ratio) => ratio < minRatio);
 }
 
+/** The lines whose ink contrast is at least `minRatio` of the page's median line (faintLines' complement). */
+export function withoutFaintLines<Line extends { polygon: readonly Point[] }>(
+  image: RgbImage,
+  lines: readonly Line[],
+  minRatio: number,
+): Line[] {
+  const faint = faintLines(
+    image,
+    lines.map((line) => line.polygon),
+    minRatio,
+  );
+  return lines.filter((_, index) => !faint[index]);
+}
+
 /** The x intervals where the horizontal line at `y` is inside the polygon (even-odd rule). */
 function rowSpans(polygon: readonly Point[], y: number): [number, number][] {
   const crossings: number[] = [];
