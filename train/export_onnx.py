@@ -213,9 +213,10 @@ def main(argv: list[str]) -> None:
             manifest["languageModel"].update(lexicon="lexicon.json", wordBonus=args.word_bonus)
     if args.training_log:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
-    # the run's own figures, or the --decoding report's for a checkpoint without them (a mean of checkpoints)
+    # the --decoding report's figures where given (measured on the original lines; a run's own may come from the
+    # compact copy it trained on), else the run's own
     greedy = {key: round(state[f"val_{key}"], 4) if state.get(f"val_{key}") is not None else None for key in ("cer", "wer")}
-    if greedy["cer"] is None and decoding:
+    if decoding:
         greedy = {key: decoding["greedy_all"][key] for key in ("cer", "wer")}
     manifest["training"] = {
         "dataset": "htr-lines",
