@@ -13,7 +13,8 @@
 #                on the one GPU: "real" (the default: the real lines alone, all 14 DataLoader workers) and/or "synth"
 #                (plus SYNTH_LINES synthetic lines from synth_lines.py and the carried fonts). ARMS="real synth" gives
 #                both the same minutes, so that their difference is the synthetic lines' doing (on v2 they cost 1.1
-#                points: docs/training.md)
+#                points: docs/training.md); CONTINUE_MINUTES > 0 then trains on from the real arm's best at peak
+#                CONTINUE_LR (1e-4) for that long (folder cont: best-slim-cont.pt, log-cont.csv)
 # A copy of the lines larger than one call can carry travels in parts, one call each (train/README.md):
 #   bash train/gpu_train.sh split-data /work/cache/compact/h64q75 3      # here: .cache-gpu/stage1..3
 #   bash train/gpu_train.sh stage                                         # device calls 1 and 2, carrying stage1, stage2
@@ -68,7 +69,17 @@ recipe_finetune_v3() {
   local failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   for arm in "${arms[@]}"; do echo "== $arm"; grep -v "^epoch [0-9]* batch" $RUN/$arm/train.log | tail -n 30; done
-  return $failed
+  [ $failed = 0 ] || return 1
+  # a warm restart from the real arm's best at a lower peak (CONTINUE_LR, cosine over CONTINUE_MINUTES): in 2026-11-26's
+  # two runs it gained again on the original lines (docs/training.md, "v3.2")
+  if [ "${CONTINUE_MINUTES:-0}" != 0 ] && [ -f $RUN/real/best.pt ]; then
+    mkdir -p $RUN/cont
+    "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/cont --init-from $RUN/real/best.pt \
+      --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "${CONTINUE_LR:-1e-4}" \
+      --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "$CONTINUE_MINUTES" --anneal-by-deadline \
+      --checkpoint-minutes 3 --workers 14 --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/cont/train.log 2>&1 || return 1
+    echo "== cont"; grep -v "^epoch [0-9]* batch" $RUN/cont/train.log | tail -n 12
+  fi
 }
 
 # A data copy too large for one call travels in parts (split-data, here), one per call, each in its own carried folder

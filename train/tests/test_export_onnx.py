@@ -149,6 +149,25 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(loaded["name"], "hwr-htr")
         self.assertTrue(loaded["recognition"].endswith("rec.onnx"), loaded)
 
+    @unittest.skipIf(node() is None, "no Node with the project's node_modules (npm install) to run onnxruntime-node")
+    def test_the_decoding_reports_greedy_figures_win_over_the_runs_own(self) -> None:
+        """A run's own validation figures may come from the compact copy it trained on; the --decoding report's are
+        measured on the original lines, so the manifest records those where a report is given."""
+        checkpoint = self.root / "own-figures.pt"
+        meta = {"charset": self.charset, "mean": self.mean, "std": self.std, "dataset_digest": self.digest, "training_commit": "test"}
+        torch.save({"model_config": self.model.cfg.to_dict(), "model": self.model.state_dict(), "meta": meta, "epoch": 1, "val_cer": 0.9, "val_wer": 0.95}, checkpoint)
+        report = self.root / "decoding.json"
+        beam = {"cer": 0.3, "wer": 0.6, "lines": 2}
+        report.write_text(json.dumps({"greedy_all": {"cer": 0.4, "wer": 0.8, "lines": 2}, "beam_all": beam, "beam_test": beam, "beam_options": {"beam": 10}}))
+        recorded = {}
+        for name, extra in (("without-report", []), ("with-report", ["--decoding", str(report)])):
+            out = self.root / name
+            with captured_output():
+                export_onnx.main(["--checkpoint", str(checkpoint), "--out", str(out), "--dataset", str(self.dataset), "--cache", str(self.cache), *extra])
+            training = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["training"]
+            recorded[name] = (training["validationCer"], training["validationWer"])
+        self.assertEqual(recorded, {"without-report": (0.9, 0.95), "with-report": (0.4, 0.8)})
+
 
 if __name__ == "__main__":
     unittest.main()
