@@ -215,9 +215,10 @@ def main(argv: list[str]) -> None:
         shutil.copyfile(args.training_log, args.out / "training-log.csv")
     # the --decoding report's figures where given (measured on the original lines; a run's own may come from the
     # compact copy it trained on), else the run's own
-    greedy = {key: round(state[f"val_{key}"], 4) if state.get(f"val_{key}") is not None else None for key in ("cer", "wer")}
     if decoding:
         greedy = {key: decoding["greedy_all"][key] for key in ("cer", "wer")}
+    else:
+        greedy = {key: round(state[f"val_{key}"], 4) if state.get(f"val_{key}") is not None else None for key in ("cer", "wer")}
     manifest["training"] = {
         "dataset": "htr-lines",
         "datasetDigest": meta["dataset_digest"],

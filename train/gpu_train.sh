@@ -43,14 +43,20 @@ recipe_v3() {
     --workers 14 --amp bf16 --threads 4 ${TRAIN_EXTRA:-}
 }
 
+train_on() {  # DIR INIT LR MINUTES WORKERS [train.py options]: one run on from the checkpoint INIT, cosine to MINUTES
+  local dir=$1 init=$2 lr=$3 minutes=$4 workers=$5
+  shift 5
+  mkdir -p $RUN/$dir
+  "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/$dir --init-from "$init" "$@" \
+    --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "$lr" \
+    --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "$minutes" --anneal-by-deadline \
+    --checkpoint-minutes 3 --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$dir/train.log 2>&1
+}
+
 finetune_arm() {  # ARM: real (the real lines) or synth (plus the synthetic ones); WORKERS DataLoader processes
-  local arm=$1 workers=$2 extra=()
-  [ "$arm" = synth ] && extra=(--extra-train /tmp/synth)
-  mkdir -p $RUN/$arm
-  "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/$arm --init-from $RUN/init.pt "${extra[@]}" \
-    --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "${LR:-5e-4}" \
-    --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "${MAX_MINUTES:-9}" --anneal-by-deadline \
-    --checkpoint-minutes 3 --snapshot-every "${SNAPSHOT_EVERY:-6}" --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$arm/train.log 2>&1
+  local arm=$1 workers=$2 extra=(--snapshot-every "${SNAPSHOT_EVERY:-6}")
+  [ "$arm" = synth ] && extra+=(--extra-train /tmp/synth)
+  train_on "$arm" $RUN/init.pt "${LR:-5e-4}" "${MAX_MINUTES:-9}" "$workers" "${extra[@]}"
 }
 
 recipe_finetune_v3() {
@@ -73,11 +79,7 @@ recipe_finetune_v3() {
   # a warm restart from the real arm's best at a lower peak (CONTINUE_LR, cosine over CONTINUE_MINUTES): in 2026-11-26's
   # two runs it gained again on the original lines (docs/training.md, "v3.2")
   if [ "${CONTINUE_MINUTES:-0}" != 0 ] && [ -f $RUN/real/best.pt ]; then
-    mkdir -p $RUN/cont
-    "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/cont --init-from $RUN/real/best.pt \
-      --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "${CONTINUE_LR:-1e-4}" \
-      --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "$CONTINUE_MINUTES" --anneal-by-deadline \
-      --checkpoint-minutes 3 --workers 14 --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/cont/train.log 2>&1 || return 1
+    train_on cont $RUN/real/best.pt "${CONTINUE_LR:-1e-4}" "$CONTINUE_MINUTES" 14 || return 1
     echo "== cont"; grep -v "^epoch [0-9]* batch" $RUN/cont/train.log | tail -n 12
   fi
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -104,6 +105,14 @@ def write_tsv(path: Path, rows: list[dict[str, str]]) -> None:
         writer = csv.DictWriter(f, COLUMNS, delimiter="\t", quoting=csv.QUOTE_NONE, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
+
+
+def write_decoding_report(path: Path) -> Path:
+    """An eval_decoding.py --json report as export_onnx.py --decoding reads it: greedy CER 0.4 / WER 0.8, beam 0.3 / 0.6, not tuned."""
+    beam = {"cer": 0.3, "wer": 0.6, "lines": 2}
+    greedy = {"cer": 0.4, "wer": 0.8, "lines": 2}
+    path.write_text(json.dumps({"greedy_all": greedy, "beam_all": beam, "beam_test": beam, "beam_options": {"beam": 10, "alpha": 0.5, "beta": 1.5}}))
+    return path
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import unittest
 from pathlib import Path
 
 import support
-from support import captured_output, node
+from support import captured_output, node, write_decoding_report
 
 import torch
 
@@ -83,9 +83,7 @@ class AverageCheckpointsTest(support.TinyDatasetCase):
     @unittest.skipIf(node() is None, "no Node with the project's node_modules (npm install) to run onnxruntime-node")
     def test_the_mean_exports_with_its_parts_and_the_reports_figures(self) -> None:
         self.average([self.checkpoint("export-a", 10), self.checkpoint("export-b", 11)], "--update-bn", "6")
-        report = self.root / "decoding.json"
-        beam = {"cer": 0.3, "wer": 0.6, "lines": 2}
-        report.write_text(json.dumps({"greedy_all": {"cer": 0.4, "wer": 0.8, "lines": 2}, "beam_all": beam, "beam_test": beam, "beam_options": {"beam": 10, "alpha": 0.5, "beta": 1.5}}))
+        report = write_decoding_report(self.root / "decoding.json")
         out = self.root / "mean-model"
         with captured_output():
             export_onnx.main(

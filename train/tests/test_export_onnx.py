@@ -14,7 +14,7 @@ import unittest
 from pathlib import Path
 
 import support
-from support import captured_output, make_dataset, node, run_node
+from support import captured_output, make_dataset, node, run_node, write_decoding_report
 
 import numpy as np
 import onnx
@@ -120,11 +120,16 @@ class ExportTest(unittest.TestCase):
         with captured_output(), self.assertRaisesRegex(SystemExit, "does not match PyTorch"):
             export_onnx.check_with_onnxruntime(self.other, self.onnx_path, self.cases, self.charset)
 
+    def save_checkpoint(self, name: str, **figures: float) -> Path:
+        """The small model saved as train.py saves a checkpoint, with the run's own validation figures given."""
+        path = self.root / name
+        meta = {"charset": self.charset, "mean": self.mean, "std": self.std, "dataset_digest": self.digest, "training_commit": "test"}
+        torch.save({"model_config": self.model.cfg.to_dict(), "model": self.model.state_dict(), "meta": meta, "epoch": 1, **figures}, path)
+        return path
+
     @unittest.skipIf(node() is None, "no Node with the project's node_modules (npm install) to run onnxruntime-node")
     def test_the_command_writes_a_model_directory_the_service_accepts(self) -> None:
-        checkpoint = self.root / "best.pt"
-        meta = {"charset": self.charset, "mean": self.mean, "std": self.std, "dataset_digest": self.digest, "training_commit": "test"}
-        torch.save({"model_config": self.model.cfg.to_dict(), "model": self.model.state_dict(), "meta": meta, "epoch": 1, "val_cer": 0.9}, checkpoint)
+        checkpoint = self.save_checkpoint("best.pt", val_cer=0.9)
         out = self.root / "model-dir"
         with captured_output() as printed:
             export_onnx.main(["--checkpoint", str(checkpoint), "--out", str(out), "--dataset", str(self.dataset), "--cache", str(self.cache), "--version", "0-test"])
@@ -153,12 +158,8 @@ class ExportTest(unittest.TestCase):
     def test_the_decoding_reports_greedy_figures_win_over_the_runs_own(self) -> None:
         """A run's own validation figures may come from the compact copy it trained on; the --decoding report's are
         measured on the original lines, so the manifest records those where a report is given."""
-        checkpoint = self.root / "own-figures.pt"
-        meta = {"charset": self.charset, "mean": self.mean, "std": self.std, "dataset_digest": self.digest, "training_commit": "test"}
-        torch.save({"model_config": self.model.cfg.to_dict(), "model": self.model.state_dict(), "meta": meta, "epoch": 1, "val_cer": 0.9, "val_wer": 0.95}, checkpoint)
-        report = self.root / "decoding.json"
-        beam = {"cer": 0.3, "wer": 0.6, "lines": 2}
-        report.write_text(json.dumps({"greedy_all": {"cer": 0.4, "wer": 0.8, "lines": 2}, "beam_all": beam, "beam_test": beam, "beam_options": {"beam": 10}}))
+        checkpoint = self.save_checkpoint("own-figures.pt", val_cer=0.9, val_wer=0.95)
+        report = write_decoding_report(self.root / "decoding.json")
         recorded = {}
         for name, extra in (("without-report", []), ("with-report", ["--decoding", str(report)])):
             out = self.root / name
