@@ -16,7 +16,7 @@ import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
 import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
-import { modelInput, readTar, readValidationLines } from './lib/htr-lines.ts';
+import { lineSteps, modelInput, readTar, readValidationLines } from './lib/htr-lines.ts';
 import { markdownTable, percent } from './lib/table.ts';
 import { LineErrors } from './lib/text-metrics.ts';
 
@@ -51,11 +51,11 @@ async function main(): Promise<void> {
   for (const line of lines) {
     const jpeg = images.get(line.file);
     if (!jpeg) throw new Error(`${line.file} is not in val-000.tar`);
-    const input = await modelInput(jpeg, rec.inputHeight, rec.mean[0], rec.std[0]);
+    const input = await modelInput(jpeg, rec);
     let started = performance.now();
     const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
     modelTime.ms += performance.now() - started;
-    const steps = output.dims[1];
+    const steps = lineSteps(input, output.dims[1]);
     const count = output.dims[2];
     const logits = rec.output === 'logits';
     const run = (name: keyof typeof decoders, decode: () => { text: string }[]): void => {

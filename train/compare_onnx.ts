@@ -17,7 +17,7 @@ import { allKnownWords, knownWordsFor } from '../src/pipeline/decoding/known-wor
 import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
 import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
-import { modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
+import { lineSteps, modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
 import { markdownTable, percent } from '../bench/lib/table.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
 
@@ -54,11 +54,11 @@ async function main(): Promise<void> {
     if (!jpeg) throw new Error(`${line.file} is not in val-000.tar`);
     const source = line.document.split(':')[0];
     for (const m of models) {
-      const input = await modelInput(jpeg, m.rec.inputHeight, m.rec.mean[0], m.rec.std[0]);
+      const input = await modelInput(jpeg, m.rec);
       const started = performance.now();
       const output = await runModel(m.session, floatTensor(input.data, [1, 1, m.rec.inputHeight, input.width]));
       m.ms += performance.now() - started;
-      const steps = output.dims[1];
+      const steps = lineSteps(input, output.dims[1]);
       const count = output.dims[2];
       const logits = m.rec.output === 'logits';
       const joint = m.lmFile.models.get('all') as CharNgramModel;

@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
+import type { LineInput } from '../bench/lib/htr-lines.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
 import { validationReader } from '../bench/lib/validation-reader.ts';
 
@@ -20,18 +21,24 @@ const dir = positionals[0] ?? 'models/hwr-htr-v3';
 const scales = (positionals[1] ?? '1,1.25').split(',').map(Number);
 
 /** A line `height` px high stretched along x by `factor` (width kept even, linear interpolation). */
-function stretch(data: Float32Array, width: number, height: number, factor: number): { data: Float32Array; width: number } {
+/** The line's own columns stretched by `factor`; the padding after them is not stretched (it is paper). */
+function stretch(input: LineInput, height: number, factor: number): LineInput {
+  const { data, contentWidth: width } = input;
+  const padding = input.width - input.contentWidth;
   const out = Math.max(16, Math.round((width * factor) / 2) * 2);
-  const result = new Float32Array(out * height);
+  const paddedOut = out + padding;
+  // with padding, the input's last column is paper: the padding's value
+  const result = new Float32Array(paddedOut * height).fill(data[input.width - 1]);
   for (let y = 0; y < height; y += 1)
     for (let x = 0; x < out; x += 1) {
       const source = Math.min(width - 1, Math.max(0, ((x + 0.5) * width) / out - 0.5));
       const left = Math.floor(source);
       const right = Math.min(width - 1, left + 1);
       const t = source - left;
-      result[y * out + x] = data[y * width + left] * (1 - t) + data[y * width + right] * t;
+      const row = y * input.width;
+      result[y * paddedOut + x] = data[row + left] * (1 - t) + data[row + right] * t;
     }
-  return { data: result, width: out };
+  return { data: result, width: paddedOut, contentWidth: out };
 }
 
 /** Mean over frames of the best class's log-softmax. */
@@ -66,7 +73,7 @@ async function main(): Promise<void> {
     const reads: { scale: number; greedy: string; beam: string; score: number }[] = [];
     for (const scale of scales) {
       // runModel hands the input's buffer to the inference thread: each run gets its own copy
-      const input = scale === 1 ? { data: base.data.slice(), width: base.width } : stretch(base.data, base.width, rec.inputHeight, scale);
+      const input = scale === 1 ? { ...base, data: base.data.slice() } : stretch(base, rec.inputHeight, scale);
       const output = await reader.run(input);
       const { steps, count } = output;
       reads.push({

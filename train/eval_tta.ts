@@ -116,7 +116,7 @@ async function main(): Promise<void> {
     let steps = 0;
     let count = 0;
     for (const name of needed) {
-      const output = await reader.run({ data: catalogue[name](input), width: input.width });
+      const output = await reader.run({ data: catalogue[name](input), width: input.width, contentWidth: input.contentWidth });
       [steps, count] = [output.steps, output.count];
       const log = logSoftmax(output.scores, steps, count);
       logProbabilities.set(name, log);

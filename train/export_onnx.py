@@ -148,6 +148,12 @@ def main(argv: list[str]) -> None:
     p.add_argument("--lm-model", default="all", help="languageModel.model: all (joint), a language, or auto (per page, docs/recognition.md)")
     p.add_argument("--crop-height-scale", type=float, default=1.0, help="recognition.cropHeightScale: lines cut this many times their detected height")
     p.add_argument("--read-whole-lines", action="store_true", help="the pipeline reads each text line as one crop (recognition.readWholeLines)")
+    p.add_argument(
+        "--trailing-padding",
+        type=int,
+        default=0,
+        help="recognition.trailingPadding: columns of white after every line (v3 ships 32: a BiLSTM reads a line's end better with paper after it)",
+    )
     args = p.parse_args(argv)
 
     model, state = load(args.checkpoint)
@@ -178,6 +184,8 @@ def main(argv: list[str]) -> None:
         recognition["readWholeLines"] = True
     if args.crop_height_scale != 1.0:
         recognition["cropHeightScale"] = args.crop_height_scale
+    if args.trailing_padding:
+        recognition["trailingPadding"] = args.trailing_padding
     decoding = json.loads(args.decoding.read_text()) if args.decoding else None
     manifest: dict = {
         "format": "hwr-model/1",

@@ -3,6 +3,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import type { RecognitionSpec } from '../../src/pipeline/models/model-manifest.ts';
+import { framesCovering } from '../../src/pipeline/recognition/text-recognizer.ts';
 
 export const DEFAULT_DATASET_DIR = path.resolve(import.meta.dirname, '../../../shared/datasets/htr-lines');
 
@@ -60,12 +62,29 @@ export function readTar(file: string): Map<string, Buffer> {
   return members;
 }
 
-/** 64 px grey JPEG -> normalised 32 px input (2x2 mean, as the training's area resize). */
-export async function modelInput(jpeg: Buffer, height: number, mean: number, std: number): Promise<{ data: Float32Array; width: number }> {
+/** A line's model input: `width` columns, the line's own `contentWidth` first, then the model's trailing padding. */
+export interface LineInput {
+  data: Float32Array;
+  width: number;
+  contentWidth: number;
+}
+
+/**
+ * 64 px grey JPEG -> normalised 32 px input (2x2 mean, as the training's area resize), followed by the
+ * manifest's `trailingPadding` of white, as the service pads every line it reads.
+ */
+export async function modelInput(
+  jpeg: Buffer,
+  rec: Pick<RecognitionSpec, 'inputHeight' | 'mean' | 'std' | 'trailingPadding'>,
+): Promise<LineInput> {
+  const height = rec.inputHeight;
+  const mean = rec.mean[0];
+  const std = rec.std[0];
   const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
   const factor = info.height / height;
   if (!Number.isInteger(factor)) throw new Error(`line height ${info.height} is not a multiple of ${height}`);
-  const width = Math.max(16, Math.round(info.width / factor));
+  const contentWidth = Math.max(16, Math.round(info.width / factor));
+  const width = contentWidth + rec.trailingPadding;
   const out = new Float32Array(height * width).fill((1 - mean) / std);
   const columns = Math.floor(info.width / factor);
   for (let y = 0; y < height; y += 1) {
@@ -76,5 +95,10 @@ export async function modelInput(jpeg: Buffer, height: number, mean: number, std
       out[y * width + x] = (sum / (factor * factor) / 255 - mean) / std;
     }
   }
-  return { data: out, width };
+  return { data: out, width, contentWidth };
+}
+
+/** The frames of a model's output for `input` that cover the line itself, as the service decodes them. */
+export function lineSteps(input: LineInput, steps: number): number {
+  return framesCovering(input.contentWidth, input.width / steps, steps);
 }

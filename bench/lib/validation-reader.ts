@@ -10,7 +10,7 @@ import { knownWordsFor } from '../../src/pipeline/decoding/known-words.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
 import { type LanguageModelSpec, loadModelSpec, type RecognitionSpec } from '../../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel } from '../../src/pipeline/models/onnx.ts';
-import { type DatasetLine, modelInput, readTar, readValidationLines } from './htr-lines.ts';
+import { type DatasetLine, type LineInput, lineSteps, modelInput, readTar, readValidationLines } from './htr-lines.ts';
 
 /** The model's class scores for one line: `steps` rows of `count` values. */
 export interface LineScores {
@@ -25,10 +25,10 @@ export interface ValidationReader {
   lm: LanguageModelSpec;
   classes: CharacterClasses;
   lines: DatasetLine[];
-  /** The line's model input: the 64 px JPEG averaged to the model's height, normalised. */
-  input(line: DatasetLine): Promise<{ data: Float32Array; width: number }>;
-  /** Runs the model on an input of the model's height (the input's buffer is handed over). */
-  run(input: { data: Float32Array; width: number }): Promise<LineScores>;
+  /** The line's model input: the 64 px JPEG averaged to the model's height, normalised, with the manifest's trailing padding. */
+  input(line: DatasetLine): Promise<LineInput>;
+  /** Runs the model on an input of the model's height (the input's buffer is handed over); the frames that cover the line. */
+  run(input: LineInput): Promise<LineScores>;
   /** Beam search of the line's frames with its language's model and known words (the bonus only when `options.wordBonus` > 0). */
   beam(line: DatasetLine, scores: LineScores, options?: BeamSearchOptions): DecodedCharacter[];
 }
@@ -59,10 +59,10 @@ export async function validationReader(dir: string, dataset: string, threads = 2
     lm,
     classes,
     lines: readValidationLines(dataset),
-    input: (line) => modelInput(images.get(line.file)!, rec.inputHeight, rec.mean[0], rec.std[0]),
+    input: (line) => modelInput(images.get(line.file)!, rec),
     async run(input) {
       const output = await runModel(session, floatTensor(input.data, [1, 1, rec.inputHeight, input.width]));
-      return { scores: output.data, steps: output.dims[1], count: output.dims[2] };
+      return { scores: output.data, steps: lineSteps(input, output.dims[1]), count: output.dims[2] };
     },
     beam(line, { scores, steps, count }, options = lm) {
       const model = lmFile.models.get(line.lang) ?? (lmFile.models.get('all') as CharNgramModel);

@@ -63,6 +63,7 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
         outputLayout: 'TNC',
         cropHeightScale: 1.5,
         readWholeLines: true,
+        trailingPadding: 32,
       },
       training: { note: 'unknown keys are kept for people and ignored' },
     }),
@@ -84,10 +85,12 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
   );
   assert.equal(spec.recognition.cropHeightScale, 1.5);
   assert.equal(spec.recognition.readWholeLines, true);
+  assert.equal(spec.recognition.trailingPadding, 32);
   assert.equal(spec.detection.maxSideLength, 1600);
   assert.deepEqual(spec.detection.mean.length, 3);
   assert.equal(builtinModelSpec().recognition.cropHeightScale, 1, 'the detected box as it is, unless a manifest says otherwise');
   assert.equal(builtinModelSpec().recognition.readWholeLines, false, 'PP-OCRv4 reads piece by piece');
+  assert.equal(builtinModelSpec().recognition.trailingPadding, 0, 'lines are padded only to their batch, unless a manifest says otherwise');
 });
 
 test('an invalid manifest names every problem at once', async () => {
@@ -106,6 +109,7 @@ test('an invalid manifest names every problem at once', async () => {
             blankIndex: 3,
             output: 'scores',
             cropHeightScale: 9,
+            trailingPadding: -4,
           },
           orientation: { file: 'rec.onnx', labels: [0, 90] },
           layout: { faintLineRatio: 1.5 },
@@ -124,6 +128,7 @@ test('an invalid manifest names every problem at once', async () => {
         'manifest.recognition.blankIndex must be 0 or "last"',
         'manifest.recognition.output must be one of',
         'manifest.recognition.cropHeightScale',
+        'manifest.recognition.trailingPadding',
         'manifest.orientation.labels may only hold 0 and 180',
         'manifest.layout.faintLineRatio',
       ]) {

@@ -132,7 +132,9 @@ class ExportTest(unittest.TestCase):
         checkpoint = self.save_checkpoint("best.pt", val_cer=0.9)
         out = self.root / "model-dir"
         with captured_output() as printed:
-            export_onnx.main(["--checkpoint", str(checkpoint), "--out", str(out), "--dataset", str(self.dataset), "--cache", str(self.cache), "--version", "0-test"])
+            export_onnx.main(
+                ["--checkpoint", str(checkpoint), "--out", str(out), "--dataset", str(self.dataset), "--cache", str(self.cache), "--version", "0-test", "--trailing-padding", "32"]
+            )
         self.assertIn(f"wrote {out}", printed.getvalue())
         self.assertEqual(sorted(p.name for p in out.iterdir()), ["charset.txt", "manifest.json", "rec.onnx"])
         manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
@@ -146,13 +148,14 @@ class ExportTest(unittest.TestCase):
         script = (
             "import { loadModelSpec } from './src/pipeline/models/model-manifest.ts';"
             "const spec = loadModelSpec(process.argv[1]);"
-            "console.log(JSON.stringify({ name: spec.name, recognition: spec.recognition.file }));"
+            "console.log(JSON.stringify({ name: spec.name, recognition: spec.recognition.file, trailingPadding: spec.recognition.trailingPadding }));"
         )
         result = run_node(["--input-type=module", "-e", script, str(out)])
         self.assertEqual(result.returncode, 0, result.stderr)
         loaded = json.loads(result.stdout.strip().splitlines()[-1])
         self.assertEqual(loaded["name"], "hwr-htr")
         self.assertTrue(loaded["recognition"].endswith("rec.onnx"), loaded)
+        self.assertEqual(loaded["trailingPadding"], 32)
 
     @unittest.skipIf(node() is None, "no Node with the project's node_modules (npm install) to run onnxruntime-node")
     def test_the_decoding_reports_greedy_figures_win_over_the_runs_own(self) -> None:

@@ -75,6 +75,13 @@ export interface RecognitionSpec extends InputNormalisation {
   widthMultiple: number;
   /** What pads a line to the batch width: white paper, or 0 after normalisation (PaddleOCR). */
   padding: 'white' | 'zero';
+  /**
+   * Columns of that padding (at `inputHeight`) after every line, whatever its batch. A
+   * bidirectional recurrent model reads a line's last letters better with paper after them
+   * (it was trained on batches padded to their widest line), and a fixed run of it keeps
+   * one line's reading from depending on the widths of the lines batched with it. 0: none.
+   */
+  trailingPadding: number;
   minWidth: number;
   /** Longer lines are squeezed to this width. */
   maxWidth: number;
@@ -380,6 +387,7 @@ function parseRecognition(rec: Fields, baseDir: string, problems: string[]): Rec
     appendSpace: rec.boolean('appendSpace', false),
     widthMultiple: rec.integer('widthMultiple', 8, 1, 256),
     padding: rec.oneOf('padding', ['white', 'zero'] as const, 'white'),
+    trailingPadding: rec.integer('trailingPadding', 0, 0, 512),
     minWidth: rec.integer('minWidth', 16, 1, 4096),
     maxWidth: rec.integer('maxWidth', 3200, 16, 65536),
     restrictTo: rec.has('restrictTo') ? rec.oneOf('restrictTo', ['latin'] as const, 'latin') : null,

@@ -75,7 +75,8 @@ export async function scoreCrops(
   gate: ModelGate,
 ): Promise<CropScores[]> {
   const results: CropScores[] = new Array(crops.length);
-  for (const batch of planBatches(crops, spec.widthMultiple)) {
+  const padded = crops.map((crop) => ({ width: crop.width + spec.trailingPadding }));
+  for (const batch of planBatches(padded, spec.widthMultiple)) {
     const paddedWidth = batch.width;
     const height = spec.inputHeight;
     const plane = paddedWidth * height;
@@ -98,7 +99,7 @@ export async function scoreCrops(
     const pixelsPerStep = paddedWidth / steps;
     batch.indices.forEach((cropIndex, slot) => {
       const crop = crops[cropIndex];
-      const validSteps = Math.min(steps, Math.ceil(crop.width / pixelsPerStep) + 1);
+      const validSteps = framesCovering(crop.width, pixelsPerStep, steps);
       const scores = new Float32Array(validSteps * classCount);
       for (let t = 0; t < validSteps; t += 1) {
         const row = ntc ? (slot * steps + t) * classCount : (t * batch.indices.length + slot) * classCount;
@@ -108,6 +109,14 @@ export async function scoreCrops(
     });
   }
   return results;
+}
+
+/**
+ * The output frames that cover a line `width` pixels wide (one more than its last column's, where
+ * the model may still close a character), of the `steps` its padded input gave.
+ */
+export function framesCovering(width: number, pixelsPerStep: number, steps: number): number {
+  return Math.min(steps, Math.ceil(width / pixelsPerStep) + 1);
 }
 
 /** Decodes one crop's frames and places the characters in crop pixels. */

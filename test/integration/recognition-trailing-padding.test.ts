@@ -1,0 +1,87 @@
+// The manifest's `recognition.trailingPadding` with the real hwr-htr-v3 model on the lines of a real
+// page: every line reaches the model with that much white paper after it, batched or alone, and is
+// decoded over its own frames only.
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import test from 'node:test';
+import sharp from 'sharp';
+import type { RgbImage } from '../../src/pipeline/image/raster.ts';
+import type { RotatedRect } from '../../src/pipeline/layout/geometry.ts';
+import { loadCharacterClasses } from '../../src/pipeline/models/charset.ts';
+import { loadModelSpec, type RecognitionSpec } from '../../src/pipeline/models/model-manifest.ts';
+import { createSession, floatTensor, runModel, whiteValue, writeNormalisedPlanes } from '../../src/pipeline/models/onnx.ts';
+import { cropLine, framesCovering, scoreCrops, type LineCrop } from '../../src/pipeline/recognition/text-recognizer.ts';
+import { groundTruthLines, MARGINAL_PAGE } from '../support/recognition-fixtures.ts';
+
+const MODEL_DIR = fileURLToPath(new URL('../../models/hwr-htr-v3', import.meta.url));
+const gate = <T>(task: () => Promise<T>): Promise<T> => task();
+
+async function pageImage(file: string): Promise<RgbImage> {
+  const { data, info } = await sharp(file).removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+}
+
+/** The ground-truth line's bounding box, as an unrotated piece. */
+function boundingRect(polygon: readonly (readonly [number, number])[]): RotatedRect {
+  const xs = polygon.map(([x]) => x);
+  const ys = polygon.map(([, y]) => y);
+  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  return { cx: (x0 + x1) / 2, cy: (y0 + y1) / 2, width: x1 - x0, height: y1 - y0, angle: 0 };
+}
+
+/** The model's frames for one crop followed by `padding` white columns, run on its own. */
+async function framesAlone(spec: RecognitionSpec, crop: LineCrop, padding: number, session: Awaited<ReturnType<typeof createSession>>) {
+  const width = Math.ceil((crop.width + padding) / spec.widthMultiple) * spec.widthMultiple;
+  const input = new Float32Array(spec.inputHeight * width).fill(whiteValue(spec, 0));
+  writeNormalisedPlanes(crop.pixels, crop.width, spec.inputHeight, spec, input, 0, width);
+  const output = await runModel(session, floatTensor(input, [1, 1, spec.inputHeight, width]));
+  const steps = framesCovering(crop.width, width / output.dims[1], output.dims[1]);
+  return { steps, scores: output.data.slice(0, steps * output.dims[2]) };
+}
+
+function maxDifference(a: Float32Array, b: Float32Array): number {
+  assert.equal(a.length, b.length);
+  let max = 0;
+  for (let i = 0; i < a.length; i += 1) max = Math.max(max, Math.abs(a[i] - b[i]));
+  return max;
+}
+
+test('every line reaches the model with the trailing padding after it, alone or batched, and keeps only its own frames', async () => {
+  const shipped = loadModelSpec(MODEL_DIR).recognition;
+  assert.equal(shipped.trailingPadding, 32, 'hwr-htr-v3 reads every line with 32 columns of paper after it (docs/recognition.md)');
+  const classes = loadCharacterClasses(shipped);
+  const session = await createSession(shipped.file, 1);
+  try {
+    const image = await pageImage(MARGINAL_PAGE.imagePath);
+    const lines = (await groundTruthLines(MARGINAL_PAGE)).filter((line) => line.polygon.length >= 3);
+    const crops = lines.slice(0, 6).map((line) => cropLine(image, boundingRect(line.polygon), shipped));
+    // two lines of different widths that the batch planner puts together (within 1.35x of each other)
+    const byWidth = [...crops].sort((a, b) => a.width - b.width);
+    const narrow = byWidth[0];
+    const wide = byWidth.findLast((crop) => crop.width <= narrow.width * 1.3);
+    assert.ok(narrow && wide && wide.width > narrow.width + 4, 'the page has two lines of close but different widths');
+
+    const batched = await scoreCrops(session, shipped, classes, [narrow, wide], gate);
+    for (const [crop, scored] of [
+      [narrow, batched[0]],
+      [wide, batched[1]],
+    ] as const) {
+      const alone = await framesAlone(shipped, crop, shipped.trailingPadding, session);
+      assert.equal(scored.steps, alone.steps, 'decoded over the frames that cover the line, not its padding');
+      assert.equal(scored.width, crop.width);
+      if (crop === wide) {
+        // the widest line of its batch gets exactly the trailing padding: the same input as alone
+        assert.ok(maxDifference(scored.scores, alone.scores) < 1e-3, 'the widest line is read as with its trailing padding alone');
+      }
+    }
+    const unpadded = await scoreCrops(session, { ...shipped, trailingPadding: 0 }, classes, [wide], gate);
+    const without = await framesAlone(shipped, wide, 0, session);
+    assert.ok(maxDifference(unpadded[0].scores, without.scores) < 1e-3, 'trailingPadding 0: the line as it is');
+    assert.ok(
+      maxDifference(unpadded[0].scores, batched[1].scores.subarray(0, unpadded[0].scores.length)) > 0.01,
+      'the padding reaches the model: the last frames change with it',
+    );
+  } finally {
+    await session.release();
+  }
+});
