@@ -19,6 +19,7 @@
 #   bash train/gpu_train.sh split-data /work/cache/compact/h64q75 3      # here: .cache-gpu/stage1..3
 #   bash train/gpu_train.sh stage                                         # device calls 1 and 2, carrying stage1, stage2
 #   RECIPE=finetune-v3 bash train/gpu_train.sh start 540                  # call 3, carrying stage3: unpacks, trains on it
+# MAX_BATCH, BATCH_WIDTH: the fine-tune's batches (at most this many lines, this many source columns; 48 and 36000 by default)
 # DATA: the compact copy (default .cache-gpu/htr32, or the staged copy when parts were carried); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
 # that proves the rebuilt checkpoint (python, the GPU machine's; node here); TRAIN_EXTRA: more
 # train.py options, last (they win), e.g. for a smoke test on a CPU:
@@ -49,7 +50,7 @@ train_on() {  # DIR INIT LR MINUTES WORKERS [train.py options]: one run on from 
   mkdir -p $RUN/$dir
   "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/$dir --init-from "$init" "$@" \
     --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "$lr" \
-    --max-batch 48 --batch-width 36000 --epochs 400 --max-minutes "$minutes" --anneal-by-deadline \
+    --max-batch "${MAX_BATCH:-48}" --batch-width "${BATCH_WIDTH:-36000}" --epochs 400 --max-minutes "$minutes" --anneal-by-deadline \
     --checkpoint-minutes 3 --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$dir/train.log 2>&1
 }
 
