@@ -20,8 +20,10 @@ const { values, positionals } = parseArgs({
 const dir = positionals[0] ?? 'models/hwr-htr-v3';
 const scales = (positionals[1] ?? '1,1.25').split(',').map(Number);
 
-/** A line `height` px high stretched along x by `factor` (width kept even, linear interpolation). */
-/** The line's own columns stretched by `factor`; the padding after them is not stretched (it is paper). */
+/**
+ * A line `height` px high stretched along x by `factor` (width kept even, linear interpolation);
+ * the padding after its own columns is paper and keeps its width.
+ */
 function stretch(input: LineInput, height: number, factor: number): LineInput {
   const { data, contentWidth: width } = input;
   const padding = input.width - input.contentWidth;
