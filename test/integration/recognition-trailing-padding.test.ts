@@ -4,9 +4,8 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import test from 'node:test';
-import sharp from 'sharp';
-import type { RgbImage } from '../../src/pipeline/image/raster.ts';
-import type { RotatedRect } from '../../src/pipeline/layout/geometry.ts';
+import { prepareImageFile } from '../../src/pipeline/image/prepare-image.ts';
+import { enclosingRectOfPoints } from '../../src/pipeline/layout/geometry.ts';
 import { loadCharacterClasses } from '../../src/pipeline/models/charset.ts';
 import { loadModelSpec, type RecognitionSpec } from '../../src/pipeline/models/model-manifest.ts';
 import { createSession, floatTensor, runModel, whiteValue, writeNormalisedPlanes } from '../../src/pipeline/models/onnx.ts';
@@ -15,19 +14,6 @@ import { groundTruthLines, MARGINAL_PAGE } from '../support/recognition-fixtures
 
 const MODEL_DIR = fileURLToPath(new URL('../../models/hwr-htr-v3', import.meta.url));
 const gate = <T>(task: () => Promise<T>): Promise<T> => task();
-
-async function pageImage(file: string): Promise<RgbImage> {
-  const { data, info } = await sharp(file).removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
-}
-
-/** The ground-truth line's bounding box, as an unrotated piece. */
-function boundingRect(polygon: readonly (readonly [number, number])[]): RotatedRect {
-  const xs = polygon.map(([x]) => x);
-  const ys = polygon.map(([, y]) => y);
-  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
-  return { cx: (x0 + x1) / 2, cy: (y0 + y1) / 2, width: x1 - x0, height: y1 - y0, angle: 0 };
-}
 
 /** The model's frames for one crop followed by `padding` white columns, run on its own. */
 async function framesAlone(spec: RecognitionSpec, crop: LineCrop, padding: number, session: Awaited<ReturnType<typeof createSession>>) {
@@ -52,9 +38,9 @@ test('every line reaches the model with the trailing padding after it, alone or 
   const classes = loadCharacterClasses(shipped);
   const session = await createSession(shipped.file, 1);
   try {
-    const image = await pageImage(MARGINAL_PAGE.imagePath);
+    const { raster: image } = await prepareImageFile(MARGINAL_PAGE.imagePath, { name: 'marginal', maxPixels: 100_000_000 });
     const lines = (await groundTruthLines(MARGINAL_PAGE)).filter((line) => line.polygon.length >= 3);
-    const crops = lines.slice(0, 6).map((line) => cropLine(image, boundingRect(line.polygon), shipped));
+    const crops = lines.slice(0, 6).map((line) => cropLine(image, enclosingRectOfPoints(line.polygon, 0), shipped));
     // two lines of different widths that the batch planner puts together (within 1.35x of each other)
     const byWidth = [...crops].sort((a, b) => a.width - b.width);
     const narrow = byWidth[0];
