@@ -46,7 +46,11 @@ class CharNgram:
 
     def logp(self, history: str, char: str) -> float:
         """log P(char | history); history is the text so far (without the leading boundary)."""
-        context = (BOUNDARY + history)[-(self.order - 1) :] if self.order > 1 else ""
+        return self.context_logp((BOUNDARY + history)[-(self.order - 1) :] if self.order > 1 else "", char)
+
+    def context_logp(self, context: str, char: str) -> float:
+        """log P(char | context) with `context` as stored (it may start with the boundary): the longest stored gram,
+        plus the backoff weights of the contexts passed on the way."""
         total = 0.0
         while True:
             value = self.ngrams.get(context + char)
@@ -234,17 +238,132 @@ def estimate_kneser_ney(texts: list[str], order: int, min_count: int) -> dict:
     return backoff_document(ngrams, backoff, unknown)
 
 
+def interpolate(first: dict, second: dict, weight: float, order: int) -> dict:
+    """The linear interpolation weight * P_first + (1 - weight) * P_second of two backoff models, as one backoff
+    model (SRILM's static mixing, `ngram -mix-lm`): every n-gram either stores gets the mixed probability, and
+    each context the backoff weight that makes its distribution sum to one over the mixed lower order. For
+    characters neither model stores after a context, the lower order stands in for the exact mixture. Both
+    models should know the same alphabet (corpus_lines.py cuts a corpus to the transcriptions'): a character only
+    one of them knows gets the other's per-symbol unknown mass."""
+    a, b = CharNgram.from_json(first, order), CharNgram.from_json(second, order)
+    mixed = CharNgram(order, {}, {}, math.log(weight * math.exp(a.unknown) + (1 - weight) * math.exp(b.unknown)))
+    for context, followers in sorted(followers_of(dict.fromkeys(set(a.ngrams) | set(b.ngrams), 0.0)).items(), key=lambda item: (len(item[0]), item[0])):
+        probabilities = {c: weight * math.exp(a.context_logp(context, c)) + (1 - weight) * math.exp(b.context_logp(context, c)) for c in followers}
+        if context:
+            # shorter contexts come first, so the mixed lower order is complete here
+            lower = sum(math.exp(mixed.context_logp(context[1:], c)) for c in followers)
+            mixed.backoff[context] = math.log(max(1e-9, 1 - sum(probabilities.values())) / max(1e-9, 1 - lower))
+        for c, p in probabilities.items():
+            mixed.ngrams[context + c] = math.log(p)
+    return backoff_document(mixed.ngrams, mixed.backoff, math.exp(mixed.unknown))
+
+
+PACKED_FORMAT = "hwr-char-ngram/2"
+PACKED_MAGIC = (PACKED_FORMAT + "\n").encode("ascii")
+
+
+def gram_key(gram: str, index: dict[str, int], radix: int) -> int:
+    """A gram as one number: its symbols' indices (from 1) as digits in base `radix`, the first the most significant."""
+    key = 0
+    for ch in gram:
+        key = key * radix + index[ch]
+    return key
+
+
+def pack_document(document: dict) -> bytes:
+    """The packed form (`hwr-char-ngram/2`, docs/recognition.md, "Language model files"): a magic line, a JSON
+    header line (the symbols, and per model its unknown log probability and table sizes), then per model two
+    tables, the n-grams and the backoff contexts, each as its ascending keys (unsigned LEB128 varints of the
+    differences from the previous key, the first from 0) followed by its values in thousandths (int32, little
+    endian; the JSON form's three decimals, exactly). The service reads it into typed arrays without a
+    JavaScript object per n-gram."""
+    import numpy as np
+
+    models = document["models"]
+    symbols = sorted({ch for m in models.values() for table in (m["ngrams"], m["backoff"]) for gram in table for ch in gram} | {document["boundary"]})
+    radix = len(symbols) + 1
+    if radix ** document["order"] > 2**53:
+        raise ValueError(f"{len(symbols)} symbols at order {document['order']} do not fit a float64 key")
+    index = {ch: i + 1 for i, ch in enumerate(symbols)}
+    header = {
+        "format": PACKED_FORMAT,
+        **{k: document[k] for k in ("order", "boundary", "logBase", "source") if k in document},
+        "symbols": symbols,
+        "models": [{"name": name, "unknown": m["unknown"], "ngrams": len(m["ngrams"]), "backoff": len(m["backoff"])} for name, m in models.items()],
+    }
+    parts = [PACKED_MAGIC, json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"]
+    for m in models.values():
+        for table in (m["ngrams"], m["backoff"]):
+            pairs = sorted((gram_key(g, index, radix), v) for g, v in table.items())
+            deltas, previous = bytearray(), 0
+            for key, _ in pairs:
+                delta, previous = key - previous, key
+                while delta >= 0x80:
+                    deltas.append((delta & 0x7F) | 0x80)
+                    delta >>= 7
+                deltas.append(delta)
+            parts.append(bytes(deltas))
+            parts.append(np.array([round(v * 1000) for _, v in pairs], dtype="<i4").tobytes())
+    return b"".join(parts)
+
+
+def unpack_document(data: bytes) -> dict:
+    """A packed file back as the JSON form's document (n-grams and contexts as strings)."""
+    import numpy as np
+
+    end = data.index(b"\n", len(PACKED_MAGIC))
+    header = json.loads(data[len(PACKED_MAGIC) : end])
+    symbols, radix = header["symbols"], len(header["symbols"]) + 1
+    offset = end + 1
+
+    def gram(key: int) -> str:
+        chars = []
+        while key:
+            key, digit = divmod(key, radix)
+            chars.append(symbols[digit - 1])
+        return "".join(reversed(chars))
+
+    models = {}
+    for m in header["models"]:
+        tables = []
+        for count in (m["ngrams"], m["backoff"]):
+            keys, key = [], 0
+            for _ in range(count):
+                delta = shift = 0
+                while True:
+                    byte = data[offset]
+                    offset += 1
+                    delta |= (byte & 0x7F) << shift
+                    shift += 7
+                    if byte < 0x80:
+                        break
+                key += delta
+                keys.append(key)
+            values = np.frombuffer(data, dtype="<i4", count=count, offset=offset).tolist()
+            offset += 4 * count
+            tables.append({gram(k): v / 1000 for k, v in zip(keys, values)})
+        models[m["name"]] = {"ngrams": tables[0], "backoff": tables[1], "unknown": m["unknown"]}
+    if offset != len(data):
+        raise ValueError("bytes after the tables")
+    return {**{k: v for k, v in header.items() if k not in ("symbols", "models")}, "models": models}
+
+
 def write_document(path: Path, document: dict) -> None:
-    """The LM file; gzip-compressed when its name ends in .gz (no name or time in the header: the same bytes for the
-    same model)."""
-    data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """The LM file: packed when its name has a .bin suffix (lm.bin.gz), else JSON; gzip-compressed when its name
+    ends in .gz (no name or time in the header: the same bytes for the same model)."""
+    if ".bin" in path.suffixes:
+        data = pack_document(document)
+    else:
+        data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0) if path.suffix == ".gz" else data)
 
 
 def read_document(path: Path) -> dict:
-    """An LM file, plain or gzip-compressed (told by its first bytes, as the service's reader does)."""
+    """An LM file, JSON or packed, plain or gzip-compressed (told by its first bytes, as the service's reader does)."""
     data = path.read_bytes()
-    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return unpack_document(data) if data.startswith(PACKED_MAGIC) else json.loads(data)
 
 
 def read_texts(tsv: Path) -> list[tuple[str, str]]:
@@ -290,17 +409,28 @@ def main(argv: list[str]) -> None:
     p.add_argument("--lexicon-weight", type=float, default=0.01, help="count of one lexicon word against one occurrence in the transcriptions")
     p.add_argument("--lexicon-min", type=int, default=1, help="n-grams of order >= 3 not in the transcriptions are kept when the word lists have them this many times")
     p.add_argument("--joint-lexicon", action="store_true", help="add the lexicons to the joint model 'all' too (default: transcriptions only)")
+    p.add_argument("--corpus", action="append", default=[], metavar="LANG=FILE@WEIGHT",
+                   help="running text of a language, one line per line (corpus_lines.py; repeatable): that language's "
+                        "model becomes WEIGHT x the transcriptions' + (1 - WEIGHT) x the corpus's (Kneser-Ney only)")
+    p.add_argument("--corpus-min-count", type=int, default=20, help="n-grams of order >= 3 kept from the corpus when seen this many times")
     p.add_argument("--smoothing", choices=("witten-bell", "kneser-ney"), default="witten-bell",
                    help="interpolated Witten-Bell (the shipped LM's) or modified Kneser-Ney (transcriptions only, no --lexicon)")
     args = p.parse_args(argv)
     if args.smoothing == "kneser-ney" and args.lexicon:
         raise SystemExit("--lexicon works with --smoothing witten-bell only")
+    if args.corpus and args.smoothing != "kneser-ney":
+        raise SystemExit("--corpus works with --smoothing kneser-ney only")
+    corpora: dict[str, tuple[Path, float]] = {}
+    for spec in args.corpus:
+        lang, _, rest = spec.partition("=")
+        file, _, weight = rest.rpartition("@")
+        corpora[lang] = (Path(file), float(weight))
 
     train = read_texts(args.dataset / "train.tsv")
     val = read_texts(args.dataset / "val.tsv")
     alphabet = {ch for _, t in train for ch in t}
     lexicons: list[tuple[str, list[Counter], float]] = []  # (language, counts, weight per word)
-    sources = []
+    sources, corpus_sources = [], []
     for spec in args.lexicon:
         lang, _, rest = spec.partition("=")
         file, _, weight = rest.partition("@")
@@ -315,6 +445,14 @@ def main(argv: list[str]) -> None:
         extra = [(c, w) for l, c, w in lexicons if l == lang or (lang is None and args.joint_lexicon)]
         if args.smoothing == "kneser-ney":
             models[name] = estimate_kneser_ney(texts, args.order, args.min_count)
+            if lang in corpora:
+                file, weight = corpora[lang]
+                lines = [line for line in file.read_text(encoding="utf-8").split("\n") if line]
+                corpus_model = estimate_kneser_ney(lines, args.order, args.corpus_min_count)
+                models[name] = interpolate(models[name], corpus_model, weight, args.order)
+                corpus_sources.append(f"{file.name} ({lang}, {len(lines)} lines, n-grams of order >= 3 from {args.corpus_min_count} occurrences, "
+                               f"interpolated at {1 - weight:g})")
+                print(f"corpus {file}: {len(lines)} lines, {len(corpus_model['ngrams'])} n-grams for {lang}", flush=True)
         else:
             models[name] = estimate(texts, args.order, args.min_count, extra or None, args.lexicon_min)
         lm = CharNgram.from_json(models[name], args.order)
@@ -325,6 +463,8 @@ def main(argv: list[str]) -> None:
             flush=True,
         )
     source = "htr-lines train.tsv text_norm (NFC)" + ("; modified Kneser-Ney" if args.smoothing == "kneser-ney" else "")
+    if corpus_sources:
+        source += "; per-language models interpolated with running text: " + ", ".join(corpus_sources)
     if sources:
         source += f"; word lists, each word as a fraction of an occurrence, n-grams only they have kept from {args.lexicon_min} occurrences ({'all models' if args.joint_lexicon else 'per-language models'}): " + ", ".join(sources)
     document = {

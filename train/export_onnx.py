@@ -126,7 +126,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--cache", type=Path, default=Path("/work/cache/htr-lines"))
     p.add_argument("--name", default="hwr-htr")
     p.add_argument("--version", default="1")
-    p.add_argument("--language-model", type=Path, help="char n-gram file from train/char_lm.py, copied as lm.json (lm.json.gz when gzip-compressed)")
+    p.add_argument("--language-model", type=Path, help="char n-gram file from train/char_lm.py, copied as lm.json, or lm.bin when packed (.gz added when gzip-compressed)")
     p.add_argument(
         "--share-language-model",
         action="store_true",
@@ -196,7 +196,9 @@ def main(argv: list[str]) -> None:
     }
     known_words = None
     if args.language_model:
-        lm_file = "lm.json.gz" if args.language_model.suffix == ".gz" else "lm.json"
+        # lm.json, lm.json.gz, lm.bin or lm.bin.gz: the form the file is in (char_lm.py writes each by its name)
+        packed = ".bin" in args.language_model.suffixes
+        lm_file = ("lm.bin" if packed else "lm.json") + (".gz" if args.language_model.suffix == ".gz" else "")
         (args.out / lm_file).unlink(missing_ok=True)
         if args.share_language_model:
             os.symlink(os.path.relpath(args.language_model.resolve(), args.out.resolve()), args.out / lm_file)

@@ -134,6 +134,48 @@ test('logits, log-probabilities and probabilities decode alike; time-major strid
   assert.equal(text(beamSearchCtc(tnc, count, 2 * count, 4, classes, false, lm)), 'ab');
 });
 
+test("a packed LM file (hwr-char-ngram/2, tiny-lm.bin) gives the JSON file's log probabilities; a damaged one is model_invalid", async () => {
+  const bytes = readFileSync(new URL('tiny-lm.bin', fixtures));
+  const packed = loadCharNgramFile(new URL('tiny-lm.bin', fixtures).pathname).models.get('all') as CharNgramModel;
+  const expected = JSON.parse(readFileSync(new URL('expected-logp.json', fixtures), 'utf8')) as [string, string, number][];
+  for (const [history, char] of expected) {
+    assert.equal(
+      packed.logProbability(history, char),
+      lm.logProbability(history, char),
+      `${JSON.stringify(history)} + ${JSON.stringify(char)}`,
+    );
+  }
+  // symbols the file lacks, in the context and as the character
+  for (const [history, char] of [
+    ['the q\u{1d504}u', 'i'],
+    ['\u{1d504}', 'q'],
+    ['the qu', '\u{1d504}'],
+    ['zzz', 'z'],
+  ] as const) {
+    assert.equal(packed.logProbability(history, char), lm.logProbability(history, char), `${history} + ${char}`);
+  }
+  const directory = await mkdtemp(join(tmpdir(), 'hwr-lm-'));
+  await writeFile(join(directory, 'lm.bin.gz'), gzipSync(bytes));
+  assert.equal(
+    loadCharNgramFile(join(directory, 'lm.bin.gz')).models.get('all')?.logProbability('the q', 'u'),
+    lm.logProbability('the q', 'u'),
+  );
+  const header = bytes.indexOf(0x0a, bytes.indexOf(0x0a) + 1) + 1;
+  for (const [name, damaged] of [
+    ['truncated', bytes.subarray(0, bytes.length - 3)],
+    ['cut inside its keys', bytes.subarray(0, header + 10)],
+    ['with bytes after its tables', Buffer.concat([bytes, Buffer.from([0])])],
+    ['with a header that is not JSON', Buffer.concat([bytes.subarray(0, 20), Buffer.from('}'), bytes.subarray(21)])],
+  ] as const) {
+    await writeFile(join(directory, 'damaged.bin'), damaged);
+    assert.throws(
+      () => loadCharNgramFile(join(directory, 'damaged.bin')),
+      (error: unknown) => error instanceof PipelineError && error.code === 'model_invalid',
+      name,
+    );
+  }
+});
+
 test('a malformed language model file is refused with model_invalid', () => {
   for (const raw of [
     null,

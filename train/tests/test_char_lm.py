@@ -11,7 +11,7 @@ from pathlib import Path
 
 import support  # noqa: F401  (puts train/ on sys.path)
 
-from char_lm import BOUNDARY, FORMAT, CharNgram, count_words, estimate, estimate_kneser_ney, read_document, read_lexicon, write_document
+from char_lm import BOUNDARY, FORMAT, PACKED_MAGIC, CharNgram, count_words, estimate, estimate_kneser_ney, interpolate, read_document, read_lexicon, write_document
 
 LINES = ["the quick brown fox", "the queen quietly quit", "a quiet question", "quite unique", "le quai de la gare", "qu'il était équipé"]
 
@@ -81,6 +81,34 @@ class CharLmTest(unittest.TestCase):
             self.assertEqual(packed.read_bytes(), again.read_bytes())
             self.assertEqual(read_document(packed), read_document(plain))
             self.assertEqual(read_document(plain)["models"]["all"]["ngrams"], document["models"]["all"]["ngrams"])
+
+    def test_a_packed_file_reads_back_as_the_same_model_and_is_the_same_bytes_each_time(self) -> None:
+        document = {"format": FORMAT, "order": 4, "boundary": BOUNDARY, "logBase": "e",
+                    "models": {"all": estimate_kneser_ney(LINES, 4, 1), "fr": estimate_kneser_ney(LINES[4:], 4, 1)}}
+        with tempfile.TemporaryDirectory() as folder:
+            plain, packed, again = Path(folder) / "lm.bin", Path(folder) / "lm.bin.gz", Path(folder) / "again.bin.gz"
+            for path in (plain, packed, again):
+                write_document(path, document)
+            self.assertTrue(plain.read_bytes().startswith(PACKED_MAGIC))
+            self.assertEqual(packed.read_bytes(), again.read_bytes())
+            for path in (plain, packed):
+                self.assertEqual(read_document(path)["models"], document["models"])
+                self.assertEqual(read_document(path)["format"], "hwr-char-ngram/2")
+
+    def test_interpolated_model_is_the_mixture_where_either_model_stores_a_gram_and_is_normalised(self) -> None:
+        english = estimate_kneser_ney(LINES[:4] * 2, 4, 1)
+        other = estimate_kneser_ney(["quite the quick fox", "a brown queen quietly", "unique question", "the quiet fox"] * 2, 4, 1)
+        mixed = interpolate(english, other, 0.7, 4)
+        a, b, m = (CharNgram.from_json(x, 4) for x in (english, other, mixed))
+        self.assertEqual(set(mixed["ngrams"]), set(english["ngrams"]) | set(other["ngrams"]))
+        for history, ch in (("the qu", "i"), ("a brown qu", "e"), ("", "q"), ("the quiet f", "o")):
+            exact = math.log(0.7 * math.exp(a.logp(history, ch)) + 0.3 * math.exp(b.logp(history, ch)))
+            self.assertAlmostEqual(m.logp(history, ch), exact, delta=2e-3, msg=history + ch)
+        # the alphabet both models know (the corpus lines are cut to the transcriptions' alphabet)
+        alphabet = {ch for text in LINES[:4] for ch in text}
+        for history in ("", "the qu", "a quie", "the quiet f", "zzz"):
+            self.assertAlmostEqual(total_probability(m, history, alphabet), 1.0, delta=0.02, msg=history)
+        self.assertEqual(interpolate(english, other, 1.0, 4)["ngrams"]["the"], english["ngrams"]["the"])
 
     def test_read_lexicon(self) -> None:
         with tempfile.TemporaryDirectory() as folder:

@@ -1,12 +1,16 @@
-// Character n-gram language model in the `hwr-char-ngram/1` JSON format written by
-// train/char_lm.py (interpolated Witten-Bell stored in backoff form; natural logs).
-// The lookup below must stay identical to CharNgram.logp in train/char_lm.py. The file may be
-// gzip-compressed (`lm.json.gz`: a quarter of the size, and the working tree a GPU call carries is small).
+// Character n-gram language model written by train/char_lm.py (stored in backoff form; natural
+// logs), in either of its two forms: `hwr-char-ngram/1`, JSON, and `hwr-char-ngram/2`, packed (a
+// JSON header line, then typed arrays: docs/recognition.md, "Language model files"). Both load into
+// the same packed tables. The lookup below must stay identical to CharNgram.logp in
+// train/char_lm.py. The file may be gzip-compressed (`lm.json.gz`, `lm.bin.gz`).
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { PipelineError } from '../errors.ts';
+import { PackedTable, SymbolCoder } from './packed-ngrams.ts';
 
 export const CHAR_NGRAM_FORMAT = 'hwr-char-ngram/1';
+export const PACKED_CHAR_NGRAM_FORMAT = 'hwr-char-ngram/2';
+const PACKED_MAGIC = Buffer.from(`${PACKED_CHAR_NGRAM_FORMAT}\n`, 'latin1');
 
 export interface CharNgramModel {
   readonly order: number;
@@ -37,12 +41,15 @@ export const PER_LANGUAGE_MODELS = Symbol('per-language models');
 /** Which models of a file to build: all of them, one by name, or the per-language ones. */
 type ModelSelection = string | typeof PER_LANGUAGE_MODELS;
 
-/** `only`: build just those models of the file (each is hundreds of thousands of map entries). */
+/** `only`: build just those models of the file (each is hundreds of thousands of n-grams). */
 export function loadCharNgramFile(file: string, only?: ModelSelection): CharNgramFile {
   let raw: unknown;
   try {
-    raw = JSON.parse(readLanguageModelText(file));
+    const bytes = readLanguageModelBytes(file);
+    if (bytes.subarray(0, PACKED_MAGIC.length).equals(PACKED_MAGIC)) return parsePackedCharNgramFile(bytes, file, only);
+    raw = JSON.parse(bytes.toString('utf8'));
   } catch (error) {
+    if (error instanceof PipelineError) throw error;
     throw new PipelineError('model_invalid', `cannot read the language model ${file}: ${(error as Error).message}`, { cause: error });
   }
   return parseCharNgramFile(raw, file, only);
@@ -51,12 +58,17 @@ export function loadCharNgramFile(file: string, only?: ModelSelection): CharNgra
 const GZIP_MAGIC = [0x1f, 0x8b];
 const JOINT_MODEL = 'all';
 
-/** The file's JSON text, gunzipped when it starts with gzip's magic bytes (whatever its name). */
-function readLanguageModelText(file: string): string {
+/** The file's bytes, gunzipped when it starts with gzip's magic bytes (whatever its name). */
+function readLanguageModelBytes(file: string): Buffer {
   const bytes = readFileSync(file);
   const gzipped = bytes.length >= 2 && bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1];
-  return (gzipped ? gunzipSync(bytes) : bytes).toString('utf8');
+  return gzipped ? gunzipSync(bytes) : bytes;
 }
+
+const wantedModels =
+  (names: readonly string[], only: ModelSelection | undefined) =>
+  (name: string): boolean =>
+    only === undefined || (only === PER_LANGUAGE_MODELS ? name !== JOINT_MODEL || names.length === 1 : name === only);
 
 export function parseCharNgramFile(raw: unknown, where = 'language model', only?: ModelSelection): CharNgramFile {
   const invalid = (why: string): PipelineError => new PipelineError('model_invalid', `${where}: ${why}`);
@@ -71,8 +83,7 @@ export function parseCharNgramFile(raw: unknown, where = 'language model', only?
   const stored = document.models;
   const names = stored !== null && typeof stored === 'object' ? Object.keys(stored) : [];
   if (names.length === 0) throw invalid('models must be a non-empty object');
-  const wanted = (name: string): boolean =>
-    only === undefined || (only === PER_LANGUAGE_MODELS ? name !== JOINT_MODEL || names.length === 1 : name === only);
+  const wanted = wantedModels(names, only);
   const models = new Map<string, CharNgramModel>();
   for (const [name, value] of Object.entries(stored as Record<string, unknown>)) {
     if (!wanted(name)) continue;
@@ -80,25 +91,118 @@ export function parseCharNgramFile(raw: unknown, where = 'language model', only?
     if (!model || typeof model.ngrams !== 'object' || typeof model.backoff !== 'object' || typeof model.unknown !== 'number') {
       throw invalid(`model "${name}" needs ngrams, backoff and unknown`);
     }
-    models.set(name, new BackoffModel(order, boundary, model as StoredModel));
+    models.set(name, packStoredModel(order, boundary, model as StoredModel, invalid));
   }
+  return { order, models };
+}
+
+/** A JSON model in packed tables, its symbols those of its own n-grams and contexts. */
+function packStoredModel(order: number, boundary: string, stored: StoredModel, invalid: (why: string) => PipelineError): BackoffModel {
+  const symbols = new Set<string>([boundary]);
+  for (const table of [stored.ngrams, stored.backoff])
+    for (const gram of Object.keys(table)) for (const symbol of gram) symbols.add(symbol);
+  const coder = new SymbolCoder([...symbols]);
+  if (!coder.fits(order)) throw invalid(`${symbols.size} symbols at order ${order} are more than its n-gram keys can tell apart`);
+  const table = (entries: Record<string, number>): PackedTable => {
+    const grams = Object.keys(entries);
+    return PackedTable.fromPairs(
+      grams.map((gram) => coder.keyOf(gram)),
+      grams.map((gram) => entries[gram] as number),
+    );
+  };
+  return new BackoffModel(order, boundary, coder, table(stored.ngrams), table(stored.backoff), stored.unknown);
+}
+
+interface PackedHeader {
+  format: string;
+  order: number;
+  boundary: string;
+  symbols: string[];
+  models: { name: string; unknown: number; ngrams: number; backoff: number }[];
+}
+
+/** A `hwr-char-ngram/2` file: its header line, then per model the n-grams' and the contexts' keys and values. */
+export function parsePackedCharNgramFile(bytes: Buffer, where = 'language model', only?: ModelSelection): CharNgramFile {
+  const invalid = (why: string): PipelineError => new PipelineError('model_invalid', `${where}: ${why}`);
+  const end = bytes.indexOf(0x0a, PACKED_MAGIC.length);
+  if (end < 0) throw invalid('the packed file has no header line');
+  let header: PackedHeader;
+  try {
+    header = JSON.parse(bytes.subarray(PACKED_MAGIC.length, end).toString('utf8')) as PackedHeader;
+  } catch (error) {
+    throw invalid(`its header is not JSON: ${(error as Error).message}`);
+  }
+  const { order, boundary, symbols } = header;
+  if (header.format !== PACKED_CHAR_NGRAM_FORMAT)
+    throw invalid(`format must be "${PACKED_CHAR_NGRAM_FORMAT}", got ${JSON.stringify(header.format)}`);
+  if (!Number.isInteger(order) || order < 1 || order > 16) throw invalid('order must be an integer from 1 to 16');
+  if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
+  if (
+    !Array.isArray(symbols) ||
+    !symbols.every((s) => typeof s === 'string' && [...s].length === 1) ||
+    new Set(symbols).size !== symbols.length
+  )
+    throw invalid('symbols must be distinct single characters');
+  if (!Array.isArray(header.models) || header.models.length === 0) throw invalid('models must be a non-empty list');
+  const coder = new SymbolCoder(symbols);
+  if (!coder.fits(order)) throw invalid(`${symbols.length} symbols at order ${order} are more than its n-gram keys can tell apart`);
+  const wanted = wantedModels(
+    header.models.map((m) => m.name),
+    only,
+  );
+  let offset = end + 1;
+  const truncated = (): PipelineError => invalid('the file ends before its tables do');
+  /** Keys as LEB128 varint differences, then values as int32 thousandths (pack_document in train/char_lm.py). */
+  const table = (count: number): PackedTable => {
+    if (!Number.isInteger(count) || count < 0) throw invalid('table sizes must be whole numbers');
+    const keys = new Float64Array(count);
+    let key = 0;
+    for (let i = 0; i < count; i += 1) {
+      let delta = 0;
+      for (let place = 1; ; place *= 128) {
+        if (offset >= bytes.length) throw truncated();
+        const byte = bytes[offset++] as number;
+        delta += (byte & 0x7f) * place;
+        if (byte < 0x80) break;
+      }
+      key += delta;
+      keys[i] = key;
+    }
+    if (offset + 4 * count > bytes.length) throw truncated();
+    const values = new Float64Array(count);
+    for (let i = 0; i < count; i += 1, offset += 4) values[i] = bytes.readInt32LE(offset) / 1000;
+    return new PackedTable(keys, values);
+  };
+  const models = new Map<string, CharNgramModel>();
+  for (const model of header.models) {
+    if (typeof model?.name !== 'string' || !Number.isFinite(model.unknown))
+      throw invalid('every model needs a name and its unknown log probability');
+    const ngrams = table(model.ngrams);
+    const backoff = table(model.backoff);
+    if (!wanted(model.name)) continue;
+    if (!ngrams.isSorted() || !backoff.isSorted()) throw invalid(`model "${model.name}": its keys must ascend`);
+    models.set(model.name, new BackoffModel(order, boundary, coder, ngrams, backoff, model.unknown));
+  }
+  if (offset !== bytes.length) throw invalid('the file has bytes after its tables');
   return { order, models };
 }
 
 class BackoffModel implements CharNgramModel {
   readonly order: number;
   readonly boundary: string;
-  private readonly ngrams: Map<string, number>;
-  private readonly backoff: Map<string, number>;
+  private readonly coder: SymbolCoder;
+  private readonly ngrams: PackedTable;
+  private readonly backoff: PackedTable;
   private readonly unknown: number;
   private readonly memo = new Map<string, number>();
 
-  constructor(order: number, boundary: string, stored: StoredModel) {
+  constructor(order: number, boundary: string, coder: SymbolCoder, ngrams: PackedTable, backoff: PackedTable, unknown: number) {
     this.order = order;
     this.boundary = boundary;
-    this.ngrams = new Map(Object.entries(stored.ngrams));
-    this.backoff = new Map(Object.entries(stored.backoff));
-    this.unknown = stored.unknown;
+    this.coder = coder;
+    this.ngrams = ngrams;
+    this.backoff = backoff;
+    this.unknown = unknown;
   }
 
   logProbability(history: string, char: string): number {
@@ -113,15 +217,31 @@ class BackoffModel implements CharNgramModel {
     return value;
   }
 
-  private lookUp(start: string, char: string): number {
-    let context = start;
+  /**
+   * The longest stored gram among context + char, context[1:] + char, ... down to char alone, plus
+   * the backoff weights of the contexts passed on the way. A context with a symbol the file lacks is
+   * stored nowhere (weight 0), so the search starts after its last such symbol; an unknown char is
+   * never stored, so it collects every weight and ends at `unknown`.
+   */
+  private lookUp(context: string, char: string): number {
+    const indices = Array.from(context, (symbol) => this.coder.indexOf(symbol));
+    const start = indices.lastIndexOf(0) + 1;
+    const charIndex = this.coder.indexOf(char);
+    const { radix } = this.coder;
+    // suffixKeys[i]: the key of indices[i..], built from the end
+    const suffixKeys = new Array<number>(indices.length + 1).fill(0);
+    for (let i = indices.length - 1, place = 1; i >= start; i -= 1, place *= radix) {
+      suffixKeys[i] = (suffixKeys[i + 1] as number) + (indices[i] as number) * place;
+    }
     let total = 0;
-    for (;;) {
-      const value = this.ngrams.get(context + char);
-      if (value !== undefined) return total + value;
-      if (context === '') return total + this.unknown;
-      total += this.backoff.get(context) ?? 0;
-      context = context.slice((context.codePointAt(0) ?? 0) > 0xffff ? 2 : 1);
+    for (let i = start; ; i += 1) {
+      const contextKey = suffixKeys[i] as number;
+      if (charIndex !== 0) {
+        const value = this.ngrams.get(contextKey * radix + charIndex);
+        if (value !== undefined) return total + value;
+      }
+      if (i === indices.length) return total + this.unknown;
+      total += this.backoff.get(contextKey) ?? 0;
     }
   }
 
