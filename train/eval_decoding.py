@@ -1,6 +1,6 @@
 """Validation CER/WER of a checkpoint: greedy decoding against CTC beam search with the char n-gram LM.
 
-    python3 train/eval_decoding.py --checkpoint RUN/best.pt --lm models/hwr-htr-v2/lm.json.gz
+    python3 train/eval_decoding.py --checkpoint RUN/best.pt --lm models/hwr-htr-v2/lm.bin.gz
 
 The model runs once over the validation lines; decoders then work on the stored log-probabilities
 (--logits-cache FILE keeps them, so that later runs, e.g. for other LMs, skip the model).

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { loadCharNgramFile } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { lineLogLikelihood, mostLikelyLanguage } from '../../src/pipeline/decoding/page-language.ts';
 
-const shipped = (model: string) => loadCharNgramFile(fileURLToPath(new URL(`../../models/${model}/lm.json.gz`, import.meta.url)));
+const shipped = (model: string) => loadCharNgramFile(fileURLToPath(new URL(`../../models/${model}/lm.bin.gz`, import.meta.url)));
 const file = shipped('hwr-htr-v2');
 const files = [file, shipped('hwr-htr-v3')];
 
