@@ -8,7 +8,7 @@ misspelt word can still win. Reads the logits cache of eval_decoding.py (--logit
 CER/WER on the tune and test halves of the validation documents (the same split as eval_decoding.py).
 
     python3 train/eval_lexicon_bonus.py --checkpoint RUN/best-slim.pt --logits-cache CACHE.npz \\
-        --lm models/hwr-htr-v3/lm.json.gz --lexicon en=/usr/share/dict/british-english --lexicon fr=FR-FORMS.txt \\
+        --lm models/hwr-htr-v3/lm.bin.gz --lexicon en=/usr/share/dict/british-english --lexicon fr=FR-FORMS.txt \\
         --grid 0.5,2,0,10 --grid 0.5,1.5,2,30
 """
 

@@ -130,7 +130,7 @@ def main(argv: list[str]) -> None:
     p.add_argument(
         "--share-language-model",
         action="store_true",
-        help="lm.json(.gz) becomes a relative symbolic link to --language-model instead of a copy (e.g. another model directory's "
+        help="the LM file (lm.json, lm.bin, .gz) becomes a relative symbolic link to --language-model instead of a copy (e.g. another model directory's "
         "LM: one copy in the working tree, which a GPU call carries whole)",
     )
     p.add_argument("--training-log", type=Path, help="log.csv of the run, copied as training-log.csv")
