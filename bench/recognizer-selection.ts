@@ -24,7 +24,8 @@ import type { RgbImage } from '../src/pipeline/image/raster.ts';
 import type { RotatedRect } from '../src/pipeline/layout/geometry.ts';
 import { boundingBox } from '../src/pipeline/layout/geometry.ts';
 import { DEFAULT_MODEL_DIR } from '../src/pipeline/models/default-model.ts';
-import { loadModelSpec, type RecognitionSpec, type SelectionSpec } from '../src/pipeline/models/model-manifest.ts';
+import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import type { RecognitionSpec, SelectionSpec } from '../src/pipeline/models/model-spec.ts';
 import { allLines } from '../src/pipeline/page-result.ts';
 import { LineRecognizer, type DecoderChoice } from '../src/pipeline/recognition/line-recognizer.ts';
 import {

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import type { RecognitionSpec } from '../../src/pipeline/models/model-manifest.ts';
+import type { RecognitionSpec } from '../../src/pipeline/models/model-spec.ts';
 import { framesCovering } from '../../src/pipeline/recognition/text-recognizer.ts';
 
 export const DEFAULT_DATASET_DIR = path.resolve(import.meta.dirname, '../../../shared/datasets/htr-lines');

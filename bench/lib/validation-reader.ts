@@ -8,7 +8,8 @@ import { beamSearchCtc } from '../../src/pipeline/decoding/ctc-beam-search.ts';
 import type { DecodedCharacter } from '../../src/pipeline/decoding/ctc-decode.ts';
 import { knownWordsFor } from '../../src/pipeline/decoding/known-words.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
-import { type LanguageModelSpec, loadModelSpec, type RecognitionSpec } from '../../src/pipeline/models/model-manifest.ts';
+import { loadModelSpec } from '../../src/pipeline/models/model-manifest.ts';
+import type { LanguageModelSpec, RecognitionSpec } from '../../src/pipeline/models/model-spec.ts';
 import { createSession, floatTensor, runModel } from '../../src/pipeline/models/onnx.ts';
 import { type DatasetLine, type LineInput, lineSteps, modelInput, readTar, readValidationLines } from './htr-lines.ts';
 

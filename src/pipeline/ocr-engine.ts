@@ -10,7 +10,7 @@ import { orderRegions, type LayoutRegion } from './layout/reading-order.ts';
 import { detectText, type DetectedBox } from './layout/text-detector.ts';
 import { segmentLines } from './layout/line-segmenter.ts';
 import { outlinedLine } from './layout/outlined-line.ts';
-import type { ModelSpec, SelectionSpec } from './models/model-manifest.ts';
+import type { ModelSpec, SelectionSpec } from './models/model-spec.ts';
 import type { LayoutLine } from './layout/group-lines.ts';
 import { enclosingRect } from './layout/geometry.ts';
 import { withoutFaintLines } from './layout/ink-contrast.ts';

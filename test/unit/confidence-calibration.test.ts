@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import { PipelineError } from '../../src/pipeline/errors.ts';
 import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
 import { defaultModelSpec } from '../../src/pipeline/models/default-model.ts';
-import { loadModelSpec, type ModelSpec } from '../../src/pipeline/models/model-manifest.ts';
+import { loadModelSpec } from '../../src/pipeline/models/model-manifest.ts';
+import type { ModelSpec } from '../../src/pipeline/models/model-spec.ts';
 import { OcrEngine, type PieceReading } from '../../src/pipeline/ocr-engine.ts';
 import { calibrateConfidence } from '../../src/pipeline/recognition/confidence-calibration.ts';
 

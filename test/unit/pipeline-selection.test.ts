@@ -9,7 +9,8 @@ import { after, before, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { loadCharNgramFile, PER_LANGUAGE_MODELS } from '../../src/pipeline/decoding/char-ngram-lm.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
-import { builtinModelSpec, loadModelSpec, type SelectionSpec } from '../../src/pipeline/models/model-manifest.ts';
+import { builtinModelSpec, loadModelSpec } from '../../src/pipeline/models/model-manifest.ts';
+import type { SelectionSpec } from '../../src/pipeline/models/model-spec.ts';
 import {
   lineConfidence,
   mainReadingIsNoise,

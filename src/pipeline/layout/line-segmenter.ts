@@ -4,7 +4,7 @@
 import sharp from 'sharp';
 import type { Point } from '../page-result.ts';
 import type { RgbImage } from '../image/raster.ts';
-import type { SegmentationSpec } from '../models/model-manifest.ts';
+import type { SegmentationSpec } from '../models/model-spec.ts';
 import { floatTensor, runModel, whiteValue, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
 import { PipelineError } from '../errors.ts';
 import { vectoriseLines } from './vectorise-lines.ts';

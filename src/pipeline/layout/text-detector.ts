@@ -2,7 +2,7 @@
 // probability map turned into rotated boxes in full-resolution page pixels.
 import sharp from 'sharp';
 import type { RgbImage } from '../image/raster.ts';
-import type { DetectionSpec } from '../models/model-manifest.ts';
+import type { DetectionSpec } from '../models/model-spec.ts';
 import { floatTensor, runModel, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
 import { PipelineError } from '../errors.ts';
 import { dbBoxes } from './db-postprocess.ts';

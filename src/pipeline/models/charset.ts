@@ -2,7 +2,7 @@
 // space class, and the CTC blank at index 0 or at the end.
 import { readFileSync } from 'node:fs';
 import { PipelineError } from '../errors.ts';
-import type { RecognitionSpec } from './model-manifest.ts';
+import type { RecognitionSpec } from './model-spec.ts';
 
 export interface CharacterClasses {
   /** Text of each output class; the blank's entry is ''. */

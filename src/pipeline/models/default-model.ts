@@ -3,7 +3,8 @@
 // in the tree; else the built-in PP-OCRv4 alone (a checkout without models/hwr-htr-v3).
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MANIFEST_FILE, builtinModelSpec, loadModelSpec, type ModelSpec } from './model-manifest.ts';
+import { MANIFEST_FILE, builtinModelSpec, loadModelSpec } from './model-manifest.ts';
+import type { ModelSpec } from './model-spec.ts';
 
 export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../../../models/default/', import.meta.url));
 /** The recognizer the default setup borrows; its absence means the built-in model is the default. */

@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { PipelineError } from '../errors.ts';
 import type { InferenceReply, InferenceRequest, InferenceWorkerData } from './inference-worker.ts';
-import type { InputNormalisation } from './model-manifest.ts';
+import type { InputNormalisation } from './model-spec.ts';
 
 /** A loaded model, hosted in the inference worker; release() frees it there. */
 export interface InferenceSession {

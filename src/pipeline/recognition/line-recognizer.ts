@@ -13,7 +13,7 @@ import { eventLoopSlices, mapInSlices } from '../event-loop-slices.ts';
 import { frameForRect, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../layout/geometry.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
-import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-manifest.ts';
+import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-spec.ts';
 import { createSession, type InferenceSession } from '../models/onnx.ts';
 import { calibrateConfidence } from './confidence-calibration.ts';
 import { insertGapSpaces } from './gap-spaces.ts';

@@ -2,7 +2,7 @@
 // down (e.g. a note written along the margin in the other direction).
 import type { RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../layout/geometry.ts';
-import type { OrientationSpec } from '../models/model-manifest.ts';
+import type { OrientationSpec } from '../models/model-spec.ts';
 import { floatTensor, runModel, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
 import { PipelineError } from '../errors.ts';
 import { cropLine, type ModelGate } from './text-recognizer.ts';

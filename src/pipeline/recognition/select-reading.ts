@@ -10,7 +10,7 @@
 //      probe say print on a handwritten letter).
 //   4. A main reading under `dropBelow` is noise: the line keeps the screening reading if
 //      there is one, else it is dropped.
-import type { SelectionSpec } from '../models/model-manifest.ts';
+import type { SelectionSpec } from '../models/model-spec.ts';
 import type { PlacedCharacter } from './text-recognizer.ts';
 
 /** Mean character confidence over a line's pieces, spaces excluded; 0 when nothing was read. */

@@ -4,7 +4,7 @@
 import { frameForRect, samplePatch, type PatchFrame, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../layout/geometry.ts';
 import type { CharacterClasses } from '../models/charset.ts';
-import type { RecognitionSpec } from '../models/model-manifest.ts';
+import type { RecognitionSpec } from '../models/model-spec.ts';
 import { floatTensor, runModel, whiteValue, writeNormalisedPlanes, type InferenceSession } from '../models/onnx.ts';
 import { PipelineError } from '../errors.ts';
 import type { DecodedCharacter } from '../decoding/ctc-decode.ts';
