@@ -199,11 +199,17 @@ def main(argv: list[str]) -> None:
         # lm.json, lm.json.gz, lm.bin or lm.bin.gz: the form the file is in (char_lm.py writes each by its name)
         packed = ".bin" in args.language_model.suffixes
         lm_file = ("lm.bin" if packed else "lm.json") + (".gz" if args.language_model.suffix == ".gz" else "")
-        (args.out / lm_file).unlink(missing_ok=True)
-        if args.share_language_model:
-            os.symlink(os.path.relpath(args.language_model.resolve(), args.out.resolve()), args.out / lm_file)
-        else:
-            shutil.copyfile(args.language_model, args.out / lm_file)
+        target = args.out / lm_file
+        # the directory's own LM file given again (re-exporting new weights into models/hwr-htr-v3) stays as it is
+        if not (target.exists() and os.path.samefile(target, args.language_model)):
+            target.unlink(missing_ok=True)
+            if args.share_language_model:
+                os.symlink(os.path.relpath(args.language_model.resolve(), args.out.resolve()), target)
+            else:
+                shutil.copyfile(args.language_model, target)
+        # an LM file of the other form left from an earlier export is no longer named by the manifest
+        for stale in {"lm.json", "lm.json.gz", "lm.bin", "lm.bin.gz"} - {lm_file}:
+            (args.out / stale).unlink(missing_ok=True)
         tuned = {"alpha": decoding["beam_options"]["alpha"], "beta": decoding["beam_options"]["beta"]} if decoding else {}
         manifest["languageModel"] = {"file": lm_file, "format": read_document(args.language_model)["format"], **BEAM_SEARCH, **tuned, "model": args.lm_model}
         manifest["languageModel"]["beam"] = args.beam

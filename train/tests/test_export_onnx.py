@@ -14,7 +14,7 @@ import unittest
 from pathlib import Path
 
 import support
-from support import captured_output, make_dataset, node, run_node, write_decoding_report
+from support import REPO, captured_output, make_dataset, node, run_node, write_decoding_report
 
 import numpy as np
 import onnx
@@ -156,6 +156,22 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(loaded["name"], "hwr-htr")
         self.assertTrue(loaded["recognition"].endswith("rec.onnx"), loaded)
         self.assertEqual(loaded["trailingPadding"], 32)
+
+    @unittest.skipIf(node() is None, "no Node with the project's node_modules (npm install) to run onnxruntime-node")
+    def test_the_directorys_own_lm_file_survives_an_export_into_it_and_a_stale_form_goes(self) -> None:
+        checkpoint = self.save_checkpoint("lm.pt", val_cer=0.9)
+        out = self.root / "with-lm"
+        out.mkdir()
+        tiny = (REPO / "test" / "fixtures" / "ctc-beam-search" / "tiny-lm.bin").read_bytes()
+        (out / "lm.bin").write_bytes(tiny)
+        (out / "lm.json.gz").write_bytes(b"an earlier export's LM")
+        with captured_output():
+            export_onnx.main(["--checkpoint", str(checkpoint), "--out", str(out), "--dataset", str(self.dataset), "--cache", str(self.cache),
+                              "--version", "0-test", "--language-model", str(out / "lm.bin")])
+        self.assertEqual((out / "lm.bin").read_bytes(), tiny)
+        self.assertFalse((out / "lm.json.gz").exists())
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        self.assertEqual((manifest["languageModel"]["file"], manifest["languageModel"]["format"]), ("lm.bin", "hwr-char-ngram/2"))
 
     @unittest.skipIf(node() is None, "no Node with the project's node_modules (npm install) to run onnxruntime-node")
     def test_the_decoding_reports_greedy_figures_win_over_the_runs_own(self) -> None:
