@@ -65,6 +65,22 @@ function readLanguageModelBytes(file: string): Buffer {
   return gzipped ? gunzipSync(bytes) : bytes;
 }
 
+/** The `order` and `boundary` both forms' headers give, checked. */
+function checkedOrderAndBoundary(header: { order?: unknown; boundary?: unknown }, invalid: (why: string) => PipelineError) {
+  const { order, boundary } = header;
+  if (typeof order !== 'number' || !Number.isInteger(order) || order < 1 || order > 16)
+    throw invalid('order must be an integer from 1 to 16');
+  if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
+  return { order, boundary };
+}
+
+/** The coder of a file's symbols, when every gram up to `order` of them has an exact key. */
+function symbolCoder(symbols: readonly string[], order: number, invalid: (why: string) => PipelineError): SymbolCoder {
+  const coder = new SymbolCoder(symbols);
+  if (!coder.fits(order)) throw invalid(`${symbols.length} symbols at order ${order} are more than its n-gram keys can tell apart`);
+  return coder;
+}
+
 const wantedModels =
   (names: readonly string[], only: ModelSelection | undefined) =>
   (name: string): boolean =>
@@ -75,11 +91,7 @@ export function parseCharNgramFile(raw: unknown, where = 'language model', only?
   if (raw === null || typeof raw !== 'object') throw invalid('not a JSON object');
   const document = raw as Record<string, unknown>;
   if (document.format !== CHAR_NGRAM_FORMAT) throw invalid(`format must be "${CHAR_NGRAM_FORMAT}", got ${JSON.stringify(document.format)}`);
-  const order = document.order;
-  if (typeof order !== 'number' || !Number.isInteger(order) || order < 1 || order > 16)
-    throw invalid('order must be an integer from 1 to 16');
-  const boundary = document.boundary;
-  if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
+  const { order, boundary } = checkedOrderAndBoundary(document, invalid);
   const stored = document.models;
   const names = stored !== null && typeof stored === 'object' ? Object.keys(stored) : [];
   if (names.length === 0) throw invalid('models must be a non-empty object');
@@ -101,8 +113,7 @@ function packStoredModel(order: number, boundary: string, stored: StoredModel, i
   const symbols = new Set<string>([boundary]);
   for (const table of [stored.ngrams, stored.backoff])
     for (const gram of Object.keys(table)) for (const symbol of gram) symbols.add(symbol);
-  const coder = new SymbolCoder([...symbols]);
-  if (!coder.fits(order)) throw invalid(`${symbols.size} symbols at order ${order} are more than its n-gram keys can tell apart`);
+  const coder = symbolCoder([...symbols], order, invalid);
   const table = (entries: Record<string, number>): PackedTable => {
     const grams = Object.keys(entries);
     return PackedTable.fromPairs(
@@ -115,8 +126,8 @@ function packStoredModel(order: number, boundary: string, stored: StoredModel, i
 
 interface PackedHeader {
   format: string;
-  order: number;
-  boundary: string;
+  order?: unknown;
+  boundary?: unknown;
   symbols: string[];
   models: { name: string; unknown: number; ngrams: number; backoff: number }[];
 }
@@ -132,11 +143,10 @@ export function parsePackedCharNgramFile(bytes: Buffer, where = 'language model'
   } catch (error) {
     throw invalid(`its header is not JSON: ${(error as Error).message}`);
   }
-  const { order, boundary, symbols } = header;
   if (header.format !== PACKED_CHAR_NGRAM_FORMAT)
     throw invalid(`format must be "${PACKED_CHAR_NGRAM_FORMAT}", got ${JSON.stringify(header.format)}`);
-  if (!Number.isInteger(order) || order < 1 || order > 16) throw invalid('order must be an integer from 1 to 16');
-  if (typeof boundary !== 'string' || [...boundary].length !== 1) throw invalid('boundary must be one character');
+  const { order, boundary } = checkedOrderAndBoundary(header, invalid);
+  const { symbols } = header;
   if (
     !Array.isArray(symbols) ||
     !symbols.every((s) => typeof s === 'string' && [...s].length === 1) ||
@@ -144,15 +154,17 @@ export function parsePackedCharNgramFile(bytes: Buffer, where = 'language model'
   )
     throw invalid('symbols must be distinct single characters');
   if (!Array.isArray(header.models) || header.models.length === 0) throw invalid('models must be a non-empty list');
-  const coder = new SymbolCoder(symbols);
-  if (!coder.fits(order)) throw invalid(`${symbols.length} symbols at order ${order} are more than its n-gram keys can tell apart`);
+  const coder = symbolCoder(symbols, order, invalid);
   const wanted = wantedModels(
     header.models.map((m) => m.name),
     only,
   );
   let offset = end + 1;
   const truncated = (): PipelineError => invalid('the file ends before its tables do');
-  /** Keys as LEB128 varint differences, then values as int32 thousandths (pack_document in train/char_lm.py). */
+  /**
+   * Keys as LEB128 varint differences, then values as int32 thousandths (pack_document in
+   * train/char_lm.py). Keys must ascend: every difference is positive (the first key too, keys start at 1).
+   */
   const table = (count: number): PackedTable => {
     if (!Number.isInteger(count) || count < 0) throw invalid('table sizes must be whole numbers');
     const keys = new Float64Array(count);
@@ -165,6 +177,7 @@ export function parsePackedCharNgramFile(bytes: Buffer, where = 'language model'
         delta += (byte & 0x7f) * place;
         if (byte < 0x80) break;
       }
+      if (delta === 0) throw invalid('its keys must ascend');
       key += delta;
       keys[i] = key;
     }
@@ -180,7 +193,6 @@ export function parsePackedCharNgramFile(bytes: Buffer, where = 'language model'
     const ngrams = table(model.ngrams);
     const backoff = table(model.backoff);
     if (!wanted(model.name)) continue;
-    if (!ngrams.isSorted() || !backoff.isSorted()) throw invalid(`model "${model.name}": its keys must ascend`);
     models.set(model.name, new BackoffModel(order, boundary, coder, ngrams, backoff, model.unknown));
   }
   if (offset !== bytes.length) throw invalid('the file has bytes after its tables');

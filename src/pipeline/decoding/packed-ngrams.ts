@@ -19,14 +19,10 @@ export class SymbolCoder {
     return this.indices.get(symbol) ?? 0;
   }
 
-  /** The key of a gram, or -1 when one of its code points is not a symbol of the file. */
+  /** The key of a gram of the file's symbols. */
   keyOf(gram: string): number {
     let key = 0;
-    for (const symbol of gram) {
-      const index = this.indexOf(symbol);
-      if (index === 0) return -1;
-      key = key * this.radix + index;
-    }
+    for (const symbol of gram) key = key * this.radix + this.indexOf(symbol);
     return key;
   }
 
@@ -53,16 +49,6 @@ export class PackedTable {
       Float64Array.from(order, (i) => keys[i] as number),
       Float64Array.from(order, (i) => values[i] as number),
     );
-  }
-
-  get size(): number {
-    return this.keys.length;
-  }
-
-  /** Whether the keys strictly ascend (a packed file must store them so). */
-  isSorted(): boolean {
-    for (let i = 1; i < this.keys.length; i += 1) if (!((this.keys[i] as number) > (this.keys[i - 1] as number))) return false;
-    return true;
   }
 
   get(key: number): number | undefined {
