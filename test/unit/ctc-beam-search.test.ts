@@ -220,6 +220,29 @@ test('LM states score a class as the LM scores the whole prefix, and share the t
   assert.equal(lastCodePoints('a', 4), 'a');
 });
 
+test('LM states stay right when the cache starts again: its blocks are reused for other contexts', () => {
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  const classes = classesOf(letters);
+  const states = languageModelStates(lm, classes, 0.7, 1.5);
+  // every three-letter context (order 4): 17 576 states, past the cache's 8 192 and several blocks
+  const contexts = [...letters].flatMap((a) => [...letters].flatMap((b) => [...letters].map((c) => a + b + c)));
+  const check = (order: string[]): void => {
+    const start = states.start();
+    for (const context of order) {
+      const state = [...context].reduce((s, c) => states.next(s, classes.symbols.indexOf(c)), start);
+      for (const probe of ['e', 'q']) {
+        const expected = 0.7 * lm.logProbability(context, probe) + 1.5;
+        assert.ok(Math.abs(states.score(state, classes.symbols.indexOf(probe)) - expected) < 1e-12, `${context} + ${probe}`);
+      }
+      assert.ok(Math.abs(states.final(state) - 0.7 * lm.logProbability(context, lm.boundary)) < 1e-12, context);
+    }
+  };
+  check(contexts.slice(0, 9000));
+  // started again: the same state numbers now stand for other contexts, whose scores must not be the old ones
+  check(contexts.slice(0, 9000).reverse());
+  check(contexts.slice(9000));
+});
+
 test('known words: a bonus at a word end wins close calls and never forces a word (same cases as train/tests/test_ctc_beam.py)', () => {
   const shared = JSON.parse(readFileSync(new URL('known-words.json', fixtures), 'utf8')) as {
     charset: string[];

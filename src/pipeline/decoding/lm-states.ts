@@ -8,23 +8,31 @@ import type { CharacterClasses } from '../models/charset.ts';
 
 /** Past this many states the cache starts again (about 1.8 KB per state with 150 classes). */
 const MAX_STATES = 8192;
+/**
+ * States per block of the score and successor tables. The blocks are kept when the cache starts
+ * again (up to MAX_STATES' worth): a state costs no allocation of its own, where two typed arrays
+ * a state were hundreds of thousands of native allocations and young garbage a page.
+ */
+const BLOCK_STATES = 1024;
 
 export class LanguageModelStates {
   private readonly contexts: string[] = [];
   private readonly ids = new Map<string, number>();
-  /** Per state: alpha * log P(class | context) + beta, NaN until asked. */
-  private readonly scores: Float64Array[] = [];
-  /** Per state: the state after each class, -1 until asked. */
-  private readonly successors: Int32Array[] = [];
+  /** Per state, in blocks of BLOCK_STATES rows of one value per class: alpha * log P(class | context) + beta, NaN until asked. */
+  private readonly scoreBlocks: Float64Array[] = [];
+  /** The same rows: the state after each class, -1 until asked. */
+  private readonly successorBlocks: Int32Array[] = [];
   private readonly finals: number[] = [];
   private readonly lm: CharNgramModel;
   private readonly classes: CharacterClasses;
+  private readonly count: number;
   private readonly alpha: number;
   private readonly beta: number;
 
   constructor(lm: CharNgramModel, classes: CharacterClasses, alpha: number, beta: number) {
     this.lm = lm;
     this.classes = classes;
+    this.count = classes.symbols.length;
     this.alpha = alpha;
     this.beta = beta;
   }
@@ -34,31 +42,34 @@ export class LanguageModelStates {
     if (this.contexts.length > MAX_STATES) {
       this.contexts.length = 0;
       this.ids.clear();
-      this.scores.length = 0;
-      this.successors.length = 0;
       this.finals.length = 0;
+      // a line that needed more blocks than usual does not keep them
+      this.scoreBlocks.length = Math.min(this.scoreBlocks.length, MAX_STATES / BLOCK_STATES);
+      this.successorBlocks.length = this.scoreBlocks.length;
     }
     return this.stateOf('');
   }
 
   /** alpha * log P(class k | state) + beta: what extending a prefix by class k adds. */
   score(state: number, k: number): number {
-    const row = this.scores[state];
-    let value = row[k];
+    const block = this.scoreBlocks[(state / BLOCK_STATES) | 0];
+    const at = (state % BLOCK_STATES) * this.count + k;
+    let value = block[at];
     if (Number.isNaN(value)) {
       value = this.alpha * this.lm.logProbability(this.contexts[state], this.classes.symbols[k]) + this.beta;
-      row[k] = value;
+      block[at] = value;
     }
     return value;
   }
 
   /** The state after appending class k. */
   next(state: number, k: number): number {
-    const row = this.successors[state];
-    let value = row[k];
+    const block = this.successorBlocks[(state / BLOCK_STATES) | 0];
+    const at = (state % BLOCK_STATES) * this.count + k;
+    let value = block[at];
     if (value < 0) {
       value = this.stateOf(lastCodePoints(this.contexts[state] + this.classes.symbols[k], this.lm.order - 1));
-      row[k] = value;
+      block[at] = value;
     }
     return value;
   }
@@ -79,9 +90,14 @@ export class LanguageModelStates {
       id = this.contexts.length;
       this.ids.set(context, id);
       this.contexts.push(context);
-      const count = this.classes.symbols.length;
-      this.scores.push(new Float64Array(count).fill(Number.NaN));
-      this.successors.push(new Int32Array(count).fill(-1));
+      const blockIndex = (id / BLOCK_STATES) | 0;
+      if (blockIndex === this.scoreBlocks.length) {
+        this.scoreBlocks.push(new Float64Array(BLOCK_STATES * this.count));
+        this.successorBlocks.push(new Int32Array(BLOCK_STATES * this.count));
+      }
+      const row = (id % BLOCK_STATES) * this.count;
+      this.scoreBlocks[blockIndex].fill(Number.NaN, row, row + this.count);
+      this.successorBlocks[blockIndex].fill(-1, row, row + this.count);
       this.finals.push(Number.NaN);
     }
     return id;
