@@ -220,11 +220,11 @@ test('LM states score a class as the LM scores the whole prefix, and share the t
   assert.equal(lastCodePoints('a', 4), 'a');
 });
 
-test('LM states stay right when the cache starts again: its blocks are reused for other contexts', () => {
+test('LM states stay right across generations of the cache: rows carried over and blocks reused score their own contexts', () => {
   const letters = 'abcdefghijklmnopqrstuvwxyz';
   const classes = classesOf(letters);
   const states = languageModelStates(lm, classes, 0.7, 1.5);
-  // every three-letter context (order 4): 17 576 states, past the cache's 8 192 and several blocks
+  // every three-letter context (order 4): 17 576 states, several generations of the cache and blocks in each
   const contexts = [...letters].flatMap((a) => [...letters].flatMap((b) => [...letters].map((c) => a + b + c)));
   const check = (order: string[]): void => {
     const start = states.start();
@@ -238,7 +238,8 @@ test('LM states stay right when the cache starts again: its blocks are reused fo
     }
   };
   check(contexts.slice(0, 9000));
-  // started again: the same state numbers now stand for other contexts, whose scores must not be the old ones
+  // again in reverse: contexts of the generation before start with its scores (copied), and the same state
+  // numbers in reused blocks now stand for other contexts, whose scores must not be the old ones
   check(contexts.slice(0, 9000).reverse());
   check(contexts.slice(9000));
 });

@@ -206,7 +206,6 @@ class BackoffModel implements CharNgramModel {
   private readonly ngrams: PackedTable;
   private readonly backoff: PackedTable;
   private readonly unknown: number;
-  private readonly memo = new Map<string, number>();
 
   constructor(order: number, boundary: string, coder: SymbolCoder, ngrams: PackedTable, backoff: PackedTable, unknown: number) {
     this.order = order;
@@ -217,16 +216,11 @@ class BackoffModel implements CharNgramModel {
     this.unknown = unknown;
   }
 
+  // Not cached here: the beam search's state machine (lm-states.ts) keeps what it asked. A memo of
+  // every (context, char) pair asked grew to a million entries a model (100 MB and more in a worker)
+  // and cost more time than it saved once the states' generations carry their scores over.
   logProbability(history: string, char: string): number {
-    const context = this.contextOf(history);
-    const key = `${context}\u0000${char}`;
-    const known = this.memo.get(key);
-    if (known !== undefined) return known;
-    const value = this.lookUp(context, char);
-    // Beam search asks the same (context, char) pairs again and again; bound the memo's memory.
-    if (this.memo.size >= MEMO_LIMIT) this.memo.clear();
-    this.memo.set(key, value);
-    return value;
+    return this.lookUp(this.contextOf(history), char);
   }
 
   /**
@@ -279,5 +273,3 @@ export function lastCodePoints(text: string, count: number): string {
   }
   return text.slice(start);
 }
-
-const MEMO_LIMIT = 1 << 20;
