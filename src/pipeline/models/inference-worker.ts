@@ -66,6 +66,10 @@ if (port) {
               // Line widths vary from page to page; the arena keeps the largest activations ever
               // seen (about 200 MB more at peak over the fixture pages, at no measurable speed gain).
               enableCpuMemArena: false,
+              // A memory pattern plans one block for all of a run's activations, of a new size for
+              // every new width: over the fixture pages v3 peaked about 100 MB higher with it, at the
+              // same speed (docs/recognition.md, "Threads and concurrency").
+              enableMemPattern: false,
             }),
           );
         } catch (error) {
