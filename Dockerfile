@@ -19,7 +19,7 @@ COPY assets ./assets
 ENV DATA_DIR=/var/lib/hwr
 # glibc's malloc, not hwr, reads this: two arenas instead of eight per core. Recognition
 # allocates large buffers from many threads (onnxruntime, sharp, the inference worker), and the
-# arenas keep what they freed: peak memory over the fixture pages 1,104 -> 911 MB, same speed
+# arenas keep what they freed: peak memory over the fixture pages 1,015 -> 794 MB, same speed
 # (docs/deployment.md, "Memory").
 ENV MALLOC_ARENA_MAX=2
 RUN mkdir -p /var/lib/hwr && chown node:node /var/lib/hwr
