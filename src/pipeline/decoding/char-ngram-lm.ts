@@ -182,9 +182,9 @@ export function parsePackedCharNgramFile(bytes: Buffer, where = 'language model'
       keys[i] = key;
     }
     if (offset + 4 * count > bytes.length) throw truncated();
-    const values = new Float64Array(count);
-    for (let i = 0; i < count; i += 1, offset += 4) values[i] = bytes.readInt32LE(offset) / 1000;
-    return new PackedTable(keys, values);
+    const thousandths = new Int32Array(count);
+    for (let i = 0; i < count; i += 1, offset += 4) thousandths[i] = bytes.readInt32LE(offset);
+    return new PackedTable(keys, thousandths, 1000);
   };
   const models = new Map<string, CharNgramModel>();
   for (const model of header.models) {

@@ -2,7 +2,8 @@
 // code points in the file's symbol list (from 1) as digits in base `radix`, the first the most
 // significant, exact while radix^order stays within 2^53. The keys are sorted and found by binary
 // search. A Map of strings cost hundreds of bytes an n-gram while the JSON loaded; a key and its
-// value cost 16 bytes, which lets the LM know millions of n-grams (docs/recognition.md).
+// value cost 16 bytes (12 from a packed file), which lets the LM know millions of n-grams
+// (docs/recognition.md).
 
 /** The symbols of an LM file and the numbers that stand for them. */
 export class SymbolCoder {
@@ -32,14 +33,19 @@ export class SymbolCoder {
   }
 }
 
-/** Sorted keys and their values. */
+/**
+ * Sorted keys and their values: doubles, or whole numbers to divide by `divisor` (a packed file's
+ * thousandths, 4 bytes a value instead of 8; the quotient is the double its decimal form parses to).
+ */
 export class PackedTable {
   readonly keys: Float64Array;
-  readonly values: Float64Array;
+  private readonly values: Float64Array | Int32Array;
+  private readonly divisor: number;
 
-  constructor(keys: Float64Array, values: Float64Array) {
+  constructor(keys: Float64Array, values: Float64Array | Int32Array, divisor = 1) {
     this.keys = keys;
     this.values = values;
+    this.divisor = divisor;
   }
 
   /** Keys and values in any order, sorted here. */
@@ -57,7 +63,7 @@ export class PackedTable {
     while (low <= high) {
       const middle = (low + high) >>> 1;
       const found = this.keys[middle] as number;
-      if (found === key) return this.values[middle];
+      if (found === key) return (this.values[middle] as number) / this.divisor;
       if (found < key) low = middle + 1;
       else high = middle - 1;
     }
