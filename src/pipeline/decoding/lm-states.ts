@@ -15,6 +15,11 @@ const MAX_STATES = 2048;
 /** States per block of the score and successor tables: a state costs no allocation of its own. */
 const BLOCK_STATES = 1024;
 
+/** The block that holds a state's row. */
+const blockOf = (state: number): number => (state / BLOCK_STATES) | 0;
+/** Where a state's row of `count` values starts in its block. */
+const rowOf = (state: number, count: number): number => (state % BLOCK_STATES) * count;
+
 /** One generation of states: contexts numbered from 0, their rows in blocks of BLOCK_STATES. */
 class Generation {
   readonly contexts: string[] = [];
@@ -66,8 +71,8 @@ export class LanguageModelStates {
 
   /** alpha * log P(class k | state) + beta: what extending a prefix by class k adds. */
   score(state: number, k: number): number {
-    const block = this.current.scoreBlocks[(state / BLOCK_STATES) | 0];
-    const at = (state % BLOCK_STATES) * this.count + k;
+    const block = this.current.scoreBlocks[blockOf(state)];
+    const at = rowOf(state, this.count) + k;
     let value = block[at];
     if (Number.isNaN(value)) {
       value = this.alpha * this.lm.logProbability(this.current.contexts[state], this.classes.symbols[k]) + this.beta;
@@ -78,8 +83,8 @@ export class LanguageModelStates {
 
   /** The state after appending class k. */
   next(state: number, k: number): number {
-    const block = this.current.successorBlocks[(state / BLOCK_STATES) | 0];
-    const at = (state % BLOCK_STATES) * this.count + k;
+    const block = this.current.successorBlocks[blockOf(state)];
+    const at = rowOf(state, this.count) + k;
     let value = block[at];
     if (value < 0) {
       value = this.stateOf(lastCodePoints(this.current.contexts[state] + this.classes.symbols[k], this.lm.order - 1));
@@ -105,21 +110,22 @@ export class LanguageModelStates {
       id = generation.contexts.length;
       generation.ids.set(context, id);
       generation.contexts.push(context);
-      const blockIndex = (id / BLOCK_STATES) | 0;
+      const blockIndex = blockOf(id);
       if (blockIndex === generation.scoreBlocks.length) {
         generation.scoreBlocks.push(new Float64Array(BLOCK_STATES * this.count));
         generation.successorBlocks.push(new Int32Array(BLOCK_STATES * this.count));
       }
-      const row = (id % BLOCK_STATES) * this.count;
+      const row = rowOf(id, this.count);
       const scores = generation.scoreBlocks[blockIndex];
-      const before = this.previous?.ids.get(context);
-      if (before === undefined) {
+      const previous = this.previous;
+      const before = previous?.ids.get(context);
+      if (previous && before !== undefined) {
+        const from = rowOf(before, this.count);
+        scores.set(previous.scoreBlocks[blockOf(before)].subarray(from, from + this.count), row);
+        generation.finals.push(previous.finals[before]);
+      } else {
         scores.fill(Number.NaN, row, row + this.count);
         generation.finals.push(Number.NaN);
-      } else {
-        const from = (before % BLOCK_STATES) * this.count;
-        scores.set(this.previous!.scoreBlocks[(before / BLOCK_STATES) | 0].subarray(from, from + this.count), row);
-        generation.finals.push(this.previous!.finals[before]);
       }
       // successors are state numbers of their own generation: never carried over
       generation.successorBlocks[blockIndex].fill(-1, row, row + this.count);
