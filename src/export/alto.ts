@@ -72,6 +72,8 @@ export function renderAlto(page: ExportPage, options: XmlExportOptions): string 
     ['PHYSICAL_IMG_NR', result.pageNumber],
     ['WIDTH', page.width],
     ['HEIGHT', page.height],
+    // a page scanned upside down: its text is turned by 180°
+    ['ROTATION', result.orientation ?? null],
     ['PROCESSINGREFS', processingIds.join(' ')],
   ]);
   const regions = page.regions.filter((region) => region.lines.length > 0);

@@ -61,6 +61,7 @@ export function validatePageResult(json: unknown, pageNumber: number): PageResul
       check.string(page.correction.model, '$.correction.model');
       check.array(page.correction.refusedLines, '$.correction.refusedLines');
     }
+    if (page.orientation !== undefined) check.equals(page.orientation, 180, '$.orientation');
     if (check.array(page.warnings, '$.warnings')) page.warnings.forEach((warning, index) => check.string(warning, `$.warnings[${index}]`));
     if (check.array(page.regions, '$.regions')) {
       page.regions.forEach((region, r) => {
@@ -145,7 +146,7 @@ class Checker {
   positiveInteger(value: unknown, path: string): void {
     if (!Number.isSafeInteger(value) || (value as number) < 1) this.problems.push(`${path} must be a positive integer`);
   }
-  equals(value: unknown, expected: string, path: string): void {
+  equals(value: unknown, expected: string | number, path: string): void {
     if (value !== expected) this.problems.push(`${path} must be ${JSON.stringify(expected)}`);
   }
   points(value: unknown, path: string): void {

@@ -98,6 +98,8 @@ export function renderPageXml(page: ExportPage, options: XmlExportOptions): stri
     ['imageXResolution', dpi],
     ['imageYResolution', dpi],
     ['imageResolutionUnit', dpi === null ? null : 'PPI'],
+    // a page scanned upside down: the clockwise turn that makes it upright
+    ['orientation', result.orientation ?? null],
   ]);
   if (page.regions.length > 0) {
     xml.open('ReadingOrder');

@@ -18,6 +18,7 @@ import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
 import { upsideDown } from './recognition/orientation.ts';
+import { probeSpan, readsBetterTurned, TURN_PROBE_LINES } from './recognition/page-turn.ts';
 import {
   lineConfidence,
   mainReadingIsNoise,
@@ -332,6 +333,21 @@ export class OcrEngine {
       }
     }
     return readings;
+  }
+
+  /**
+   * Whether the page lies upside down: the main recognizer reads the middle of the page's widest
+   * lines as they lie and turned by 180° (greedily: a quick look), recognition/page-turn.ts decides.
+   */
+  async isUpsideDown(image: RgbImage, regions: readonly LayoutRegion[]): Promise<boolean> {
+    const lines = regions.flatMap((region) => region.lines);
+    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    const probe = probeLines(widths, TURN_PROBE_LINES).map((index) => probeSpan(enclosingRect(lines[index].fragments, lines[index].angle)));
+    if (probe.length === 0) return false;
+    const flips = [...probe.map(() => false), ...probe.map(() => true)];
+    const read = await this.main.read(image, [...probe, ...probe], this.gate, flips, 'greedy');
+    const confidences = read.map((piece) => lineConfidence([piece.characters]));
+    return readsBetterTurned(confidences.slice(0, probe.length), confidences.slice(probe.length));
   }
 
   async close(): Promise<void> {

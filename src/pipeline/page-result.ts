@@ -91,6 +91,11 @@ export interface PageResult {
     models: ModelInfo[];
   };
   correction?: CorrectionInfo;
+  /**
+   * 180: the page was scanned upside down and read turned upright; its coordinates stay in the
+   * image as sent (PAGE's Page/@orientation: the turn, clockwise, that makes it upright). Absent: upright.
+   */
+  orientation?: 180;
   /** Where the regions and lines came from: absent or 'detected' = our layout; 'uploaded' = the page's own PageXML/ALTO from the ZIP. */
   layoutSource?: 'detected' | 'uploaded';
   /** Human-readable notes (e.g. "correction skipped: no provider configured"). */

@@ -3,6 +3,8 @@
 import { readFileSync } from 'node:fs';
 import type { PageResult } from './page-result.ts';
 import { prepareImage } from './image/prepare-image.ts';
+import { turnedHalfWay } from './image/raster.ts';
+import { regionsTurnedBack } from './turned-page.ts';
 import type { OcrEngine, PieceReading } from './ocr-engine.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
 import type { LayoutRegion } from './layout/reading-order.ts';
@@ -60,7 +62,14 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   start = performance.now();
   const uploaded: UploadedLayout | null =
     options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
-  let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(prepared.raster);
+  let raster = prepared.raster;
+  let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(raster);
+  // A page scanned upside down is laid out and read turned upright (recognition/page-turn.ts).
+  const upsideDown = !uploaded && (await engine.isUpsideDown(raster, layout));
+  if (upsideDown) {
+    raster = turnedHalfWay(raster);
+    layout = await engine.layout(raster);
+  }
   let detectionMs = performance.now() - start;
   signal?.throwIfAborted();
 
@@ -70,14 +79,15 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     await options.enterStep?.('recognition');
     start = performance.now();
     // Reading may lay a printed page out again (OcrEngine.read): the lines read are the ones kept.
-    ({ regions: layout, readings } = await engine.read(prepared.raster, layout));
+    ({ regions: layout, readings } = await engine.read(raster, layout));
     recognitionMs = performance.now() - start;
     signal?.throwIfAborted();
   }
   start = performance.now();
-  const regions = uploaded
-    ? await assembleUploadedRegions(prepared.raster, uploaded, layout, readings)
-    : await assembleRegions(prepared.raster, layout, readings);
+  const assembled = uploaded
+    ? await assembleUploadedRegions(raster, uploaded, layout, readings)
+    : await assembleRegions(raster, layout, readings);
+  const regions = upsideDown ? regionsTurnedBack(assembled, raster.width, raster.height) : assembled;
   // Baselines count as layout, word boxes as recognition: one pass does both, so the
   // pass is booked to the last stage that ran.
   if (readings) recognitionMs += performance.now() - start;
@@ -94,6 +104,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
       version: SOFTWARE_VERSION,
       models: engine.modelsUsed(layoutBy, options.recognize),
     },
+    ...(upsideDown ? { orientation: 180 as const } : {}),
     warnings: [...prepared.warnings, ...(uploaded?.warnings ?? [])],
     ...(uploaded ? { layoutSource: 'uploaded' as const } : {}),
   };

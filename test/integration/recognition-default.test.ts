@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import sharp from 'sharp';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
 import { patchToPage } from '../../src/pipeline/image/raster.ts';
@@ -63,6 +64,23 @@ before(async () => {
       recognize: true,
     }),
   );
+  // the same page scanned upside down (turned losslessly: the same pixels, last first)
+  read.set(
+    'neat hand, upside down',
+    await recognizePage(
+      engine,
+      await sharp(await readFile(NEAT_HAND_PAGE))
+        .rotate(180)
+        .png()
+        .toBuffer(),
+      {
+        name: 'neat hand, upside down',
+        pageNumber: 1,
+        maxPixels: config.limits.maxImagePixels,
+        recognize: true,
+      },
+    ),
+  );
   read.set(
     'fraktur',
     await recognizePage(engine, await readFile(FRAKTUR_PAGE), {
@@ -104,6 +122,32 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
     assert.match(models[0].name, layoutModel);
     assert.match(models[1].name, /^hwr-htr \(rec\.onnx\)$/);
     assert.match(models[2].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
+  }
+});
+
+test('a page scanned upside down is read turned upright: the same lines as the page upright, in the image as sent, marked orientation 180', () => {
+  const upright = recognition('neat hand').page;
+  const turned = recognition('neat hand, upside down').page;
+  assert.equal(turned.orientation, 180);
+  for (const key of ['neat hand', 'handwritten', 'printed', 'fraktur']) assert.equal(recognition(key).page.orientation, undefined, key);
+  assert.deepEqual(
+    allLines(turned).map((line) => line.text),
+    allLines(upright).map((line) => line.text),
+  );
+  const { width, height } = upright.image;
+  const near = (a: readonly number[], b: readonly number[]) => Math.abs(a[0] - b[0]) < 1e-6 && Math.abs(a[1] - b[1]) < 1e-6;
+  for (const [index, line] of allLines(turned).entries()) {
+    const same = allLines(upright)[index];
+    assert.ok(
+      line.polygon.every((point, p) => near(point, [width - same.polygon[p][0], height - same.polygon[p][1]])),
+      `line ${index} polygon`,
+    );
+    assert.ok(
+      line.words.every((word, w) =>
+        near([word.box.x + word.box.width, word.box.y + word.box.height], [width - same.words[w].box.x, height - same.words[w].box.y]),
+      ),
+      `line ${index} words`,
+    );
   }
 });
 

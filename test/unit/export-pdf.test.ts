@@ -10,6 +10,7 @@ import { prepareExportPage } from '../../src/export/export-page.ts';
 import { orientationMatrix, preparePdfImage, type PdfImageData } from '../../src/export/pdf/page-image.ts';
 import { SearchablePdfWriter, type SearchablePdfFormat } from '../../src/export/pdf/searchable-pdf.ts';
 import type { PageResult } from '../../src/pipeline/page-result.ts';
+import { regionsTurnedBack } from '../../src/pipeline/turned-page.ts';
 import { layoutOnlyPage, syntheticPage } from '../support/synthetic-pages.ts';
 
 async function buildPdf(pages: Array<{ result: PageResult; image: Buffer }>, format: SearchablePdfFormat = 'pdfa-2b'): Promise<Buffer> {
@@ -169,6 +170,28 @@ describe('searchable PDF', () => {
     const pdf = await buildPdf([{ result: syntheticPage(), image }]);
     const [text] = await extractText(pdf);
     assert.equal(collapse(text), 'Grüße & <Dank> "ſo" ä ß œ é Tom\'s café — naïve façade Zwoͤlftes Stuͤk ⟦gestrichen⟧');
+  });
+
+  it('draws the text of a page read upside down turned by 180°, over its words, in reading order', async () => {
+    const image = await solid(1200, 800).jpeg().toBuffer();
+    const upright = syntheticPage();
+    const { width, height } = upright.image;
+    const turned = syntheticPage({ orientation: 180, regions: regionsTurnedBack(upright.regions, width, height) });
+    const pdf = await buildPdf([{ result: turned, image }]);
+    const [text] = await extractText(pdf);
+    assert.equal(collapse(text), collapse((await extractText(await buildPdf([{ result: upright, image }])))[0]));
+    // the first word starts at the right end of its box (the page is 1200 x 800 px at 300 dpi: 0.24 pt a pixel), upside down
+    const loading = getDocument({ data: new Uint8Array(pdf), verbosity: 0 });
+    const content = await (await (await loading.promise).getPage(1)).getTextContent();
+    const first = content.items.find((item) => 'str' in item && item.str.trim() !== '') as { str: string; transform: number[] };
+    const box = turned.regions[0].lines[0].words[0].box;
+    assert.ok(first.transform[0] < 0 && first.transform[3] < 0, `text matrix ${first.transform}`);
+    assert.ok(Math.abs(first.transform[4] - (box.x + box.width) * 0.24) < 1, `x ${first.transform[4]} for box ${JSON.stringify(box)}`);
+    assert.ok(
+      first.transform[5] >= (800 - box.y - box.height) * 0.24 - 1 && first.transform[5] <= (800 - box.y) * 0.24 + 1,
+      `y ${first.transform[5]}`,
+    );
+    await loading.destroy();
   });
 
   it('sizes pages from the resolution (300 dpi when none), and stays within PDF limits', async () => {

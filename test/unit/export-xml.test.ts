@@ -7,6 +7,7 @@ import { renderPageXml } from '../../src/export/pagexml.ts';
 import { renderPlainText } from '../../src/export/plain-text.ts';
 import type { PageResult } from '../../src/pipeline/page-result.ts';
 import { pageText } from '../../src/pipeline/page-result.ts';
+import { regionsTurnedBack } from '../../src/pipeline/turned-page.ts';
 import { fixturePages } from '../support/export-job.ts';
 import { layoutOnlyPage, syntheticPage } from '../support/synthetic-pages.ts';
 import { childNamed, childrenNamed, descendantsNamed, parseXml } from '../support/xml-tree.ts';
@@ -190,6 +191,26 @@ describe('PageXML and ALTO export', () => {
     await assertValid('controls', pageXml, alto);
     assert.equal(pageLines(pageXml)[0], 'a\uFFFDb c d');
     assert.equal(text.split('\n')[0], 'a\uFFFDb c d');
+  });
+});
+
+describe('a page read upside down', () => {
+  it('says so in PageXML (Page/@orientation 180) and ALTO (Page/@ROTATION 180), both schema-valid, with the text in reading order', async () => {
+    const upright = syntheticPage();
+    const turned = syntheticPage({
+      orientation: 180,
+      regions: regionsTurnedBack(upright.regions, upright.image.width, upright.image.height),
+    });
+    const { page: pageXml, alto } = render(turned);
+    await assertValid('upside-down', pageXml, alto);
+    assert.equal(descendantsNamed(parseXml(pageXml), 'Page')[0].attributes.orientation, '180');
+    assert.equal(descendantsNamed(parseXml(alto), 'Page')[0].attributes.ROTATION, '180');
+    assert.deepEqual(pageLines(pageXml), pageLines(render(upright).page));
+    assert.equal(descendantsNamed(parseXml(render(upright).page), 'Page')[0].attributes.orientation, undefined);
+  });
+
+  it('accepts no other orientation in a stored page result', () => {
+    assert.throws(() => validatePageResult({ ...syntheticPage(), orientation: 90 }, 1), /\$\.orientation must be 180/);
   });
 });
 

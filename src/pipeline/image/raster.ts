@@ -130,3 +130,15 @@ export function paperAndInk(grey: Float32Array, inkQuantile: number): { paper: n
   const sorted = Float32Array.from(grey).sort();
   return { paper: sorted[Math.floor(sorted.length * 0.9)], ink: sorted[Math.floor(sorted.length * inkQuantile)] };
 }
+
+/** The raster turned by 180° (a page scanned upside down, read upright). */
+export function turnedHalfWay(image: RgbImage): RgbImage {
+  const { data, width, height } = image;
+  const turned = new Uint8Array(data.length);
+  for (let from = 0, to = data.length - 3; from < data.length; from += 3, to -= 3) {
+    turned[to] = data[from];
+    turned[to + 1] = data[from + 1];
+    turned[to + 2] = data[from + 2];
+  }
+  return { data: turned, width, height };
+}

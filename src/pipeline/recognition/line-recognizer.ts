@@ -92,8 +92,17 @@ export class LineRecognizer {
     return this.spec.file;
   }
 
-  /** Reads each piece (rotated rectangles in page pixels); `flips[i]` turns piece i by 180°. */
-  async read(image: RgbImage, pieces: readonly RotatedRect[], gate: ModelGate, flips?: readonly boolean[]): Promise<PieceRead[]> {
+  /**
+   * Reads each piece (rotated rectangles in page pixels); `flips[i]` turns piece i by 180°.
+   * `decoder: 'greedy'` reads greedily whatever this recognizer's decoder (a quick look).
+   */
+  async read(
+    image: RgbImage,
+    pieces: readonly RotatedRect[],
+    gate: ModelGate,
+    flips?: readonly boolean[],
+    decoder: DecoderChoice = this.decoder,
+  ): Promise<PieceRead[]> {
     const scale = this.spec.cropHeightScale;
     const flipped = (index: number): boolean => flips?.[index] ?? false;
     const pause = eventLoopSlices();
@@ -103,7 +112,7 @@ export class LineRecognizer {
       pause,
     );
     const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
-    const decode = this.decoderFor(scored);
+    const decode = decoder === 'greedy' ? this.greedy : this.decoderFor(scored);
     const read = await mapInSlices(scored, (frames) => placeCharacters(frames, decode), pause);
     const minGap = this.spec.spacesFromGaps;
     return crops.map((crop, index) => ({
