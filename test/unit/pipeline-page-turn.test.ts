@@ -15,7 +15,7 @@ describe('pages upside down', () => {
     assert.equal(readsBetterTurned([], []), false);
   });
 
-  it('reads a probe line over at most 16 line heights around its centre', () => {
+  it('reads a probe line over at most 12 line heights around its centre', () => {
     assert.deepEqual(probeSpan({ cx: 500, cy: 40, width: 900, height: 30, angle: 0.1 }), {
       cx: 500,
       cy: 40,

@@ -1,15 +1,16 @@
 // Pages scanned upside down. The layout finds a turned page's lines where they are, but the
-// recognizers read them as noise. The main recognizer reads the page's widest lines twice, as they
-// lie and turned by 180°; a page whose turned readings are surer is read again turned upright
-// (recognize-page.ts). On the 62 fixture and htr-pages val pages, each also turned by 180°, six
-// probe lines told every page's side, the smallest gap between the two mean confidences being 0.07
-// (docs/recognition.md, "Pages upside down").
+// recognizers read them as noise (72-85 % CER on the fixture and val pages turned by 180°). The main
+// recognizer reads the middle of the page's widest lines as they lie and turned by 180°; a page whose
+// turned readings are surer is laid out and read again turned upright (recognize-page.ts). On the
+// 62 fixture and htr-pages val pages, each read as it lies and turned, four probe lines told every
+// page's side, and no upright page was turned (`npm run bench:upside-down`, docs/recognition.md,
+// "Pages upside down"). Quarter turns are not detected.
 import type { RotatedRect } from '../layout/geometry.ts';
 
 /** How many of the page's widest lines are read both ways. */
-export const TURN_PROBE_LINES = 6;
+export const TURN_PROBE_LINES = 4;
 /** A probe line is read over at most this many line heights around its centre (a few words tell). */
-const TURN_PROBE_HEIGHTS = 16;
+const TURN_PROBE_HEIGHTS = 12;
 /** The turned readings' mean confidence must exceed the upright one's by more than this. */
 const TURN_MARGIN = 0.03;
 
