@@ -19,7 +19,7 @@ describe('pages upside down', () => {
     assert.deepEqual(probeSpan({ cx: 500, cy: 40, width: 900, height: 30, angle: 0.1 }), {
       cx: 500,
       cy: 40,
-      width: 480,
+      width: 360,
       height: 30,
       angle: 0.1,
     });
