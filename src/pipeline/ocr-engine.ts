@@ -18,7 +18,7 @@ import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
 import { upsideDown } from './recognition/orientation.ts';
-import { probeSpan, readsBetterTurned, TURN_PROBE_LINES } from './recognition/page-turn.ts';
+import { probeSpan, readsBetterTurned, TURN_PROBE_LINES, writesAlong } from './recognition/page-turn.ts';
 import {
   lineConfidence,
   mainReadingIsNoise,
@@ -342,6 +342,8 @@ export class OcrEngine {
   async isUpsideDown(image: RgbImage, regions: readonly LayoutRegion[]): Promise<boolean> {
     const lines = regions.flatMap((region) => region.lines);
     const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    // a page whose writing runs mostly across it lies sideways: neither way of reading its lines is upright
+    if (!writesAlong(lines, widths)) return false;
     const probe = probeLines(widths, TURN_PROBE_LINES).map((index) => probeSpan(enclosingRect(lines[index].fragments, lines[index].angle)));
     if (probe.length === 0) return false;
     const flips = [...probe.map(() => false), ...probe.map(() => true)];

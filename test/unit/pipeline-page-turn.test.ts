@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { turnedHalfWay } from '../../src/pipeline/image/raster.ts';
-import { probeSpan, readsBetterTurned } from '../../src/pipeline/recognition/page-turn.ts';
+import { probeSpan, readsBetterTurned, writesAlong } from '../../src/pipeline/recognition/page-turn.ts';
 import { regionsTurnedBack } from '../../src/pipeline/turned-page.ts';
 import { syntheticPage } from '../support/synthetic-pages.ts';
 
@@ -30,6 +30,15 @@ describe('pages upside down', () => {
       height: 30,
       angle: 0,
     });
+  });
+
+  it('asks only a page whose writing runs mostly along it (by line width): a sideways page stays as it lies', () => {
+    const along = { angle: 0.05 };
+    const across = { angle: -Math.PI / 2 };
+    assert.equal(writesAlong([along, across], [600, 400]), true);
+    assert.equal(writesAlong([along, across, across], [300, 400, 400]), false);
+    assert.equal(writesAlong([{ angle: Math.PI - 0.1 }], [500]), true, 'a line read right to left still runs along the page');
+    assert.equal(writesAlong([], []), false);
   });
 
   it('turns a raster by 180°: the last pixel first, each pixel whole; twice gives it back', () => {

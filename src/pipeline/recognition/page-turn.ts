@@ -6,6 +6,7 @@
 // page's side, and no upright page was turned (`npm run bench:upside-down`, docs/recognition.md,
 // "Pages upside down"). Quarter turns are not detected.
 import type { RotatedRect } from '../layout/geometry.ts';
+import type { LayoutLine } from '../layout/group-lines.ts';
 
 /** How many of the page's widest lines are read both ways. */
 export const TURN_PROBE_LINES = 4;
@@ -24,4 +25,19 @@ export function readsBetterTurned(upright: readonly number[], turned: readonly n
   if (upright.length === 0 || upright.length !== turned.length) return false;
   const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
   return mean(turned) - mean(upright) > TURN_MARGIN;
+}
+
+/**
+ * Whether most of the page's writing (by line width) runs along the page, within 45° of
+ * horizontal either way: the lines of a page scanned sideways come from the detector's upright
+ * boxes (docs/recognition.md, "Detection"), and turning it by 180° would leave it sideways.
+ */
+export function writesAlong(lines: readonly Pick<LayoutLine, 'angle'>[], widths: readonly number[]): boolean {
+  let along = 0;
+  let total = 0;
+  lines.forEach((line, index) => {
+    total += widths[index];
+    if (Math.abs(Math.sin(line.angle)) <= Math.SQRT1_2) along += widths[index];
+  });
+  return total > 0 && along > total / 2;
 }
