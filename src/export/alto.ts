@@ -72,7 +72,7 @@ export function renderAlto(page: ExportPage, options: XmlExportOptions): string 
     ['PHYSICAL_IMG_NR', result.pageNumber],
     ['WIDTH', page.width],
     ['HEIGHT', page.height],
-    // a page scanned upside down: its text is turned by 180°
+    // a page scanned sideways or upside down: its text is turned counterclockwise by the turn that makes it upright
     ['ROTATION', result.orientation ?? null],
     ['PROCESSINGREFS', processingIds.join(' ')],
   ]);

@@ -61,7 +61,8 @@ export function validatePageResult(json: unknown, pageNumber: number): PageResul
       check.string(page.correction.model, '$.correction.model');
       check.array(page.correction.refusedLines, '$.correction.refusedLines');
     }
-    if (page.orientation !== undefined) check.equals(page.orientation, 180, '$.orientation');
+    if (page.orientation !== undefined && ![90, 180, 270].includes(page.orientation))
+      problems.push('$.orientation must be 90, 180 or 270 (the clockwise turn that makes the page upright)');
     if (check.array(page.warnings, '$.warnings')) page.warnings.forEach((warning, index) => check.string(warning, `$.warnings[${index}]`));
     if (check.array(page.regions, '$.regions')) {
       page.regions.forEach((region, r) => {
@@ -146,7 +147,7 @@ class Checker {
   positiveInteger(value: unknown, path: string): void {
     if (!Number.isSafeInteger(value) || (value as number) < 1) this.problems.push(`${path} must be a positive integer`);
   }
-  equals(value: unknown, expected: string | number, path: string): void {
+  equals(value: unknown, expected: string, path: string): void {
     if (value !== expected) this.problems.push(`${path} must be ${JSON.stringify(expected)}`);
   }
   points(value: unknown, path: string): void {

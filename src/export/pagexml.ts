@@ -98,8 +98,8 @@ export function renderPageXml(page: ExportPage, options: XmlExportOptions): stri
     ['imageXResolution', dpi],
     ['imageYResolution', dpi],
     ['imageResolutionUnit', dpi === null ? null : 'PPI'],
-    // a page scanned upside down: the clockwise turn that makes it upright
-    ['orientation', result.orientation ?? null],
+    // a page scanned sideways or upside down: the clockwise turn that makes it upright, in (-180, 180]
+    ['orientation', result.orientation === 270 ? -90 : (result.orientation ?? null)],
   ]);
   if (page.regions.length > 0) {
     xml.open('ReadingOrder');

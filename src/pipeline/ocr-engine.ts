@@ -4,7 +4,7 @@
 // semaphore so that concurrent pages never use more threads than the machine has cores.
 import path from 'node:path';
 import type { ModelInfo } from './page-result.ts';
-import type { RgbImage } from './image/raster.ts';
+import { turnedBy, type RgbImage } from './image/raster.ts';
 import { groupLines } from './layout/group-lines.ts';
 import { orderRegions, type LayoutRegion } from './layout/reading-order.ts';
 import { detectText, type DetectedBox } from './layout/text-detector.ts';
@@ -18,7 +18,15 @@ import { createSession, type InferenceSession } from './models/onnx.ts';
 import { Semaphore } from './concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from './recognition/line-recognizer.ts';
 import { upsideDown } from './recognition/orientation.ts';
-import { probeSpan, readsBetterTurned, TURN_PROBE_LINES, writesAlong } from './recognition/page-turn.ts';
+import {
+  likeliestTurn,
+  type PageTurn,
+  probeSpan,
+  quarterTurnsWorthTrying,
+  type SideReading,
+  TURN_PROBE_LINES,
+  writesAlong,
+} from './recognition/page-turn.ts';
 import {
   lineConfidence,
   mainReadingIsNoise,
@@ -336,20 +344,42 @@ export class OcrEngine {
   }
 
   /**
-   * Whether the page lies upside down: the main recognizer reads the middle of the page's widest
-   * lines as they lie and turned by 180° (greedily: a quick look), recognition/page-turn.ts decides.
+   * The page turned upright, with its layout: as it lies unless another side reads surer
+   * (recognition/page-turn.ts). The main recognizer reads the middle of the widest lines of a
+   * layout as they lie and turned by 180°, greedily (a quick look).
    */
-  async isUpsideDown(image: RgbImage, regions: readonly LayoutRegion[]): Promise<boolean> {
+  async upright(
+    image: RgbImage,
+    regions: readonly LayoutRegion[],
+  ): Promise<{ turn: PageTurn; image: RgbImage; regions: readonly LayoutRegion[] }> {
+    const sides = await this.readSides(image, regions, 0);
+    let quarter: { image: RgbImage; regions: readonly LayoutRegion[] } | null = null;
+    if (quarterTurnsWorthTrying(sides)) {
+      const turned = turnedBy(image, 90);
+      quarter = { image: turned, regions: await this.layout(turned) };
+      sides.push(...(await this.readSides(quarter.image, quarter.regions, 90)));
+    }
+    const turn = likeliestTurn(sides);
+    if (turn === 0) return { turn, image, regions };
+    if (turn === 90 && quarter) return { turn, ...quarter };
+    const turned = turnedBy(image, turn);
+    return { turn, image: turned, regions: await this.layout(turned) };
+  }
+
+  /** The two sides one layout tells (`turn` and `turn` + 180°), or none when its writing runs across the page. */
+  private async readSides(image: RgbImage, regions: readonly LayoutRegion[], turn: 0 | 90): Promise<SideReading[]> {
     const lines = regions.flatMap((region) => region.lines);
     const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
-    // a page whose writing runs mostly across it lies sideways: neither way of reading its lines is upright
-    if (!writesAlong(lines, widths)) return false;
+    if (!writesAlong(lines, widths)) return [];
     const probe = probeLines(widths, TURN_PROBE_LINES).map((index) => probeSpan(enclosingRect(lines[index].fragments, lines[index].angle)));
-    if (probe.length === 0) return false;
     const flips = [...probe.map(() => false), ...probe.map(() => true)];
     const read = await this.main.read(image, [...probe, ...probe], this.gate, flips, 'greedy');
-    const confidences = read.map((piece) => lineConfidence([piece.characters]));
-    return readsBetterTurned(confidences.slice(0, probe.length), confidences.slice(probe.length));
+    const mean = (from: number): number =>
+      read.slice(from, from + probe.length).reduce((sum, piece) => sum + lineConfidence([piece.characters]), 0) / probe.length;
+    return [
+      { turn, confidence: mean(0) },
+      { turn: turn === 0 ? 180 : 270, confidence: mean(probe.length) },
+    ];
   }
 
   async close(): Promise<void> {

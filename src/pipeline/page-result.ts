@@ -92,10 +92,10 @@ export interface PageResult {
   };
   correction?: CorrectionInfo;
   /**
-   * 180: the page was scanned upside down and read turned upright; its coordinates stay in the
-   * image as sent (PAGE's Page/@orientation: the turn, clockwise, that makes it upright). Absent: upright.
+   * The clockwise turn that makes the page upright, when it was scanned sideways (90, 270) or upside
+   * down (180) and read turned upright; its coordinates stay in the image as sent. Absent: upright.
    */
-  orientation?: 180;
+  orientation?: 90 | 180 | 270;
   /** Where the regions and lines came from: absent or 'detected' = our layout; 'uploaded' = the page's own PageXML/ALTO from the ZIP. */
   layoutSource?: 'detected' | 'uploaded';
   /** Human-readable notes (e.g. "correction skipped: no provider configured"). */

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { PageResult } from './page-result.ts';
 import { prepareImage } from './image/prepare-image.ts';
-import { turnedHalfWay } from './image/raster.ts';
+import type { PageTurn } from './recognition/page-turn.ts';
 import { regionsTurnedBack } from './turned-page.ts';
 import type { OcrEngine, PieceReading } from './ocr-engine.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
@@ -64,12 +64,9 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
   let raster = prepared.raster;
   let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(raster);
-  // A page scanned upside down is laid out and read turned upright (recognition/page-turn.ts).
-  const upsideDown = !uploaded && (await engine.isUpsideDown(raster, layout));
-  if (upsideDown) {
-    raster = turnedHalfWay(raster);
-    layout = await engine.layout(raster);
-  }
+  // A page scanned upside down or sideways is laid out and read turned upright (recognition/page-turn.ts).
+  let turn: PageTurn = 0;
+  if (!uploaded) ({ turn, image: raster, regions: layout } = await engine.upright(raster, layout));
   let detectionMs = performance.now() - start;
   signal?.throwIfAborted();
 
@@ -87,7 +84,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   const assembled = uploaded
     ? await assembleUploadedRegions(raster, uploaded, layout, readings)
     : await assembleRegions(raster, layout, readings);
-  const regions = upsideDown ? regionsTurnedBack(assembled, raster.width, raster.height) : assembled;
+  const regions = turn === 0 ? assembled : regionsTurnedBack(assembled, turn, raster.width, raster.height);
   // Baselines count as layout, word boxes as recognition: one pass does both, so the
   // pass is booked to the last stage that ran.
   if (readings) recognitionMs += performance.now() - start;
@@ -104,7 +101,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
       version: SOFTWARE_VERSION,
       models: engine.modelsUsed(layoutBy, options.recognize),
     },
-    ...(upsideDown ? { orientation: 180 as const } : {}),
+    ...(turn === 0 ? {} : { orientation: turn }),
     warnings: [...prepared.warnings, ...(uploaded?.warnings ?? [])],
     ...(uploaded ? { layoutSource: 'uploaded' as const } : {}),
   };

@@ -14,6 +14,7 @@ import { rectCorners } from '../../src/pipeline/layout/geometry.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/pipeline/models/default-model.ts';
 import { OcrEngine } from '../../src/pipeline/ocr-engine.ts';
 import { allLines } from '../../src/pipeline/page-result.ts';
+import { mapBox, turnMaps } from '../../src/pipeline/turned-page.ts';
 import { recognizePage, type PageRecognition } from '../../src/pipeline/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../../src/pipeline/shared-engine.ts';
 import { errorRate, scorePage } from '../../bench/lib/text-metrics.ts';
@@ -81,6 +82,23 @@ before(async () => {
       },
     ),
   );
+  // and sideways: turned clockwise by 90°, so it needs 270° more to be upright
+  read.set(
+    'neat hand, sideways',
+    await recognizePage(
+      engine,
+      await sharp(await readFile(NEAT_HAND_PAGE))
+        .rotate(90)
+        .png()
+        .toBuffer(),
+      {
+        name: 'neat hand, sideways',
+        pageNumber: 1,
+        maxPixels: config.limits.maxImagePixels,
+        recognize: true,
+      },
+    ),
+  );
   read.set(
     'fraktur',
     await recognizePage(engine, await readFile(FRAKTUR_PAGE), {
@@ -125,29 +143,38 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
   }
 });
 
-test('a page scanned upside down is read turned upright: the same lines as the page upright, in the image as sent, marked orientation 180', () => {
+test('a page scanned upside down or sideways is read turned upright: the same lines as the page upright, in the image as sent, with the turn that rights it', () => {
   const upright = recognition('neat hand').page;
-  const turned = recognition('neat hand, upside down').page;
-  assert.equal(turned.orientation, 180);
   for (const key of ['neat hand', 'handwritten', 'printed', 'fraktur']) assert.equal(recognition(key).page.orientation, undefined, key);
-  assert.deepEqual(
-    allLines(turned).map((line) => line.text),
-    allLines(upright).map((line) => line.text),
-  );
   const { width, height } = upright.image;
   const near = (a: readonly number[], b: readonly number[]) => Math.abs(a[0] - b[0]) < 1e-6 && Math.abs(a[1] - b[1]) < 1e-6;
-  for (const [index, line] of allLines(turned).entries()) {
-    const same = allLines(upright)[index];
-    assert.ok(
-      line.polygon.every((point, p) => near(point, [width - same.polygon[p][0], height - same.polygon[p][1]])),
-      `line ${index} polygon`,
+  for (const [key, turn] of [
+    ['neat hand, upside down', 180],
+    ['neat hand, sideways', 270],
+  ] as const) {
+    const turned = recognition(key).page;
+    assert.equal(turned.orientation, turn, key);
+    assert.deepEqual([turned.image.width, turned.image.height], turn === 180 ? [width, height] : [height, width], key);
+    assert.deepEqual(
+      allLines(turned).map((line) => line.text),
+      allLines(upright).map((line) => line.text),
+      key,
     );
-    assert.ok(
-      line.words.every((word, w) =>
-        near([word.box.x + word.box.width, word.box.y + word.box.height], [width - same.words[w].box.x, height - same.words[w].box.y]),
-      ),
-      `line ${index} words`,
-    );
+    // the image was made by turning the upright page clockwise by 360 - turn: map the upright lines there
+    const { toImage } = turnMaps(turn, width, height);
+    for (const [index, line] of allLines(turned).entries()) {
+      const same = allLines(upright)[index];
+      assert.ok(
+        line.polygon.every((point, p) => near(point, toImage(same.polygon[p]))),
+        `${key}: line ${index} polygon`,
+      );
+      assert.ok(
+        line.words.every((word, w) =>
+          near([word.box.x, word.box.y], [mapBox(same.words[w].box, toImage).x, mapBox(same.words[w].box, toImage).y]),
+        ),
+        `${key}: line ${index} words`,
+      );
+    }
   }
 });
 

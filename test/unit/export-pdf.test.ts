@@ -172,26 +172,35 @@ describe('searchable PDF', () => {
     assert.equal(collapse(text), 'Grüße & <Dank> "ſo" ä ß œ é Tom\'s café — naïve façade Zwoͤlftes Stuͤk ⟦gestrichen⟧');
   });
 
-  it('draws the text of a page read upside down turned by 180°, over its words, in reading order', async () => {
-    const image = await solid(1200, 800).jpeg().toBuffer();
-    const upright = syntheticPage();
+  it('draws the text of a page read turned along the writing in the image, over its words, in reading order', async () => {
+    const upright = syntheticPage(); // 1200 x 800 at 300 dpi: 0.24 pt a pixel
     const { width, height } = upright.image;
-    const turned = syntheticPage({ orientation: 180, regions: regionsTurnedBack(upright.regions, width, height) });
-    const pdf = await buildPdf([{ result: turned, image }]);
-    const [text] = await extractText(pdf);
-    assert.equal(collapse(text), collapse((await extractText(await buildPdf([{ result: upright, image }])))[0]));
-    // the first word starts at the right end of its box (the page is 1200 x 800 px at 300 dpi: 0.24 pt a pixel), upside down
-    const loading = getDocument({ data: new Uint8Array(pdf), verbosity: 0 });
-    const content = await (await (await loading.promise).getPage(1)).getTextContent();
-    const first = content.items.find((item) => 'str' in item && item.str.trim() !== '') as { str: string; transform: number[] };
-    const box = turned.regions[0].lines[0].words[0].box;
-    assert.ok(first.transform[0] < 0 && first.transform[3] < 0, `text matrix ${first.transform}`);
-    assert.ok(Math.abs(first.transform[4] - (box.x + box.width) * 0.24) < 1, `x ${first.transform[4]} for box ${JSON.stringify(box)}`);
-    assert.ok(
-      first.transform[5] >= (800 - box.y - box.height) * 0.24 - 1 && first.transform[5] <= (800 - box.y) * 0.24 + 1,
-      `y ${first.transform[5]}`,
+    const uprightText = collapse(
+      (await extractText(await buildPdf([{ result: upright, image: await solid(1200, 800).jpeg().toBuffer() }])))[0],
     );
-    await loading.destroy();
+    for (const turn of [180, 90] as const) {
+      const image = turn === 180 ? upright.image : { ...upright.image, width: height, height: width };
+      const turned = syntheticPage({ image, orientation: turn, regions: regionsTurnedBack(upright.regions, turn, width, height) });
+      const pdf = await buildPdf([{ result: turned, image: await solid(image.width, image.height).jpeg().toBuffer() }]);
+      assert.equal(collapse((await extractText(pdf))[0]), uprightText, `${turn}°`);
+      const loading = getDocument({ data: new Uint8Array(pdf), verbosity: 0 });
+      const content = await (await (await loading.promise).getPage(1)).getTextContent();
+      const first = content.items.find((item) => 'str' in item && item.str.trim() !== '') as { transform: number[] };
+      const box = turned.regions[0].lines[0].words[0].box;
+      const [a, b, c, d, x, y] = first.transform;
+      if (turn === 180) {
+        // upside down: the first word starts at the right end of its box, drawn turned
+        assert.ok(a < 0 && d < 0 && Math.abs(b) < 1e-9 && Math.abs(c) < 1e-9, `text matrix ${first.transform}`);
+        assert.ok(Math.abs(x - (box.x + box.width) * 0.24) < 1, `x ${x} for box ${JSON.stringify(box)}`);
+        assert.ok(y >= (height - box.y - box.height) * 0.24 - 1 && y <= (height - box.y) * 0.24 + 1, `y ${y}`);
+      } else {
+        // the image turned clockwise by 90 makes the page upright: its writing runs up the image, words start at the box's bottom
+        assert.ok(Math.abs(a) < 1e-9 && b > 0 && c < 0 && Math.abs(d) < 1e-9, `text matrix ${first.transform}`);
+        assert.ok(Math.abs(y - (image.height - box.y - box.height) * 0.24) < 1, `y ${y} for box ${JSON.stringify(box)}`);
+        assert.ok(x >= box.x * 0.24 - 1 && x <= (box.x + box.width) * 0.24 + 1, `x ${x}`);
+      }
+      await loading.destroy();
+    }
   });
 
   it('sizes pages from the resolution (300 dpi when none), and stays within PDF limits', async () => {

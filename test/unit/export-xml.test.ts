@@ -194,23 +194,29 @@ describe('PageXML and ALTO export', () => {
   });
 });
 
-describe('a page read upside down', () => {
-  it('says so in PageXML (Page/@orientation 180) and ALTO (Page/@ROTATION 180), both schema-valid, with the text in reading order', async () => {
+describe('a page read turned', () => {
+  it('says so in PageXML (Page/@orientation, in (-180, 180]) and ALTO (Page/@ROTATION), both schema-valid, with the text in reading order', async () => {
     const upright = syntheticPage();
-    const turned = syntheticPage({
-      orientation: 180,
-      regions: regionsTurnedBack(upright.regions, upright.image.width, upright.image.height),
-    });
-    const { page: pageXml, alto } = render(turned);
-    await assertValid('upside-down', pageXml, alto);
-    assert.equal(descendantsNamed(parseXml(pageXml), 'Page')[0].attributes.orientation, '180');
-    assert.equal(descendantsNamed(parseXml(alto), 'Page')[0].attributes.ROTATION, '180');
-    assert.deepEqual(pageLines(pageXml), pageLines(render(upright).page));
+    const { width, height } = upright.image;
+    for (const [turn, pageOrientation] of [
+      [180, '180'],
+      [90, '90'],
+      [270, '-90'],
+    ] as const) {
+      // the synthetic page is the upright one; the image as sent is turned back from it
+      const image = turn === 180 ? upright.image : { ...upright.image, width: height, height: width };
+      const turned = syntheticPage({ image, orientation: turn, regions: regionsTurnedBack(upright.regions, turn, width, height) });
+      const { page: pageXml, alto } = render(turned);
+      await assertValid(`turned-${turn}`, pageXml, alto);
+      assert.equal(descendantsNamed(parseXml(pageXml), 'Page')[0].attributes.orientation, pageOrientation);
+      assert.equal(descendantsNamed(parseXml(alto), 'Page')[0].attributes.ROTATION, String(turn));
+      assert.deepEqual(pageLines(pageXml), pageLines(render(upright).page));
+    }
     assert.equal(descendantsNamed(parseXml(render(upright).page), 'Page')[0].attributes.orientation, undefined);
   });
 
   it('accepts no other orientation in a stored page result', () => {
-    assert.throws(() => validatePageResult({ ...syntheticPage(), orientation: 90 }, 1), /\$\.orientation must be 180/);
+    assert.throws(() => validatePageResult({ ...syntheticPage(), orientation: 45 }, 1), /\$\.orientation must be 90, 180 or 270/);
   });
 });
 

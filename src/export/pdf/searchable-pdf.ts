@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import type { Writable } from 'node:stream';
 import { PDFHexString, PDFName, PDFRawStream, PDFString, type PDFDict, type PDFRef } from 'pdf-lib';
-import type { ExportBox, ExportLine, ExportPage } from '../export-page.ts';
+import type { ExportLine, ExportPage } from '../export-page.ts';
+import { mapBox, turnMaps } from '../../pipeline/turned-page.ts';
 import type { Point } from '../../pipeline/page-result.ts';
 import { placeLineWords } from './word-placement.ts';
 import { orientationMatrix, preparePdfImage, type PdfImage, type PdfImageData } from './page-image.ts';
@@ -121,33 +122,38 @@ export class SearchablePdfWriter {
     if (lines.length === 0) return 0;
     const font = (this.font ??= new TextLayerFont(this.options.fontBytes, this.writer.allocate()));
     operations.push('BT', '3 Tr', '/F1 1 Tf');
-    // An upside-down page's words are placed as on the page turned upright, then drawn turned
-    // back by 180° (x and y of the text matrix negated) so that they lie over the writing.
-    const turned = page.result.orientation === 180;
-    const upright = (line: ExportLine): ExportLine => (turned ? lineTurnedHalfWay(line, page.width, page.height) : line);
-    // text space origin at a point of the upright page, in PDF points (y up)
-    const at = (x: number, y: number): string =>
-      turned
-        ? `${num((page.width - x) * scale)} ${num(pageHeightPt - (page.height - y) * scale)}`
-        : `${num(x * scale)} ${num(pageHeightPt - y * scale)}`;
-    const sign = turned ? -1 : 1;
+    // A page read turned (sideways or upside down) has its words placed as on the page turned
+    // upright, then drawn along the writing's direction in the image (the text matrix's axes).
+    const turn = page.result.orientation ?? 0;
+    const frame = turn === 0 ? null : uprightFrame(turn, page.width, page.height);
+    // a point of the upright page in PDF points (y up)
+    const pdfPoint = (p: Point): [number, number] => {
+      const [x, y] = frame ? frame.toImage(p) : p;
+      return [x * scale, pageHeightPt - y * scale];
+    };
+    // the directions of the upright page's x and of its up, in PDF space, one unit long
+    const [ox, oy] = pdfPoint([0, 0]);
+    const [ax, ay] = pdfPoint([1, 0]);
+    const [ux, uy] = pdfPoint([0, -1]);
+    const along = [(ax - ox) / scale, (ay - oy) / scale];
+    const up = [(ux - ox) / scale, (uy - oy) / scale];
+    const textMatrix = (horizontal: number, size: number, at: Point): string =>
+      [horizontal * along[0], horizontal * along[1], size * up[0], size * up[1], ...pdfPoint(at)].map(num).join(' ');
     let words = 0;
-    for (const line of lines.map(upright)) {
+    for (const line of frame ? lines.map((line) => lineInFrame(line, frame.toUpright)) : lines) {
       for (const placement of placeLineWords(line, font.verticalMetrics, (text) => font.encode(text).width)) {
         const encoded = font.encode(placement.text);
         if (encoded.length === 0) continue;
         const size = placement.size * scale;
         const horizontal = encoded.width > 0 ? ((placement.right - placement.left) * scale) / encoded.width : size;
-        operations.push(`${num(sign * horizontal)} 0 0 ${num(sign * size)} ${at(placement.left, placement.baseline)} Tm ${encoded.hex} Tj`);
+        operations.push(`${textMatrix(horizontal, size, [placement.left, placement.baseline])} Tm ${encoded.hex} Tj`);
         words++;
         // An explicit space between words, stretched over the gap up to the next word, so
         // that extraction and search see word boundaries even where handwritten words touch.
         if (placement.spaceTo !== null) {
           const space = font.encode(' ');
           const gap = Math.max((placement.spaceTo - placement.right) * scale, 0.01);
-          operations.push(
-            `${num((sign * gap) / space.width)} 0 0 ${num(sign * size)} ${at(placement.right, placement.baseline)} Tm ${space.hex} Tj`,
-          );
+          operations.push(`${textMatrix(gap / space.width, size, [placement.right, placement.baseline])} Tm ${space.hex} Tj`);
         }
       }
     }
@@ -261,15 +267,19 @@ function formatUuid(bytes: Buffer): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** A line of a page turned by 180°, as it lies on the page turned upright (its words keep their order). */
-function lineTurnedHalfWay(line: ExportLine, width: number, height: number): ExportLine {
-  const point = ([x, y]: Point): Point => [width - x, height - y];
-  const box = (b: ExportBox): ExportBox => ({ x: width - b.x - b.width, y: height - b.y - b.height, width: b.width, height: b.height });
+/** The maps between the page turned upright (`turn` clockwise) and the image `width` x `height`. */
+function uprightFrame(turn: 90 | 180 | 270, width: number, height: number): ReturnType<typeof turnMaps> {
+  // turnMaps takes the upright page's own size: a quarter turn swaps the sides
+  return turn === 180 ? turnMaps(turn, width, height) : turnMaps(turn, height, width);
+}
+
+/** A line as it lies on the page turned upright (its words keep their order). */
+function lineInFrame(line: ExportLine, map: (p: Point) => Point): ExportLine {
   return {
     ...line,
-    polygon: line.polygon.map(point),
-    box: box(line.box),
-    baseline: line.baseline?.map(point) ?? null,
-    words: line.words.map((word) => ({ ...word, box: box(word.box), polygon: word.polygon.map(point) })),
+    polygon: line.polygon.map(map),
+    box: mapBox(line.box, map),
+    baseline: line.baseline?.map(map) ?? null,
+    words: line.words.map((word) => ({ ...word, box: mapBox(word.box, map), polygon: word.polygon.map(map) })),
   };
 }

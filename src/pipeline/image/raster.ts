@@ -131,14 +131,30 @@ export function paperAndInk(grey: Float32Array, inkQuantile: number): { paper: n
   return { paper: sorted[Math.floor(sorted.length * 0.9)], ink: sorted[Math.floor(sorted.length * inkQuantile)] };
 }
 
-/** The raster turned by 180° (a page scanned upside down, read upright). */
-export function turnedHalfWay(image: RgbImage): RgbImage {
+/**
+ * The raster turned clockwise by a quarter turns (90, 180 or 270°): a page scanned sideways or
+ * upside down, read upright. Pixel (x, y) of the turned raster is, in the raster as it was,
+ * 90: (y, H - 1 - x); 180: (W - 1 - x, H - 1 - y); 270: (W - 1 - y, x).
+ */
+export function turnedBy(image: RgbImage, turn: 90 | 180 | 270): RgbImage {
   const { data, width, height } = image;
   const turned = new Uint8Array(data.length);
-  for (let from = 0, to = data.length - 3; from < data.length; from += 3, to -= 3) {
-    turned[to] = data[from];
-    turned[to + 1] = data[from + 1];
-    turned[to + 2] = data[from + 2];
+  const quarter = turn !== 180;
+  const outWidth = quarter ? height : width;
+  const outHeight = quarter ? width : height;
+  let to = 0;
+  for (let y = 0; y < outHeight; y += 1) {
+    for (let x = 0; x < outWidth; x += 1, to += 3) {
+      const from =
+        turn === 90
+          ? ((height - 1 - x) * width + y) * 3
+          : turn === 180
+            ? ((height - 1 - y) * width + (width - 1 - x)) * 3
+            : (x * width + (width - 1 - y)) * 3;
+      turned[to] = data[from];
+      turned[to + 1] = data[from + 1];
+      turned[to + 2] = data[from + 2];
+    }
   }
-  return { data: turned, width, height };
+  return { data: turned, width: outWidth, height: outHeight };
 }

@@ -1,36 +1,41 @@
-// Pages scanned upside down. The layout finds a turned page's lines where they are, but the
-// recognizers read them as noise (72-85 % CER on the fixture and val pages turned by 180°). The main
-// recognizer reads the middle of the page's widest lines as they lie and turned by 180°; a page whose
-// turned readings are surer is laid out and read again turned upright (recognize-page.ts). On the
-// 62 fixture and htr-pages val pages, each read as it lies and turned, four probe lines told every
-// page's side, and no upright page was turned (`npm run bench:upside-down`, docs/recognition.md,
-// "Pages upside down"). Quarter turns are not detected.
+// Pages scanned upside down or sideways. The layout finds a turned page's lines where they are (or
+// pieces of them), but the recognizers read them as noise (72-85 % CER on the fixture and val pages
+// turned by 180°). The main recognizer reads the middle of the page's widest lines as they lie and
+// turned by 180° (two sides from one layout); where neither reads well, or the writing runs across
+// the page, the page turned by a quarter is laid out and read both ways too (the other two sides).
+// The side read surest wins, the page as it lies unless another side beats it by TURN_MARGIN; the
+// page is then laid out and read turned upright (recognize-page.ts). docs/recognition.md,
+// "Pages upside down or sideways"; `npm run bench:turned-pages`.
 import type { RotatedRect } from '../layout/geometry.ts';
 import type { LayoutLine } from '../layout/group-lines.ts';
+
+/** The clockwise turn that makes a page upright. */
+export type PageTurn = 0 | 90 | 180 | 270;
 
 /** How many of the page's widest lines are read both ways. */
 export const TURN_PROBE_LINES = 4;
 /** A probe line is read over at most this many line heights around its centre (a few words tell). */
 const TURN_PROBE_HEIGHTS = 12;
-/** The turned readings' mean confidence must exceed the upright one's by more than this. */
+/** Another side must read surer than the page as it lies by more than this (mean character confidence). */
 const TURN_MARGIN = 0.03;
+/** Below this, the page's two sides from its own layout both read badly: the quarter turns are tried. */
+const QUARTER_CHECK_BELOW = 0.75;
+
+/** How surely one side of the page reads: the mean confidence of its probe lines. */
+export interface SideReading {
+  turn: PageTurn;
+  confidence: number;
+}
 
 /** The middle of a probe line, at most TURN_PROBE_HEIGHTS line heights long. */
 export function probeSpan(rect: RotatedRect): RotatedRect {
   return { ...rect, width: Math.min(rect.width, TURN_PROBE_HEIGHTS * rect.height) };
 }
 
-/** Whether the probe lines read better turned by 180° (`upright[i]` and `turned[i]`: line i's mean character confidence each way). */
-export function readsBetterTurned(upright: readonly number[], turned: readonly number[]): boolean {
-  if (upright.length === 0 || upright.length !== turned.length) return false;
-  const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
-  return mean(turned) - mean(upright) > TURN_MARGIN;
-}
-
 /**
  * Whether most of the page's writing (by line width) runs along the page, within 45° of
- * horizontal either way: the lines of a page scanned sideways come from the detector's upright
- * boxes (docs/recognition.md, "Detection"), and turning it by 180° would leave it sideways.
+ * horizontal either way. The lines of a page scanned sideways come from the detector's upright
+ * boxes (docs/recognition.md, "Detection"); reading them both ways tells nothing of its side.
  */
 export function writesAlong(lines: readonly Pick<LayoutLine, 'angle'>[], widths: readonly number[]): boolean {
   let along = 0;
@@ -40,4 +45,32 @@ export function writesAlong(lines: readonly Pick<LayoutLine, 'angle'>[], widths:
     if (Math.abs(Math.sin(line.angle)) <= Math.SQRT1_2) along += widths[index];
   });
   return total > 0 && along > total / 2;
+}
+
+/** Whether the quarter turns are worth a second layout: the page's own sides (none when its writing runs across) both read badly. */
+export function quarterTurnsWorthTrying(sides: readonly SideReading[]): boolean {
+  return sides.every((side) => side.confidence < QUARTER_CHECK_BELOW);
+}
+
+/**
+ * The side that reads surest. The page's own layout tells two sides: upside down (180) wins over
+ * the page as it lies (0) when it reads surer by more than the margin. The quarter turns (90, 270),
+ * from a second layout of other lines, win over that only by more than the margin again; without
+ * sides of its own (the writing runs across the page), the surer quarter turn wins.
+ */
+export function likeliestTurn(sides: readonly SideReading[]): PageTurn {
+  const confidenceOf = (turn: PageTurn): number | undefined => sides.find((side) => side.turn === turn)?.confidence;
+  const asItLies = confidenceOf(0);
+  const upsideDown = confidenceOf(180);
+  let best: SideReading | null = null;
+  if (asItLies !== undefined)
+    best =
+      upsideDown !== undefined && upsideDown > asItLies + TURN_MARGIN
+        ? { turn: 180, confidence: upsideDown }
+        : { turn: 0, confidence: asItLies };
+  for (const side of sides) {
+    if (side.turn !== 90 && side.turn !== 270) continue;
+    if (best === null || side.confidence > best.confidence + (best.turn === 90 || best.turn === 270 ? 0 : TURN_MARGIN)) best = side;
+  }
+  return best?.turn ?? 0;
 }
