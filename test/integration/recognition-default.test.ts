@@ -56,58 +56,15 @@ before(async () => {
   read.set('printed', await recognise(engine, PRINTED_PAGE));
   read.set('handwritten', await recognise(engine, MARGINAL_PAGE));
   read.set('handwritten, greedy', await recognise(greedy, MARGINAL_PAGE));
-  read.set(
-    'neat hand',
-    await recognizePage(engine, await readFile(NEAT_HAND_PAGE), {
-      name: 'neat hand',
-      pageNumber: 1,
-      maxPixels: config.limits.maxImagePixels,
-      recognize: true,
-    }),
-  );
+  const readBytes = async (name: string, bytes: Buffer) =>
+    read.set(name, await recognizePage(engine, bytes, { name, pageNumber: 1, maxPixels: config.limits.maxImagePixels, recognize: true }));
+  const neatHand = await readFile(NEAT_HAND_PAGE);
+  await readBytes('neat hand', neatHand);
   // the same page scanned upside down (turned losslessly: the same pixels, last first)
-  read.set(
-    'neat hand, upside down',
-    await recognizePage(
-      engine,
-      await sharp(await readFile(NEAT_HAND_PAGE))
-        .rotate(180)
-        .png()
-        .toBuffer(),
-      {
-        name: 'neat hand, upside down',
-        pageNumber: 1,
-        maxPixels: config.limits.maxImagePixels,
-        recognize: true,
-      },
-    ),
-  );
+  await readBytes('neat hand, upside down', await sharp(neatHand).rotate(180).png().toBuffer());
   // and sideways: turned clockwise by 90°, so it needs 270° more to be upright
-  read.set(
-    'neat hand, sideways',
-    await recognizePage(
-      engine,
-      await sharp(await readFile(NEAT_HAND_PAGE))
-        .rotate(90)
-        .png()
-        .toBuffer(),
-      {
-        name: 'neat hand, sideways',
-        pageNumber: 1,
-        maxPixels: config.limits.maxImagePixels,
-        recognize: true,
-      },
-    ),
-  );
-  read.set(
-    'fraktur',
-    await recognizePage(engine, await readFile(FRAKTUR_PAGE), {
-      name: 'fraktur',
-      pageNumber: 1,
-      maxPixels: config.limits.maxImagePixels,
-      recognize: true,
-    }),
-  );
+  await readBytes('neat hand, sideways', await sharp(neatHand).rotate(90).png().toBuffer());
+  await readBytes('fraktur', await readFile(FRAKTUR_PAGE));
 });
 
 after(() => closeSharedEngines());
