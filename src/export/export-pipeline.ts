@@ -90,6 +90,7 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
           lines: lines.length,
           words: lines.reduce((sum, line) => sum + line.words.length, 0),
           layout_source: result.layoutSource ?? 'detected',
+          orientation: result.orientation ?? 0,
           warnings: result.warnings,
         },
         result,

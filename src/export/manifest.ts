@@ -22,6 +22,8 @@ export interface ManifestPage {
   words: number;
   /** 'uploaded': the page's regions and lines came from its PageXML/ALTO in the ZIP; 'detected': from our layout. */
   layout_source: 'detected' | 'uploaded';
+  /** The clockwise turn that makes the page upright: 0, or 90, 180, 270 for a page scanned sideways or upside down and read turned. */
+  orientation: 0 | 90 | 180 | 270;
   warnings: string[];
 }
 

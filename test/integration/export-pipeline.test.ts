@@ -13,6 +13,7 @@ import type { ExportTask } from '../../src/pipeline/pipeline.ts';
 import { checkResultArchive } from '../support/check-result-archive.ts';
 import { fixturePages, stageExportJob, type StagedPage } from '../support/export-job.ts';
 import { layoutOnlyPage, syntheticPage } from '../support/synthetic-pages.ts';
+import { regionsTurnedBack } from '../../src/pipeline/turned-page.ts';
 
 const log = pino({ level: 'silent' });
 const pipeline = createExportPipeline();
@@ -123,6 +124,26 @@ describe('export pipeline', () => {
       [false, true, true],
     );
     assert.deepEqual(checked.manifest.options.pipeline_steps, ['layout', 'export']);
+  });
+
+  it('exports a page read upside down: the manifest, PAGE and ALTO say so, the archive checks out', async () => {
+    const image = pages[1].image; // any real JPEG; the results below say 1200 x 800
+    const upright = syntheticPage();
+    const turned = syntheticPage({ orientation: 180, regions: regionsTurnedBack(upright.regions, 180, 1200, 800) });
+    const task = await stageExportJob(blobs, [
+      { name: 'upright.jpg', image, result: upright },
+      { name: 'turned.jpg', image, result: turned },
+    ]);
+    await run(task);
+    const checked = await checkResultArchive(await blobs.get(task.archiveKey), { whitespace: 'collapse' });
+    assert.deepEqual(
+      checked.manifest.pages.map((page) => page.orientation),
+      [0, 180],
+    );
+    const pageXml = checked.files.get(checked.manifest.pages[1].files.page)?.toString('utf8') ?? '';
+    assert.match(pageXml, /<Page [^>]*orientation="180"/);
+    assert.match(checked.files.get(checked.manifest.pages[1].files.alto)?.toString('utf8') ?? '', /<Page [^>]*ROTATION="180"/);
+    assert.equal(checked.pages[1].text, checked.pages[0].text);
   });
 
   it('fails with a typed error and leaves no archive when a page result or image is missing', async () => {

@@ -20,6 +20,9 @@ import type { Manifest } from '../../src/export/manifest.ts';
 import { childNamed, childrenNamed, descendantsNamed, parseXml, type XmlElement } from './xml-tree.ts';
 import { validateAgainstSchema } from './xsd.ts';
 
+/** The direction of writing in PDF space (y up) on a page the service turned by `orientation` to read it. */
+const WRITING_DIRECTION: Record<number, [number, number]> = { 0: [1, 0], 90: [0, 1], 180: [-1, 0], 270: [0, -1] };
+
 export interface ArchiveCheckOptions {
   /**
    * How the PDF's extracted text must match the page text: `ignore` (the default, as the
@@ -120,7 +123,14 @@ export async function checkResultArchive(archive: Buffer | string, options: Arch
     const pdf = files.get(manifest.pdf.path);
     assert.ok(pdf, `the archive has ${manifest.pdf.path}`);
     await checkPdfStructure(pdf, manifest.pdf.format);
-    await checkPdfText(pdf, pages, altoWords, altoSizes, options);
+    await checkPdfText(
+      pdf,
+      pages,
+      altoWords,
+      altoSizes,
+      manifest.pages.map((page) => page.orientation),
+      options,
+    );
   }
   return { manifest, files, pages };
 }
@@ -197,6 +207,8 @@ async function checkPdfText(
   pages: CheckedPage[],
   altoWords: AltoWord[][],
   altoSizes: Array<{ width: number; height: number }>,
+  /** Each page's turn (the manifest's `orientation`): which way its text runs. */
+  orientations: number[],
   options: ArchiveCheckOptions,
 ): Promise<void> {
   const tolerance = options.tolerancePt ?? 1;
@@ -216,7 +228,7 @@ async function checkPdfText(
       const scale = pageWidthPt / altoSizes[index].width;
       assert.ok(Math.abs(pageHeightPt / altoSizes[index].height - scale) < 1e-3, `PDF page ${index + 1}: aspect ratio`);
       const operators = await pdfPage.getOperatorList();
-      const runs: Array<{ text: string; x0: number; x1: number; y: number; size: number }> = [];
+      const runs: Array<{ text: string; start: [number, number]; end: [number, number]; up: [number, number] }> = [];
       let matrix: ArrayLike<number> = [1, 0, 0, 1, 0, 0];
       let renderingMode = 0;
       operators.fnArray.forEach((fn, op) => {
@@ -228,8 +240,10 @@ async function checkPdfText(
         const glyphs = (args[0] as Array<{ unicode: string; width: number } | number>).filter((glyph) => typeof glyph !== 'number');
         const text = glyphs.map((glyph) => glyph.unicode).join('');
         if (text.trim() === '') return;
-        const width = (glyphs.reduce((sum, glyph) => sum + glyph.width, 0) / 1000) * matrix[0];
-        runs.push({ text, x0: matrix[4], x1: matrix[4] + width, y: matrix[5], size: matrix[3] });
+        // the run from its origin along the text matrix's x axis (a page read turned writes along the writing's direction)
+        const advance = glyphs.reduce((sum, glyph) => sum + glyph.width, 0) / 1000;
+        const [a, b, c, d, e, f] = Array.from(matrix);
+        runs.push({ text, start: [e, f], end: [e + a * advance, f + b * advance], up: [c, d] });
       });
       const words = altoWords[index];
       assert.deepEqual(
@@ -244,9 +258,20 @@ async function checkPdfText(
         const top = pageHeightPt - word.y * scale;
         const bottom = pageHeightPt - (word.y + word.height) * scale;
         const where = `PDF page ${index + 1}, word ${wordIndex + 1} ${JSON.stringify(word.text)}`;
-        assert.ok(run.x0 >= left - tolerance && run.x1 <= right + tolerance, `${where}: x ${run.x0}..${run.x1} outside ${left}..${right}`);
-        assert.ok(run.y >= bottom - tolerance && run.y <= top + tolerance, `${where}: baseline ${run.y} outside ${bottom}..${top}`);
-        assert.ok(run.size > 0 && run.size <= top - bottom + tolerance, `${where}: size ${run.size} taller than the box`);
+        for (const [x, y] of [run.start, run.end]) {
+          assert.ok(x >= left - tolerance && x <= right + tolerance, `${where}: x ${x} outside ${left}..${right}`);
+          assert.ok(y >= bottom - tolerance && y <= top + tolerance, `${where}: baseline at y ${y} outside ${bottom}..${top}`);
+        }
+        // the text runs the way the writing does in the image: left to right, or turned with the page
+        const writing = WRITING_DIRECTION[orientations[index]];
+        assert.ok(
+          (run.end[0] - run.start[0]) * writing[0] + (run.end[1] - run.start[1]) * writing[1] > 0,
+          `${where}: runs ${run.start}..${run.end}, not along ${writing}`,
+        );
+        // the font size is the length of the matrix's up axis; the box's extent that way bounds it
+        const size = Math.hypot(run.up[0], run.up[1]);
+        const across = (Math.abs(run.up[0]) * (right - left) + Math.abs(run.up[1]) * (top - bottom)) / size;
+        assert.ok(size > 0 && size <= across + tolerance, `${where}: size ${size} taller than the box (${across})`);
       });
       page.pdfWordsChecked = runs.length;
     }
