@@ -177,18 +177,20 @@ export class OcrEngine {
    * and line grouping.
    */
   async layout(image: RgbImage): Promise<LayoutRegion[]> {
+    return (await this.segmentedLayout(image)) ?? this.detectedLayout(image, false);
+  }
+
+  /** The line segmenter's lines, less its faint ones; null without a segmenter or where it finds none. */
+  private async segmentedLayout(image: RgbImage): Promise<LayoutRegion[] | null> {
     const { segmentation } = this;
-    if (segmentation && this.spec.segmentation) {
-      const spec = this.spec.segmentation;
-      const found = await this.gate(() => segmentLines(segmentation, spec, image));
-      const lines = withoutFaintLines(image, found, this.spec.layout.faintLineRatio);
-      if (lines.length > 0) {
-        const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline, spec.cropHeight)));
-        this.segmented.add(regions);
-        return regions;
-      }
-    }
-    return this.detectedLayout(image, false);
+    if (!segmentation || !this.spec.segmentation) return null;
+    const spec = this.spec.segmentation;
+    const found = await this.gate(() => segmentLines(segmentation, spec, image));
+    const lines = withoutFaintLines(image, found, this.spec.layout.faintLineRatio);
+    if (lines.length === 0) return null;
+    const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline, spec.cropHeight)));
+    this.segmented.add(regions);
+    return regions;
   }
 
   /** Which model laid out regions this engine returned. */
@@ -356,7 +358,10 @@ export class OcrEngine {
     let quarter: { image: RgbImage; regions: readonly LayoutRegion[] } | null = null;
     if (quarterTurnsWorthTrying(sides)) {
       const turned = turnedBy(image, 90);
-      quarter = { image: turned, regions: await this.layout(turned) };
+      // The segmenter alone: where it finds no line on the page turned (as on most upright pages
+      // turned sideways), the detector would take 60-600 ms to find pieces that tell little.
+      const quarterRegions = this.segmentation ? await this.segmentedLayout(turned) : await this.layout(turned);
+      quarter = { image: turned, regions: quarterRegions ?? [] };
       sides.push(...(await this.readSides(quarter.image, quarter.regions, 90)));
     }
     const turn = likeliestTurn(sides);
