@@ -40,7 +40,7 @@ export class LlmCorrector implements PageCorrector {
     const tier = input.options.llmTier;
     const model = this.provider.modelFor(tier);
     const preset = resolvePreset(input.options.preset, input.log);
-    const image = this.provider.sendsImage(tier) ? await pageImage(input) : null;
+    const image = this.provider.sendsImage(tier) ? await pageImage(input, page.orientation ?? 0) : null;
     const prompt = buildPrompt(lines, preset, image !== null);
     const usage = { inputTokens: 0, outputTokens: 0 };
     const log = input.log.child({ provider: this.provider.name, model, tier, preset });
@@ -112,9 +112,9 @@ function resolvePreset(name: string, log: Logger): Preset {
   return DEFAULT_PRESET;
 }
 
-async function pageImage(input: CorrectionInput): Promise<PageImage | null> {
+async function pageImage(input: CorrectionInput, turn: 0 | 90 | 180 | 270): Promise<PageImage | null> {
   try {
-    return await loadPageImage(input.blobs, input.imageBlobKey);
+    return await loadPageImage(input.blobs, input.imageBlobKey, turn);
   } catch (error) {
     input.log.warn(
       { err: error instanceof Error ? error.message : String(error), blob_key: input.imageBlobKey },

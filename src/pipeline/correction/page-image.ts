@@ -1,4 +1,5 @@
-// The page image the `best` tier may send: auto-oriented, fitted inside
+// The page image the `best` tier may send: auto-oriented (and turned upright where the page was
+// read turned), fitted inside
 // MAX_SIDE pixels (enough to read handwriting; a larger image costs more tokens
 // and upload time for no gain) and re-encoded as JPEG, which every provider
 // accepts (TIFF, for one, is not).
@@ -15,10 +16,14 @@ export interface PageImage {
   height: number;
 }
 
-export async function loadPageImage(blobs: BlobStore, key: string): Promise<PageImage> {
-  const source = await blobs.get(key);
-  const { data, info } = await sharp(source, { failOn: 'none' })
-    .rotate()
+/** The stored page image, turned clockwise by `turn` where the page was read turned (PageResult.orientation), so that the model sees it upright. */
+export async function loadPageImage(blobs: BlobStore, key: string, turn: 0 | 90 | 180 | 270 = 0): Promise<PageImage> {
+  return pageImageOf(await blobs.get(key), turn);
+}
+
+export async function pageImageOf(source: Buffer, turn: 0 | 90 | 180 | 270): Promise<PageImage> {
+  const oriented = sharp(source, { failOn: 'none' }).autoOrient();
+  const { data, info } = await (turn === 0 ? oriented : oriented.rotate(turn))
     .resize({ width: MAX_SIDE, height: MAX_SIDE, fit: 'inside', withoutEnlargement: true })
     .jpeg({ quality: JPEG_QUALITY })
     .toBuffer({ resolveWithObject: true });
