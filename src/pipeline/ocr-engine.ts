@@ -143,7 +143,10 @@ export class OcrEngine {
     return this.modelsUsed('both', true);
   }
 
-  /** The models a page used: the one that laid it out ('uploaded': none), and the others when it was read. */
+  /**
+   * The models a page used: the one that laid it out ('uploaded': none), and the others when it was
+   * read; a page laid out and not read names the main recognizer as what told its side (upright()).
+   */
   modelsUsed(layoutBy: 'segmenter' | 'detector' | 'uploaded' | 'both', recognized: boolean): ModelInfo[] {
     const info = (role: ModelInfo['role'], source: { name: string; version: string }, file: string): ModelInfo => ({
       role,
@@ -162,7 +165,9 @@ export class OcrEngine {
             info('recognition', this.main.source, this.main.file),
             ...(this.screening ? [info('recognition', this.screening.recognizer.source, this.screening.recognizer.file)] : []),
           ]
-        : []),
+        : layoutBy === 'uploaded'
+          ? []
+          : [info('orientation', this.main.source, this.main.file)]),
     ];
   }
 

@@ -77,9 +77,10 @@ test('a layout-only job gives lines with geometry and empty text', async () => {
     assert.deepEqual(line.words, []);
     assert.ok(line.polygon.length >= 4 && line.baseline.length >= 2);
   }
+  // the main recognizer read a few lines both ways to tell the page's side (docs/recognition.md, "Pages upside down or sideways")
   assert.deepEqual(
     page.producer.models.map((model) => model.role),
-    ['detection'],
+    ['detection', 'orientation'],
   );
 });
 
