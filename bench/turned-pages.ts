@@ -28,7 +28,7 @@ const pages = [
     imagePath: page.imagePath,
     truth: page.groundTruth,
   })),
-  ...pagesFromDataset(DEFAULT_HTR_PAGES, 'val', '/tmp/hwr-bench-upside-down').map((page) => ({
+  ...pagesFromDataset(DEFAULT_HTR_PAGES, 'val', '/tmp/hwr-bench-turned-pages').map((page) => ({
     name: page.name,
     source: `val ${page.source}`,
     imagePath: page.imagePath,

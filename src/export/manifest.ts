@@ -2,6 +2,7 @@
 // models, and every file with its size and sha256 (all files but the manifest itself).
 import type { JobOptions, PdfFormat } from '../pipeline/pipeline.ts';
 import type { ModelInfo, PageResult } from '../pipeline/page-result.ts';
+import type { PageTurn } from '../pipeline/recognition/page-turn.ts';
 
 export const MANIFEST_SCHEMA = 'hwr.result-archive/1';
 
@@ -23,7 +24,7 @@ export interface ManifestPage {
   /** 'uploaded': the page's regions and lines came from its PageXML/ALTO in the ZIP; 'detected': from our layout. */
   layout_source: 'detected' | 'uploaded';
   /** The clockwise turn that makes the page upright: 0, or 90, 180, 270 for a page scanned sideways or upside down and read turned. */
-  orientation: 0 | 90 | 180 | 270;
+  orientation: PageTurn;
   warnings: string[];
 }
 

@@ -12,6 +12,7 @@ import { buildPrompt } from './prompt.ts';
 import type { CorrectionProvider, ProviderResponse } from './provider.ts';
 import { RetriesEnded, withRetry, type RetryPolicy } from './retry.ts';
 import { realignWords } from './realign-words.ts';
+import type { PageTurn } from '../recognition/page-turn.ts';
 
 export interface LlmCorrectorSettings {
   maxEditRatio: number;
@@ -112,7 +113,7 @@ function resolvePreset(name: string, log: Logger): Preset {
   return DEFAULT_PRESET;
 }
 
-async function pageImage(input: CorrectionInput, turn: 0 | 90 | 180 | 270): Promise<PageImage | null> {
+async function pageImage(input: CorrectionInput, turn: PageTurn): Promise<PageImage | null> {
   try {
     return await loadPageImage(input.blobs, input.imageBlobKey, turn);
   } catch (error) {

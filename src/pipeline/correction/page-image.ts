@@ -5,6 +5,7 @@
 // accepts (TIFF, for one, is not).
 import sharp from 'sharp';
 import type { BlobStore } from '../../blobs/blob-store.ts';
+import type { PageTurn } from '../recognition/page-turn.ts';
 
 export const MAX_SIDE = 2048;
 const JPEG_QUALITY = 85;
@@ -17,11 +18,11 @@ export interface PageImage {
 }
 
 /** The stored page image, turned clockwise by `turn` where the page was read turned (PageResult.orientation), so that the model sees it upright. */
-export async function loadPageImage(blobs: BlobStore, key: string, turn: 0 | 90 | 180 | 270 = 0): Promise<PageImage> {
+export async function loadPageImage(blobs: BlobStore, key: string, turn: PageTurn = 0): Promise<PageImage> {
   return pageImageOf(await blobs.get(key), turn);
 }
 
-export async function pageImageOf(source: Buffer, turn: 0 | 90 | 180 | 270): Promise<PageImage> {
+export async function pageImageOf(source: Buffer, turn: PageTurn): Promise<PageImage> {
   const oriented = sharp(source, { failOn: 'none' }).autoOrient();
   const { data, info } = await (turn === 0 ? oriented : oriented.rotate(turn))
     .resize({ width: MAX_SIDE, height: MAX_SIDE, fit: 'inside', withoutEnlargement: true })

@@ -61,16 +61,16 @@ export function quarterTurnsWorthTrying(sides: readonly SideReading[]): boolean 
 export function likeliestTurn(sides: readonly SideReading[]): PageTurn {
   const confidenceOf = (turn: PageTurn): number | undefined => sides.find((side) => side.turn === turn)?.confidence;
   const asItLies = confidenceOf(0);
-  const upsideDown = confidenceOf(180);
-  let best: SideReading | null = null;
-  if (asItLies !== undefined)
-    best =
-      upsideDown !== undefined && upsideDown > asItLies + TURN_MARGIN
+  const upsideDown = confidenceOf(180) ?? Number.NEGATIVE_INFINITY;
+  const own: SideReading | null =
+    asItLies === undefined
+      ? null
+      : upsideDown > asItLies + TURN_MARGIN
         ? { turn: 180, confidence: upsideDown }
         : { turn: 0, confidence: asItLies };
-  for (const side of sides) {
-    if (side.turn !== 90 && side.turn !== 270) continue;
-    if (best === null || side.confidence > best.confidence + (best.turn === 90 || best.turn === 270 ? 0 : TURN_MARGIN)) best = side;
-  }
-  return best?.turn ?? 0;
+  let quarter: SideReading | null = null;
+  for (const side of sides)
+    if ((side.turn === 90 || side.turn === 270) && (quarter === null || side.confidence > quarter.confidence)) quarter = side;
+  if (quarter && (own === null || quarter.confidence > own.confidence + TURN_MARGIN)) return quarter.turn;
+  return own?.turn ?? 0;
 }
