@@ -1,0 +1,273 @@
+// An ONNX model's graph as nodes that can be rewritten (fuse-elementwise.ts), read from and
+// written back to the model file's bytes. Only what a rewrite needs is decoded: each node's
+// inputs, outputs and operator, attributes by name, and float tensors (constants and
+// initializers); every other field of the model, graph and nodes is written back as it came.
+// Field numbers: onnx/onnx.proto (ModelProto, GraphProto, NodeProto, AttributeProto, TensorProto).
+import {
+  bytesField,
+  decodeMessage,
+  encodeMessage,
+  float32Field,
+  float32Of,
+  repeatedVarints,
+  stringField,
+  textOf,
+  varintField,
+  varintOf,
+  WireFormatError,
+  WireType,
+  type WireField,
+} from './protobuf-wire.ts';
+
+const MODEL_GRAPH = 7;
+const GRAPH_NODE = 1;
+const GRAPH_INITIALIZER = 5;
+const GRAPH_INPUT = 11;
+const GRAPH_OUTPUT = 12;
+const NODE_INPUT = 1;
+const NODE_OUTPUT = 2;
+const NODE_OP_TYPE = 4;
+const NODE_ATTRIBUTE = 5;
+const NODE_DOMAIN = 7;
+const ATTRIBUTE_NAME = 1;
+const ATTRIBUTE_FLOAT = 2;
+const ATTRIBUTE_TENSOR = 5;
+const ATTRIBUTE_TYPE = 20;
+const ATTRIBUTE_TYPE_FLOAT = 1;
+const TENSOR_DIMS = 1;
+const TENSOR_DATA_TYPE = 2;
+const TENSOR_FLOAT_DATA = 4;
+const TENSOR_NAME = 8;
+const TENSOR_RAW_DATA = 9;
+const TENSOR_DATA_LOCATION = 14;
+const DATA_TYPE_FLOAT = 1;
+const VALUE_INFO_NAME = 1;
+
+export class OnnxGraphError extends Error {}
+
+/** A float32 tensor held in the model (a Constant node's value or an initializer). */
+export interface FloatTensor {
+  readonly dims: readonly number[];
+  readonly values: Float32Array;
+}
+
+/** One node: operator, inputs and outputs by name, attributes and any other field as written. */
+export class GraphNode {
+  opType: string;
+  inputs: string[];
+  outputs: string[];
+  private attributes: WireField[];
+  private readonly rest: WireField[];
+
+  constructor(fields: readonly WireField[]) {
+    this.inputs = [];
+    this.outputs = [];
+    this.attributes = [];
+    this.rest = [];
+    this.opType = '';
+    let domain = '';
+    for (const entry of fields) {
+      if (entry.field === NODE_INPUT) this.inputs.push(textOf(entry.payload));
+      else if (entry.field === NODE_OUTPUT) this.outputs.push(textOf(entry.payload));
+      else if (entry.field === NODE_OP_TYPE) this.opType = textOf(entry.payload);
+      else if (entry.field === NODE_ATTRIBUTE) this.attributes.push(entry);
+      else {
+        if (entry.field === NODE_DOMAIN) domain = textOf(entry.payload);
+        this.rest.push(entry);
+      }
+    }
+    // Rewrites match operators of the default ONNX domain only.
+    if (domain !== '' && domain !== 'ai.onnx') this.opType = `${domain}::${this.opType}`;
+  }
+
+  static create(opType: string, inputs: readonly string[], outputs: readonly string[]): GraphNode {
+    const node = new GraphNode([]);
+    node.opType = opType;
+    node.inputs = [...inputs];
+    node.outputs = [...outputs];
+    return node;
+  }
+
+  /** The attribute's fields by name, or undefined. */
+  private attribute(name: string): WireField[] | undefined {
+    for (const entry of this.attributes) {
+      const fields = decodeMessage(entry.payload);
+      const named = fields.find((field) => field.field === ATTRIBUTE_NAME);
+      if (named && textOf(named.payload) === name) return fields;
+    }
+    return undefined;
+  }
+
+  floatAttribute(name: string): number | undefined {
+    const value = this.attribute(name)?.find((field) => field.field === ATTRIBUTE_FLOAT);
+    return value ? float32Of(value.payload) : undefined;
+  }
+
+  /** The Constant node's tensor, when it is a float tensor stored in the file. */
+  constantValue(): FloatTensor | undefined {
+    if (this.opType !== 'Constant') return undefined;
+    const tensor = this.attribute('value')?.find((field) => field.field === ATTRIBUTE_TENSOR);
+    return tensor ? decodeFloatTensor(decodeMessage(tensor.payload)) : undefined;
+  }
+
+  setFloatAttribute(name: string, value: number): void {
+    this.attributes = this.attributes.filter((entry) => !hasName(decodeMessage(entry.payload), name));
+    this.attributes.push(
+      bytesField(
+        NODE_ATTRIBUTE,
+        encodeMessage([
+          stringField(ATTRIBUTE_NAME, name),
+          float32Field(ATTRIBUTE_FLOAT, value),
+          varintField(ATTRIBUTE_TYPE, ATTRIBUTE_TYPE_FLOAT),
+        ]),
+      ),
+    );
+  }
+
+  encode(): Uint8Array {
+    return encodeMessage([
+      ...this.inputs.map((name) => stringField(NODE_INPUT, name)),
+      ...this.outputs.map((name) => stringField(NODE_OUTPUT, name)),
+      stringField(NODE_OP_TYPE, this.opType.includes('::') ? (this.opType.split('::')[1] as string) : this.opType),
+      ...this.attributes,
+      ...this.rest,
+    ]);
+  }
+}
+
+const hasName = (fields: readonly WireField[], name: string): boolean =>
+  fields.some((field) => field.field === ATTRIBUTE_NAME && textOf(field.payload) === name);
+
+function decodeFloatTensor(fields: readonly WireField[]): FloatTensor | undefined {
+  const type = fields.find((field) => field.field === TENSOR_DATA_TYPE);
+  if (!type || varintOf(type.payload) !== DATA_TYPE_FLOAT) return undefined;
+  if (fields.some((field) => field.field === TENSOR_DATA_LOCATION && varintOf(field.payload) !== 0)) return undefined;
+  const dims = repeatedVarints(fields, TENSOR_DIMS);
+  const count = dims.reduce((product, dim) => product * dim, 1);
+  const raw = fields.find((field) => field.field === TENSOR_RAW_DATA);
+  let values: Float32Array;
+  if (raw) {
+    if (raw.payload.length !== count * 4) return undefined;
+    values = new Float32Array(count);
+    const view = new DataView(raw.payload.buffer, raw.payload.byteOffset, raw.payload.length);
+    for (let i = 0; i < count; i += 1) values[i] = view.getFloat32(i * 4, true);
+  } else {
+    const floats: number[] = [];
+    for (const field of fields) {
+      if (field.field !== TENSOR_FLOAT_DATA) continue;
+      if (field.wire === WireType.fixed32) floats.push(float32Of(field.payload));
+      else for (let at = 0; at + 4 <= field.payload.length; at += 4) floats.push(float32Of(field.payload.subarray(at)));
+    }
+    if (floats.length !== count) return undefined;
+    values = Float32Array.from(floats);
+  }
+  return { dims, values };
+}
+
+function encodeFloatTensor(name: string, tensor: FloatTensor): Uint8Array {
+  const raw = new Uint8Array(tensor.values.length * 4);
+  const view = new DataView(raw.buffer);
+  tensor.values.forEach((value, i) => view.setFloat32(i * 4, value, true));
+  return encodeMessage([
+    ...tensor.dims.map((dim) => varintField(TENSOR_DIMS, dim)),
+    varintField(TENSOR_DATA_TYPE, DATA_TYPE_FLOAT),
+    stringField(TENSOR_NAME, name),
+    bytesField(TENSOR_RAW_DATA, raw),
+  ]);
+}
+
+/** A model file's graph: its nodes in order, the float tensors by name, and the names of its outputs. */
+export class OnnxGraph {
+  nodes: GraphNode[];
+  readonly outputs: ReadonlySet<string>;
+  private readonly modelFields: WireField[];
+  private graphFields: WireField[];
+  private readonly initializers = new Map<string, FloatTensor | undefined>();
+  private readonly added = new Map<string, FloatTensor>();
+
+  private constructor(modelFields: WireField[], graphFields: WireField[]) {
+    this.modelFields = modelFields;
+    this.graphFields = graphFields.filter((field) => field.field !== GRAPH_NODE);
+    this.nodes = graphFields.filter((field) => field.field === GRAPH_NODE).map((field) => new GraphNode(decodeMessage(field.payload)));
+    const outputs = new Set<string>();
+    for (const field of graphFields) {
+      if (field.field === GRAPH_OUTPUT) {
+        const name = decodeMessage(field.payload).find((entry) => entry.field === VALUE_INFO_NAME);
+        if (name) outputs.add(textOf(name.payload));
+      } else if (field.field === GRAPH_INITIALIZER) {
+        const tensor = decodeMessage(field.payload);
+        const name = tensor.find((entry) => entry.field === TENSOR_NAME);
+        if (name) this.initializers.set(textOf(name.payload), decodeFloatTensor(tensor));
+      }
+    }
+    this.outputs = outputs;
+  }
+
+  static decode(bytes: Uint8Array): OnnxGraph {
+    try {
+      const model = decodeMessage(bytes);
+      const graphs = model.filter((field) => field.field === MODEL_GRAPH && field.wire === WireType.bytes);
+      if (graphs.length !== 1) throw new OnnxGraphError('the file has no single graph');
+      return new OnnxGraph(model, decodeMessage((graphs[0] as WireField).payload));
+    } catch (error) {
+      if (error instanceof WireFormatError) throw new OnnxGraphError(`not an ONNX model: ${error.message}`);
+      throw error;
+    }
+  }
+
+  /** The float tensor a name stands for: an initializer, a Constant node's value, or one added here. */
+  tensor(name: string): FloatTensor | undefined {
+    const added = this.added.get(name);
+    if (added) return added;
+    if (this.initializers.has(name)) return this.initializers.get(name);
+    return this.producer(name)?.constantValue();
+  }
+
+  producer(name: string): GraphNode | undefined {
+    return this.nodes.find((node) => node.outputs.includes(name));
+  }
+
+  /** Adds a float initializer under a name no node or tensor uses yet, and returns that name. */
+  addInitializer(wanted: string, tensor: FloatTensor): string {
+    let name = wanted;
+    for (let n = 1; this.isNameTaken(name); n += 1) name = `${wanted}_${n}`;
+    this.added.set(name, tensor);
+    return name;
+  }
+
+  private isNameTaken(name: string): boolean {
+    return (
+      this.added.has(name) ||
+      this.initializers.has(name) ||
+      this.nodes.some((node) => node.outputs.includes(name) || node.inputs.includes(name))
+    );
+  }
+
+  /** Drops Constant nodes and initializers that nothing reads any more (not those that are graph inputs too). */
+  removeUnusedConstants(): void {
+    const read = new Set(this.nodes.flatMap((node) => node.inputs));
+    const used = (name: string): boolean => read.has(name) || this.outputs.has(name);
+    this.nodes = this.nodes.filter((node) => node.opType !== 'Constant' || node.outputs.some(used));
+    const inputs = new Set(
+      this.graphFields
+        .filter((field) => field.field === GRAPH_INPUT)
+        .map((field) => decodeMessage(field.payload).find((entry) => entry.field === VALUE_INFO_NAME))
+        .map((name) => (name ? textOf(name.payload) : '')),
+    );
+    this.graphFields = this.graphFields.filter((field) => {
+      if (field.field !== GRAPH_INITIALIZER) return true;
+      const name = decodeMessage(field.payload).find((entry) => entry.field === TENSOR_NAME);
+      return !name || used(textOf(name.payload)) || inputs.has(textOf(name.payload));
+    });
+    for (const name of this.added.keys()) if (!used(name)) this.added.delete(name);
+  }
+
+  encode(): Uint8Array {
+    const graph = encodeMessage([
+      ...this.nodes.map((node) => bytesField(GRAPH_NODE, node.encode())),
+      ...this.graphFields,
+      ...[...this.added].map(([name, tensor]) => bytesField(GRAPH_INITIALIZER, encodeFloatTensor(name, tensor))),
+    ]);
+    return encodeMessage(this.modelFields.map((field) => (field.field === MODEL_GRAPH ? bytesField(MODEL_GRAPH, graph) : field)));
+  }
+}
