@@ -55,14 +55,14 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   signal?.throwIfAborted();
   await options.enterStep?.('layout');
   let start = performance.now();
-  const prepared = await prepareImage(bytes, { name: options.name, maxPixels: options.maxPixels });
+  // No binding keeps the page as decoded once a turned copy replaces it: a page read turned holds
+  // one raster while it is read, as the pixel budget counts it (pixel-budget.ts).
+  let { raster, ...decoded } = await prepareImage(bytes, { name: options.name, maxPixels: options.maxPixels });
   const decodeMs = performance.now() - start;
   signal?.throwIfAborted();
 
   start = performance.now();
-  const uploaded: UploadedLayout | null =
-    options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, prepared.raster) : null);
-  let raster = prepared.raster;
+  const uploaded: UploadedLayout | null = options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, raster) : null);
   let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(raster);
   // A page scanned upside down or sideways is laid out and read turned upright (recognition/page-turn.ts).
   let turn: PageTurn = 0;
@@ -94,7 +94,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   const page: PageResult = {
     schema: 'hwr.page-result/1',
     pageNumber: options.pageNumber,
-    image: prepared.source,
+    image: decoded.source,
     regions,
     producer: {
       software: 'hwr',
@@ -102,7 +102,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
       models: engine.modelsUsed(layoutBy, options.recognize),
     },
     ...(turn === 0 ? {} : { orientation: turn }),
-    warnings: [...prepared.warnings, ...(uploaded?.warnings ?? [])],
+    warnings: [...decoded.warnings, ...(uploaded?.warnings ?? [])],
     ...(uploaded ? { layoutSource: 'uploaded' as const } : {}),
   };
   const linesReadBy = { main: 0, screening: 0 };
