@@ -11,8 +11,6 @@ import { readFile } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { fuseElementwiseChains } from './graph/fuse-elementwise.ts';
-import { OnnxGraphError } from './graph/onnx-graph.ts';
-import { WireFormatError } from './graph/protobuf-wire.ts';
 
 export type InferenceRequest =
   | { kind: 'load'; id: number; file: string; threads: number }
@@ -34,22 +32,15 @@ export interface InferenceWorkerData {
 }
 
 /**
- * What onnxruntime loads: the model with its chains of elementwise operators fused
- * (graph/fuse-elementwise.ts: PP-OCRv4's run twice as fast), or the file itself where there are
- * none, or where it cannot be read as ONNX here (onnxruntime then says what is wrong with it).
+ * The model with its chains of elementwise operators fused (graph/fuse-elementwise.ts: PP-OCRv4
+ * runs twice as fast), or null where it has none or cannot be read here: the rewrite only saves
+ * time, so onnxruntime then loads the file itself (and says what is wrong with one it cannot load).
  */
-async function modelSource(file: string): Promise<string | Uint8Array> {
-  let bytes: Buffer;
+async function fusedModel(file: string): Promise<Uint8Array | null> {
   try {
-    bytes = await readFile(file);
+    return fuseElementwiseChains(await readFile(file))?.bytes ?? null;
   } catch {
-    return file;
-  }
-  try {
-    return fuseElementwiseChains(bytes)?.bytes ?? file;
-  } catch (error) {
-    if (error instanceof OnnxGraphError || error instanceof WireFormatError) return file;
-    throw error;
+    return null;
   }
 }
 
@@ -94,10 +85,16 @@ if (port) {
             // same speed (docs/recognition.md, "Threads and concurrency").
             enableMemPattern: false,
           };
-          const model = await modelSource(request.file);
-          session = await native(() =>
-            typeof model === 'string' ? ort.InferenceSession.create(model, options) : ort.InferenceSession.create(model, options),
-          );
+          const fused = await fusedModel(request.file);
+          session = await native(async () => {
+            if (fused)
+              try {
+                return await ort.InferenceSession.create(fused, options);
+              } catch {
+                // a rewrite onnxruntime does not take: the model as it is
+              }
+            return ort.InferenceSession.create(request.file, options);
+          });
         } catch (error) {
           return { id: request.id, kind: 'failed', code: 'model_invalid', message: (error as Error).message };
         }
