@@ -58,8 +58,13 @@ export class GraphNode {
   outputs: string[];
   private attributes: WireField[];
   private readonly rest: WireField[];
+  /** The bytes the node was read from and what they said, written back as they were while unchanged. */
+  private readonly original: { bytes: Uint8Array; signature: string } | null;
+  private attributesChanged = false;
 
-  constructor(fields: readonly WireField[]) {
+  /** `bytes`: a NodeProto as the file has it; none for a new node. */
+  constructor(bytes?: Uint8Array) {
+    const fields = bytes ? decodeMessage(bytes) : [];
     this.inputs = [];
     this.outputs = [];
     this.attributes = [];
@@ -78,10 +83,15 @@ export class GraphNode {
     }
     // Rewrites match operators of the default ONNX domain only.
     if (domain !== '' && domain !== 'ai.onnx') this.opType = `${domain}::${this.opType}`;
+    this.original = bytes ? { bytes, signature: this.signature() } : null;
+  }
+
+  private signature(): string {
+    return JSON.stringify([this.opType, this.inputs, this.outputs]);
   }
 
   static create(opType: string, inputs: readonly string[], outputs: readonly string[]): GraphNode {
-    const node = new GraphNode([]);
+    const node = new GraphNode();
     node.opType = opType;
     node.inputs = [...inputs];
     node.outputs = [...outputs];
@@ -111,6 +121,7 @@ export class GraphNode {
   }
 
   setFloatAttribute(name: string, value: number): void {
+    this.attributesChanged = true;
     this.attributes = this.attributes.filter((entry) => !hasName(decodeMessage(entry.payload), name));
     this.attributes.push(
       bytesField(
@@ -125,6 +136,7 @@ export class GraphNode {
   }
 
   encode(): Uint8Array {
+    if (this.original && !this.attributesChanged && this.signature() === this.original.signature) return this.original.bytes;
     return encodeMessage([
       ...this.inputs.map((name) => stringField(NODE_INPUT, name)),
       ...this.outputs.map((name) => stringField(NODE_OUTPUT, name)),
@@ -164,10 +176,16 @@ function decodeFloatTensor(fields: readonly WireField[]): FloatTensor | undefine
   return { dims, values };
 }
 
+/** ONNX stores raw tensor data little-endian. */
+const LITTLE_ENDIAN = new Uint8Array(Float32Array.of(1).buffer)[3] === 0x3f;
+
 function encodeFloatTensor(name: string, tensor: FloatTensor): Uint8Array {
   const raw = new Uint8Array(tensor.values.length * 4);
-  const view = new DataView(raw.buffer);
-  tensor.values.forEach((value, i) => view.setFloat32(i * 4, value, true));
+  if (LITTLE_ENDIAN) raw.set(new Uint8Array(tensor.values.buffer, tensor.values.byteOffset, raw.length));
+  else {
+    const view = new DataView(raw.buffer);
+    tensor.values.forEach((value, i) => view.setFloat32(i * 4, value, true));
+  }
   return encodeMessage([
     ...tensor.dims.map((dim) => varintField(TENSOR_DIMS, dim)),
     varintField(TENSOR_DATA_TYPE, DATA_TYPE_FLOAT),
@@ -184,11 +202,13 @@ export class OnnxGraph {
   private graphFields: WireField[];
   private readonly initializers = new Map<string, FloatTensor | undefined>();
   private readonly added = new Map<string, FloatTensor>();
+  /** Every tensor name the file uses, so that an added initializer takes a new one. */
+  private readonly names = new Set<string>();
 
   private constructor(modelFields: WireField[], graphFields: WireField[]) {
     this.modelFields = modelFields;
     this.graphFields = graphFields.filter((field) => field.field !== GRAPH_NODE);
-    this.nodes = graphFields.filter((field) => field.field === GRAPH_NODE).map((field) => new GraphNode(decodeMessage(field.payload)));
+    this.nodes = graphFields.filter((field) => field.field === GRAPH_NODE).map((field) => new GraphNode(field.payload));
     const outputs = new Set<string>();
     for (const field of graphFields) {
       if (field.field === GRAPH_OUTPUT) {
@@ -201,6 +221,8 @@ export class OnnxGraph {
       }
     }
     this.outputs = outputs;
+    for (const node of this.nodes) for (const name of [...node.inputs, ...node.outputs]) this.names.add(name);
+    for (const name of this.initializers.keys()) this.names.add(name);
   }
 
   static decode(bytes: Uint8Array): OnnxGraph {
@@ -230,17 +252,10 @@ export class OnnxGraph {
   /** Adds a float initializer under a name no node or tensor uses yet, and returns that name. */
   addInitializer(wanted: string, tensor: FloatTensor): string {
     let name = wanted;
-    for (let n = 1; this.isNameTaken(name); n += 1) name = `${wanted}_${n}`;
+    for (let n = 1; this.names.has(name); n += 1) name = `${wanted}_${n}`;
+    this.names.add(name);
     this.added.set(name, tensor);
     return name;
-  }
-
-  private isNameTaken(name: string): boolean {
-    return (
-      this.added.has(name) ||
-      this.initializers.has(name) ||
-      this.nodes.some((node) => node.outputs.includes(name) || node.inputs.includes(name))
-    );
   }
 
   /** Drops Constant nodes and initializers that nothing reads any more (not those that are graph inputs too). */

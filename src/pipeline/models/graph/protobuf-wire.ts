@@ -78,24 +78,24 @@ export function decodeMessage(bytes: Uint8Array): WireField[] {
 }
 
 export function encodeMessage(fields: readonly WireField[]): Uint8Array {
-  const parts: Uint8Array[] = [];
-  for (const { field, wire, payload } of fields) {
-    parts.push(writeVarint(field * 8 + wire));
-    if (wire === WireType.bytes) parts.push(writeVarint(payload.length));
-    parts.push(payload);
-  }
-  return concatBytes(parts);
-}
-
-function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  const keys = fields.map(({ field, wire }) => writeVarint(field * 8 + wire));
+  const lengths = fields.map(({ wire, payload }) => (wire === WireType.bytes ? writeVarint(payload.length) : EMPTY));
+  let size = 0;
+  fields.forEach((entry, i) => {
+    size += (keys[i] as Uint8Array).length + (lengths[i] as Uint8Array).length + entry.payload.length;
+  });
+  const out = new Uint8Array(size);
   let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
+  fields.forEach((entry, i) => {
+    for (const part of [keys[i] as Uint8Array, lengths[i] as Uint8Array, entry.payload]) {
+      out.set(part, offset);
+      offset += part.length;
+    }
+  });
   return out;
 }
+
+const EMPTY = new Uint8Array(0);
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const utf8Encoder = new TextEncoder();
