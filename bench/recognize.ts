@@ -12,6 +12,8 @@
 // worker processes pages. Tesseract runs once per page image, as its command line
 // does; its peak memory comes from GNU time (/usr/bin/time) when installed.
 // Threads: ORT_THREADS (default: all cores) for ours, tesseract's OpenMP default.
+// Model time: each model's runs in the inference worker (src/pipeline/models/onnx.ts's run totals),
+// per page and page kind, and the page's time outside them.
 // Main-thread hold: while ours runs the pages, perf_hooks' monitorEventLoopDelay (10 ms resolution)
 // records how long a timer waited past its time, i.e. how long a request to a process that also
 // serves HTTP (`hwr serve`) would wait behind page work: its longest wait and 99th percentile.
@@ -26,6 +28,7 @@ import { recognizePage, type StageTimings } from '../src/pipeline/recognize-page
 import { closeSharedEngines, sharedEngine } from '../src/pipeline/shared-engine.ts';
 import { defaultModelSpec } from '../src/pipeline/models/default-model.ts';
 import { builtinModelSpec } from '../src/pipeline/models/model-manifest.ts';
+import { modelRunTotals } from '../src/pipeline/models/onnx.ts';
 import { OcrEngine } from '../src/pipeline/ocr-engine.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
 import { markdownTable, megabytes } from './lib/table.ts';
@@ -37,6 +40,8 @@ interface OurPage {
   megapixels: number;
   lines: number;
   timings: StageTimings[];
+  /** Milliseconds of model runs in the inference worker per round, by model (OurRun.models' order). */
+  modelMs: number[];
 }
 
 interface OurRun {
@@ -45,6 +50,8 @@ interface OurRun {
   loadMs: number;
   pages: OurPage[];
   peakBytes: number;
+  /** The models run, by role, in the order of OurPage.modelMs. */
+  models: string[];
   /** Event-loop delay while the pages ran (after the warm-up page), in ms. */
   eventLoop: { maxMs: number; p99Ms: number };
 }
@@ -72,6 +79,19 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
   let started = performance.now();
   const engine = builtin ? await OcrEngine.load(builtinModelSpec(), config.recognition) : await sharedEngine(config.recognition);
   const loadMs = performance.now() - started;
+  const { spec } = engine;
+  const roles: [string, string | undefined][] = [
+    ['line segmenter', spec.segmentation?.file],
+    ['text detector', spec.detection.file],
+    [`main recognizer (${spec.recognitionSource.name})`, spec.recognition.file],
+    ['screening recognizer', spec.screening?.recognition.file],
+    ['direction classifier', spec.orientation?.file],
+  ];
+  const models = roles.filter((role): role is [string, string] => role[1] !== undefined);
+  const modelTotals = (): number[] => {
+    const totals = modelRunTotals();
+    return models.map(([, file]) => totals.get(file)?.ms ?? 0);
+  };
   const options = (name: string, pageNumber: number) => ({ name, pageNumber, maxPixels: config.limits.maxImagePixels, recognize: true });
   try {
     await recognizePage(engine, await readFile(pages[0].imagePath), options('warm-up', 0));
@@ -83,6 +103,7 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
       const timings: StageTimings[] = [];
       let lines = 0;
       let megapixels = 0;
+      const modelsBefore = modelTotals();
       for (let round = 0; round < rounds; round += 1) {
         started = performance.now();
         const result = await recognizePage(engine, bytes, options(page.name, index + 1));
@@ -90,7 +111,8 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
         lines = allLines(result.page).length;
         megapixels = (result.page.image.width * result.page.image.height) / 1e6;
       }
-      results.push({ name: page.name, kind: page.kind, megapixels, lines, timings });
+      const modelMs = modelTotals().map((ms, model) => (ms - (modelsBefore[model] as number)) / rounds);
+      results.push({ name: page.name, kind: page.kind, megapixels, lines, timings, modelMs });
     }
     delay.disable();
     const decoding = engine.decoders.main === 'beam' ? ', beam search' : '';
@@ -101,6 +123,7 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
       loadMs,
       pages: results,
       peakBytes: process.resourceUsage().maxRSS * 1024,
+      models: models.map(([role]) => role),
     };
   } finally {
     if (builtin) await engine.close();
@@ -231,7 +254,38 @@ async function main(): Promise<number> {
       ],
     ),
   );
+  console.log('');
+  console.log(modelTimeTable(ours, total));
   return 0;
+}
+
+/**
+ * Where our page time goes: each model's runs in the inference worker, and the rest (image
+ * decoding, cropping, CTC decoding with the language model, assembly), per page and by kind.
+ */
+function modelTimeTable(run: OurRun, pageMs: (page: OurPage) => number): string {
+  const kinds = ['all', ...new Set(run.pages.map((page) => page.kind))];
+  const pagesOf = (kind: string) => run.pages.filter((page) => kind === 'all' || page.kind === kind);
+  const perPage = (kind: string, value: (page: OurPage) => number): number => {
+    const chosen = pagesOf(kind);
+    return chosen.reduce((sum, page) => sum + value(page), 0) / Math.max(1, chosen.length);
+  };
+  const cell = (kind: string, value: (page: OurPage) => number): string => {
+    const ms = perPage(kind, value);
+    return `${ms.toFixed(0)} (${((100 * ms) / perPage(kind, pageMs)).toFixed(0)} %)`;
+  };
+  const modelSum = (page: OurPage) => page.modelMs.reduce((sum, ms) => sum + ms, 0);
+  return markdownTable(
+    ['ms per page (share of the page)', ...kinds.map((kind) => `${kind} pages`)],
+    [
+      ...run.models.map((role, model) => [role, ...kinds.map((kind) => cell(kind, (page) => page.modelMs[model] as number))]),
+      ['all model runs', ...kinds.map((kind) => cell(kind, modelSum))],
+      [
+        'outside the models (decoding, crops, CTC decoding, assembly)',
+        ...kinds.map((kind) => cell(kind, (page) => pageMs(page) - modelSum(page))),
+      ],
+    ],
+  );
 }
 
 function runChild(builtin: boolean): Promise<OurRun> {

@@ -21,7 +21,8 @@ export type InferenceRequest =
 
 export type InferenceReply =
   | { id: number; kind: 'loaded'; session: number; inputNames: string[]; outputNames: string[] }
-  | { id: number; kind: 'output'; data: Float32Array; dims: number[] }
+  /** `runMs`: how long onnxruntime's run took in the worker. */
+  | { id: number; kind: 'output'; data: Float32Array; dims: number[]; runMs: number }
   | { id: number; kind: 'released' }
   /** `code`: the PipelineError code the main thread raises; null: a plain Error. */
   | { id: number; kind: 'failed'; code: 'model_invalid' | 'model_mismatch' | null; message: string; stack?: string };
@@ -106,11 +107,13 @@ if (port) {
         const session = sessions.get(request.session);
         if (!session) throw new Error(`no inference session ${request.session} in the inference worker (released?)`);
         const input = new ort.Tensor('float32', request.data, request.dims);
+        const started = performance.now();
         const outputs = await native(() => session.run({ [session.inputNames[0]]: input }));
+        const runMs = performance.now() - started;
         const output = outputs[session.outputNames[0]];
         if (output.type !== 'float32')
           return { id: request.id, kind: 'failed', code: 'model_mismatch', message: `model output is ${output.type}, expected float32` };
-        return { id: request.id, kind: 'output', data: output.data as Float32Array, dims: [...output.dims] };
+        return { id: request.id, kind: 'output', data: output.data as Float32Array, dims: [...output.dims], runMs };
       }
       case 'release': {
         const session = sessions.get(request.session);

@@ -176,7 +176,11 @@ class WorkerSession implements InferenceSession {
       (id) => ({ kind: 'run', id, session: this.id, data, dims: [...input.dims] }),
       [data.buffer as ArrayBuffer],
     );
-    if (reply.kind === 'output') return { data: reply.data, dims: reply.dims };
+    if (reply.kind === 'output') {
+      const total = runTimes.get(this.file) ?? { runs: 0, ms: 0 };
+      runTimes.set(this.file, { runs: total.runs + 1, ms: total.ms + reply.runMs });
+      return { data: reply.data, dims: reply.dims };
+    }
     if (reply.kind === 'failed') {
       if (reply.code) throw new PipelineError(reply.code, reply.message);
       const error = new Error(reply.message);
@@ -214,6 +218,14 @@ class WorkerSession implements InferenceSession {
  */
 export function crashInferenceWorker(): void {
   host?.crash();
+}
+
+/** Model runs and their time in the inference worker, per model file, since the process started. */
+const runTimes = new Map<string, { runs: number; ms: number }>();
+
+/** A copy of the model run totals (bench/recognize.ts splits a page's time by model with it). */
+export function modelRunTotals(): Map<string, { runs: number; ms: number }> {
+  return new Map([...runTimes].map(([file, total]) => [file, { ...total }]));
 }
 
 export async function createSession(file: string, threads: number): Promise<InferenceSession> {
