@@ -2,10 +2,12 @@
 // spaces, bit depths, alpha, limits, corrupt input and multi-page files.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import sharp from 'sharp';
 import { PipelineError, type PipelineErrorCode } from '../../src/pipeline/errors.ts';
 import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
+import { frameForRect, sampleBilinear, samplePatch, type PatchFrame } from '../../src/pipeline/image/raster.ts';
 
 const options = { name: 'scan.img', maxPixels: 100_000_000 };
 
@@ -102,4 +104,52 @@ test('a multi-page TIFF is refused; a pyramid of reduced copies is read as its f
   assert.deepEqual([prepared.source.width, prepared.source.height, prepared.source.format], [1200, 1600, 'tiff']);
   assert.equal(prepared.warnings.length, 1);
   assert.match(prepared.warnings[0], /ignored \d+ reduced-resolution copies/);
+});
+
+test('an oriented patch is sampled as bilinear samples averaged over each output pixel, also past the page edge', async () => {
+  const page = await prepareImage(await readFile(new URL('../fixtures/pages/peraire_test_B.12.japon3_0048.jpg', import.meta.url)), {
+    name: 'peraire.jpg',
+    maxPixels: 1e9,
+  });
+  const image = page.raster;
+  // The reference: each output pixel the mean of an nx x ny grid of sampleBilinear samples.
+  const reference = (frame: PatchFrame, width: number, height: number): Float32Array => {
+    const out = new Float32Array(width * height * 3);
+    const nx = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.ux) - 0.25)));
+    const ny = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.uy) - 0.25)));
+    const rgb = new Float64Array(3);
+    for (let v = 0; v < height; v += 1)
+      for (let u = 0; u < width; u += 1) {
+        const sum = [0, 0, 0];
+        for (let sy = 0; sy < ny; sy += 1)
+          for (let sx = 0; sx < nx; sx += 1) {
+            const [x, y] = [u + (sx + 0.5) / nx, v + (sy + 0.5) / ny];
+            sampleBilinear(
+              image,
+              frame.origin[0] + x * frame.ux[0] + y * frame.uy[0],
+              frame.origin[1] + x * frame.ux[1] + y * frame.uy[1],
+              rgb,
+            );
+            for (let c = 0; c < 3; c += 1) sum[c] += rgb[c] as number;
+          }
+        for (let c = 0; c < 3; c += 1) out[(v * width + u) * 3 + c] = (sum[c] as number) * (1 / (nx * ny));
+      }
+    return out;
+  };
+  const rects = [
+    { cx: 900, cy: 700, width: 1200, height: 90, angle: 0.03 }, // a line, shrunk about 3 times
+    { cx: 400, cy: 1500, width: 300, height: 40, angle: -0.4 }, // tilted
+    { cx: 30, cy: 20, width: 500, height: 160, angle: 0.2 }, // past the top-left corner: white there
+    { cx: image.width - 10, cy: image.height - 5, width: 90, height: 30, angle: Math.PI }, // past the far corner, upside down
+    { cx: 1200, cy: 900, width: 60, height: 20, angle: 1.1 }, // enlarged: one sample a pixel
+  ];
+  const ink = (patch: Float32Array) => patch.some((value) => value < 120);
+  for (const rect of rects) {
+    const [width, height] = [Math.max(8, Math.round(rect.width / 3)), 32];
+    const frame = frameForRect(rect, width, height);
+    const patch = samplePatch(image, frame, width, height);
+    assert.deepEqual(patch, reference(frame, width, height), JSON.stringify(rect));
+    if (rect === rects[0]) assert.ok(ink(patch), 'the line holds ink');
+    if (rect.cx < 100 || rect.cx > image.width - 100) assert.ok(patch.includes(255), 'white past the page edge');
+  }
 });
