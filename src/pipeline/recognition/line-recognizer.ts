@@ -111,9 +111,15 @@ export class LineRecognizer {
       (piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)),
       pause,
     );
-    const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
-    const decode = decoder === 'greedy' ? this.greedy : this.decoderFor(scored);
-    const read = await mapInSlices(scored, (frames) => placeCharacters(frames, decode), pause);
+    let read: PlacedCharacter[][];
+    const languageModels = decoder === 'beam' ? this.languageModels : null;
+    if (!languageModels) {
+      read = await scoreCrops(this.session, this.spec, this.classes, crops, gate, (frames) => placeCharacters(frames, this.greedy));
+    } else {
+      const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
+      const decode = this.decoderFor(scored, languageModels);
+      read = await mapInSlices(scored, (frames) => placeCharacters(frames, decode), pause);
+    }
     const minGap = this.spec.spacesFromGaps;
     return crops.map((crop, index) => ({
       // Character positions are crop columns; the reported frame maps the same columns onto the
@@ -128,12 +134,10 @@ export class LineRecognizer {
   }
 
   /**
-   * Greedy decoding, or beam search with the language model; with several (`model: "auto"`),
-   * the one under which these lines' greedy reading is most likely (decoding/page-language.ts).
+   * Beam search with the language model; with several (`model: "auto"`), the one under which
+   * these lines' greedy reading is most likely (decoding/page-language.ts).
    */
-  private decoderFor(scored: readonly CropScores[]): CtcDecoder {
-    const loaded = this.languageModels;
-    if (!loaded) return this.greedy;
+  private decoderFor(scored: readonly CropScores[], loaded: LoadedLanguageModels): CtcDecoder {
     let language = loaded.models.keys().next().value as string;
     if (loaded.models.size > 1) {
       const firstReading = scored.map((frames) =>
