@@ -206,6 +206,8 @@ class BackoffModel implements CharNgramModel {
   private readonly ngrams: PackedTable;
   private readonly backoff: PackedTable;
   private readonly unknown: number;
+  private readonly indices: Int32Array;
+  private readonly suffixKeys: Float64Array;
 
   constructor(order: number, boundary: string, coder: SymbolCoder, ngrams: PackedTable, backoff: PackedTable, unknown: number) {
     this.order = order;
@@ -214,6 +216,8 @@ class BackoffModel implements CharNgramModel {
     this.ngrams = ngrams;
     this.backoff = backoff;
     this.unknown = unknown;
+    this.indices = new Int32Array(order);
+    this.suffixKeys = new Float64Array(order + 1);
   }
 
   // Not cached here: the beam search's state machine (lm-states.ts) keeps what it asked. A memo of
@@ -230,13 +234,23 @@ class BackoffModel implements CharNgramModel {
    * never stored, so it collects every weight and ends at `unknown`.
    */
   private lookUp(context: string, char: string): number {
-    const indices = Array.from(context, (symbol) => this.coder.indexOf(symbol));
-    const start = indices.lastIndexOf(0) + 1;
+    // Reused buffers (a model is only read from one thread): look-ups are the beam search's
+    // innermost call, and two arrays a call were a share of its garbage.
+    const indices = this.indices;
+    let length = 0;
+    for (const symbol of context) indices[length++] = this.coder.indexOf(symbol);
+    let start = 0;
+    for (let i = length - 1; i >= 0; i -= 1)
+      if (indices[i] === 0) {
+        start = i + 1;
+        break;
+      }
     const charIndex = this.coder.indexOf(char);
     const { radix } = this.coder;
-    // suffixKeys[i]: the key of indices[i..], built from the end
-    const suffixKeys = new Array<number>(indices.length + 1).fill(0);
-    for (let i = indices.length - 1, place = 1; i >= start; i -= 1, place *= radix) {
+    // suffixKeys[i]: the key of indices[i..length), built from the end
+    const suffixKeys = this.suffixKeys;
+    suffixKeys.fill(0, 0, length + 1);
+    for (let i = length - 1, place = 1; i >= start; i -= 1, place *= radix) {
       suffixKeys[i] = (suffixKeys[i + 1] as number) + (indices[i] as number) * place;
     }
     let total = 0;
@@ -246,7 +260,7 @@ class BackoffModel implements CharNgramModel {
         const value = this.ngrams.get(contextKey * radix + charIndex);
         if (value !== undefined) return total + value;
       }
-      if (i === indices.length) return total + this.unknown;
+      if (i === length) return total + this.unknown;
       total += this.backoff.get(contextKey) ?? 0;
     }
   }
