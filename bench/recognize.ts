@@ -90,7 +90,7 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
   const models = roles.filter((role): role is [string, string] => role[1] !== undefined);
   const modelTotals = (): number[] => {
     const totals = modelRunTotals();
-    return models.map(([, file]) => totals.get(file)?.ms ?? 0);
+    return models.map(([, file]) => totals.get(file) ?? 0);
   };
   const options = (name: string, pageNumber: number) => ({ name, pageNumber, maxPixels: config.limits.maxImagePixels, recognize: true });
   try {

@@ -73,20 +73,8 @@ export function samplePatch(image: RgbImage, frame: PatchFrame, width: number, h
   const { data, width: pageWidth, height: pageHeight } = image;
   const row = pageWidth * 3;
   const [ox, oy] = frame.origin;
-  const alongX = new Float64Array(width * nx * 2);
-  for (let u = 0; u < width; u += 1)
-    for (let sx = 0; sx < nx; sx += 1) {
-      const fu = u + (sx + 0.5) / nx;
-      alongX[(u * nx + sx) * 2] = fu * frame.ux[0];
-      alongX[(u * nx + sx) * 2 + 1] = fu * frame.ux[1];
-    }
-  const alongY = new Float64Array(height * ny * 2);
-  for (let v = 0; v < height; v += 1)
-    for (let sy = 0; sy < ny; sy += 1) {
-      const fv = v + (sy + 0.5) / ny;
-      alongY[(v * ny + sy) * 2] = fv * frame.uy[0];
-      alongY[(v * ny + sy) * 2 + 1] = fv * frame.uy[1];
-    }
+  const alongX = subSampleOffsets(width, nx, frame.ux);
+  const alongY = subSampleOffsets(height, ny, frame.uy);
   for (let v = 0; v < height; v += 1) {
     for (let u = 0; u < width; u += 1) {
       let r = 0;
@@ -122,6 +110,21 @@ export function samplePatch(image: RgbImage, frame: PatchFrame, width: number, h
     }
   }
   return out;
+}
+
+/**
+ * The page-space offsets of each sub-sample along one patch axis, as [x, y] pairs: (i + (s + 0.5) / n)
+ * times the axis's step, for output pixel i < `count` and sub-sample s < `n`.
+ */
+function subSampleOffsets(count: number, n: number, step: readonly [number, number]): Float64Array {
+  const offsets = new Float64Array(count * n * 2);
+  for (let i = 0; i < count; i += 1)
+    for (let s = 0; s < n; s += 1) {
+      const f = i + (s + 0.5) / n;
+      offsets[(i * n + s) * 2] = f * step[0];
+      offsets[(i * n + s) * 2 + 1] = f * step[1];
+    }
+  return offsets;
 }
 
 /** One channel of a bilinear sample whose four pixels are not all on the page (white outside). */

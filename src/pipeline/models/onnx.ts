@@ -177,8 +177,7 @@ class WorkerSession implements InferenceSession {
       [data.buffer as ArrayBuffer],
     );
     if (reply.kind === 'output') {
-      const total = runTimes.get(this.file) ?? { runs: 0, ms: 0 };
-      runTimes.set(this.file, { runs: total.runs + 1, ms: total.ms + reply.runMs });
+      runTimes.set(this.file, (runTimes.get(this.file) ?? 0) + reply.runMs);
       return { data: reply.data, dims: reply.dims };
     }
     if (reply.kind === 'failed') {
@@ -220,12 +219,12 @@ export function crashInferenceWorker(): void {
   host?.crash();
 }
 
-/** Model runs and their time in the inference worker, per model file, since the process started. */
-const runTimes = new Map<string, { runs: number; ms: number }>();
+/** Milliseconds of model runs in the inference worker, per model file, since the process started. */
+const runTimes = new Map<string, number>();
 
-/** A copy of the model run totals (bench/recognize.ts splits a page's time by model with it). */
-export function modelRunTotals(): Map<string, { runs: number; ms: number }> {
-  return new Map([...runTimes].map(([file, total]) => [file, { ...total }]));
+/** A copy of the model run times (bench/recognize.ts splits a page's time by model with it). */
+export function modelRunTotals(): Map<string, number> {
+  return new Map(runTimes);
 }
 
 export async function createSession(file: string, threads: number): Promise<InferenceSession> {
