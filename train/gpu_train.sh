@@ -20,6 +20,7 @@
 #   bash train/gpu_train.sh stage                                         # device calls 1 and 2, carrying stage1, stage2
 #   RECIPE=finetune-v3 bash train/gpu_train.sh start 540                  # call 3, carrying stage3: unpacks, trains on it
 # MAX_BATCH, BATCH_WIDTH: the fine-tune's batches (at most this many lines, this many source columns; 48 and 36000 by default)
+# TIME_LOADER=1: before training, one epoch of batches made without the model (14 workers): the lines a second the supply gives
 # DATA: the compact copy (default .cache-gpu/htr32, or the staged copy when parts were carried); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
 # that proves the rebuilt checkpoint (python, the GPU machine's; node here); TRAIN_EXTRA: more
 # train.py options, last (they win), e.g. for a smoke test on a CPU:
@@ -63,6 +64,11 @@ finetune_arm() {  # ARM: real (the real lines) or synth (plus the synthetic ones
 recipe_finetune_v3() {
   "$PY" train/checkpoint_from_onnx.py --model models/hwr-htr-v3 --out $RUN/init.pt --dataset "$DATA" --cache /tmp/cache \
     --check-in "${CHECK_IN:-python}" --threads 8 || return 1
+  # TIME_LOADER=1: first one epoch of batches without the model, with the training's 14 workers (about 20 s; docs/training.md, "v3.3")
+  if [ "${TIME_LOADER:-0}" = 1 ]; then
+    train_on loader $RUN/init.pt 0 1 14 --time-loader && grep "^loader:" $RUN/loader/train.log
+    rm -rf $RUN/loader  # not an arm: nothing of it goes back but that line, in train.log
+  fi
   local arms=(${ARMS:-real})
   case " ${arms[*]} " in *" synth "*)
     "$PY" train/synth_lines.py --dataset "$DATA" --out /tmp/synth --lines "${SYNTH_LINES:-8000}" --fonts "$FONTS"/* --workers 14 || return 1

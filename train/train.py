@@ -90,6 +90,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="with --max-minutes: the rest of the LR schedule is also driven by the clock, so that it ends at the deadline "
         "(on a shared CPU the epoch time varies threefold); the stop then validates the partial epoch",
     )
+    p.add_argument(
+        "--time-loader",
+        action="store_true",
+        help="make one epoch of training batches (--workers, --max-batch, --batch-width) without the model, print the lines a second, "
+        "and stop: whether the batches' supply bounds an epoch (docs/training.md, 'v3.3')",
+    )
     return p.parse_args(argv)
 
 
@@ -381,6 +387,10 @@ def main(argv: list[str]) -> None:
         )
         yield from zip(range(start, len(batches)), loader)
 
+    if getattr(args, "time_loader", False):
+        time_loader(width_batches(train_lines, args.batch_width, args.max_batch, seed=args.seed * 1000 + epoch), epoch_batches, epoch, workers)
+        return
+
     model.train()
     while epoch < args.epochs:
         batches = width_batches(train_lines, args.batch_width, args.max_batch, seed=args.seed * 1000 + epoch)
@@ -454,6 +464,21 @@ def main(argv: list[str]) -> None:
         if args.max_minutes and (time.time() - run_started) / 60 >= args.max_minutes:
             print("stopping: --max-minutes reached at an epoch boundary", flush=True)
             return
+
+
+def time_loader(batches: list[list[int]], epoch_batches, epoch: int, workers: int) -> None:
+    started = time.time()
+    first_batch = None
+    lines = 0
+    for _, batch in epoch_batches(batches, epoch, 0):
+        lines += len(batch.texts)
+        if first_batch is None:
+            first_batch = time.time() - started
+    seconds = time.time() - started
+    print(
+        f"loader: {lines} lines in {len(batches)} batches, {seconds:.1f} s ({lines / seconds:.0f} lines/s; the first batch after {first_batch:.1f} s), {workers} workers",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

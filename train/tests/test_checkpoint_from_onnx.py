@@ -157,6 +157,21 @@ class CheckpointFromOnnxTest(support.TinyDatasetCase):
         self.assertEqual(best["meta"]["initialised_from"]["checkpoint"], str(checkpoint))
         self.assertEqual(best["meta"]["initialised_from"]["epochs"], 3)
 
+    def test_time_loader_makes_one_epoch_of_batches_and_trains_nothing(self) -> None:
+        for workers in ("0", "1"):
+            run = self.root / f"loader-{workers}"
+            with captured_output() as printed:
+                train.main(
+                    ["--dataset", str(self.dataset), "--cache", str(self.cache), "--run", str(run), "--epochs", "2", "--threads", "1",
+                     "--max-batch", "4", "--workers", workers, "--time-loader"]
+                )  # fmt: skip
+            line = next(text for text in printed.getvalue().splitlines() if text.startswith("loader:"))
+            # every training line once, in width batches of at most 4 lines
+            self.assertRegex(line, rf"^loader: {len(self.train_lines)} lines in 2 batches, [0-9.]+ s \([0-9]+ lines/s; .*\), {workers} workers$")
+            self.assertNotIn("epoch 1 done", printed.getvalue())
+            self.assertFalse((run / "best.pt").exists())
+            self.assertFalse((run / "snapshot-001.pt").exists())
+
 
 if __name__ == "__main__":
     unittest.main()
