@@ -20,6 +20,8 @@
 #   bash train/gpu_train.sh stage                                         # device calls 1 and 2, carrying stage1, stage2
 #   RECIPE=finetune-v3 bash train/gpu_train.sh start 540                  # call 3, carrying stage3: unpacks, trains on it
 # MAX_BATCH, BATCH_WIDTH: the fine-tune's batches (at most this many lines, this many source columns; 48 and 36000 by default)
+# RECURRENT_HIDDEN: the fine-tune's LSTM units a direction (v3's 192 by default); more widens the shipped model's head
+#   without changing what it computes (widen.py: the new units start with zero weights out), so the run starts at v3
 # TIME_LOADER=1: before training, one epoch of batches made without the model (14 workers): the lines a second the supply gives
 # DATA: the compact copy (default .cache-gpu/htr32, or the staged copy when parts were carried); FONTS: the folder of carried font files; CHECK_IN: the onnxruntime
 # that proves the rebuilt checkpoint (python, the GPU machine's; node here); TRAIN_EXTRA: more
@@ -29,7 +31,7 @@
 #
 # Each call copies the log, the CSVs and the best checkpoints without optimizer state (best-slim.pt, or
 # best-slim-ARM.pt and log-ARM.csv per arm: what eval_decoding.py and export_onnx.py need) to $OUT, so a lost
-# machine loses at most one call.
+# machine loses at most one call (`send` below: large files in parts, within the tool's limits).
 set -u
 RUN=${RUN:-/tmp/hwr-run}
 PY=${PY:-python3}
@@ -50,7 +52,7 @@ train_on() {  # DIR INIT LR MINUTES WORKERS [train.py options]: one run on from 
   shift 5
   mkdir -p $RUN/$dir
   "$PY" train/train.py --dataset "$DATA" --cache /tmp/cache --run $RUN/$dir --init-from "$init" "$@" \
-    --recurrent-layers 2 --recurrent-hidden 192 --dropout 0.25 --width-stride 2 --lr "$lr" \
+    --recurrent-layers 2 --recurrent-hidden "${RECURRENT_HIDDEN:-192}" --dropout 0.25 --width-stride 2 --lr "$lr" \
     --max-batch "${MAX_BATCH:-48}" --batch-width "${BATCH_WIDTH:-36000}" --epochs 400 --max-minutes "$minutes" --anneal-by-deadline \
     --checkpoint-minutes 3 --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$dir/train.log 2>&1
 }
@@ -173,19 +175,32 @@ torch.save(state, sys.argv[2])
 print(sys.argv[2], "epoch", state.get("epochs_done"), "val CER", state.get("val_cer"))
 EOF
 }
-cp $RUN/train.log "$OUT"/ 2>/dev/null
-if [ -f $RUN/log.csv ]; then  # a one-run recipe (v3)
-  cp $RUN/log.csv "$OUT"/
-  slim $RUN/best.pt "$OUT/best-slim.pt"
-fi
-keep_snapshots=3
-[ "$(ls -d $RUN/*/ 2>/dev/null | wc -l)" -gt 1 ] && keep_snapshots=1
-for dir in $RUN/*/; do  # the arms of finetune-v3
-  arm=$(basename "$dir")
-  [ -f "$dir/log.csv" ] && cp "$dir/log.csv" "$OUT/log-$arm.csv"
-  slim "$dir/best.pt" "$OUT/best-slim-$arm.pt"
-  # the last snapshots (train.py --snapshot-every), for the mean of checkpoints here (average_checkpoints.py): three
-  # of one arm, one of each of two, so that with best-slim and the logs a call brings back at most 8 files and 64 MiB
-  for snap in $(ls "$dir"/snapshot-*.pt 2>/dev/null | tail -n "$keep_snapshots"); do cp "$snap" "$OUT/$arm-$(basename "$snap")"; done
+# A call brings back at most 8 files of 16 MiB each, 64 MiB in all (the device tool's limits): a file over 15 MiB (a
+# checkpoint of a head wider than v3's) goes in parts, NAME.part0, NAME.part1 ... (here: cat NAME.part? > NAME), and
+# what would pass the limits stays behind, said in the output. Logs first, then the bests, then the newest snapshots.
+sent_files=0 sent_bytes=0 part_bytes=$((15 * 1048576))
+send() {  # FILE NAME
+  [ -f "$1" ] || return 0
+  local size parts
+  size=$(stat -c %s "$1")
+  parts=$(( (size + part_bytes - 1) / part_bytes ))
+  [ "$parts" -ge 1 ] || parts=1
+  if [ $((sent_files + parts)) -gt 8 ] || [ $((sent_bytes + size)) -gt $((62 * 1048576)) ]; then
+    echo "not sent (a call's limits): $2"
+    return 0
+  fi
+  if [ "$parts" = 1 ]; then cp "$1" "$OUT/$2"; else split -b $part_bytes -d -a 1 "$1" "$OUT/$2.part"; fi
+  sent_files=$((sent_files + parts)) sent_bytes=$((sent_bytes + size))
+}
+send $RUN/train.log train.log
+send $RUN/log.csv log.csv  # a one-run recipe (v3)
+slim $RUN/best.pt $RUN/best-slim.pt && send $RUN/best-slim.pt best-slim.pt
+arms=()
+for dir in $RUN/*/; do [ -f "$dir/log.csv" ] && arms+=("$(basename "$dir")"); done  # the arms of finetune-v3, and cont
+for arm in "${arms[@]}"; do send "$RUN/$arm/log.csv" "log-$arm.csv"; done
+for arm in "${arms[@]}"; do slim "$RUN/$arm/best.pt" "$RUN/$arm/best-slim.pt" && send "$RUN/$arm/best-slim.pt" "best-slim-$arm.pt"; done
+# the last snapshots (train.py --snapshot-every), for the mean of checkpoints here (average_checkpoints.py), newest first
+for arm in "${arms[@]}"; do
+  for snap in $(ls -r "$RUN/$arm"/snapshot-*.pt 2>/dev/null | head -n 3); do send "$snap" "$arm-$(basename "$snap")"; done
 done
 ls -la "$OUT"

@@ -28,6 +28,7 @@ from batches import make_batch, pixel_statistics  # noqa: E402
 from data import ImageStore, build_charset, ensure_extracted, read_split, save_json, width_batches, write_charset  # noqa: E402
 from metrics import ErrorRate, greedy_decode  # noqa: E402
 from model import CRNN, ModelConfig, count_parameters  # noqa: E402
+from widen import recurrent_units, widen_recurrent_head  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CSV_FIELDS = ["epoch", "steps", "train_loss", "val_loss", "val_cer", "val_wer", "lr", "epoch_seconds", "elapsed_seconds"]
@@ -54,7 +55,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=Path,
         default=None,
         help="start a new run from this checkpoint's weights (same charset, normalisation and layer shapes; "
-        "the width stride may differ) with a fresh optimizer and schedule",
+        "the width stride may differ; a larger --recurrent-hidden widens its LSTM head without changing its output, widen.py) "
+        "with a fresh optimizer and schedule",
     )
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--weight-decay", type=float, default=1e-4)
@@ -248,6 +250,7 @@ def main(argv: list[str]) -> None:
             print(f"note: --init-from was trained on another release of the dataset ({init_state['meta']['dataset_digest']})", flush=True)
         if not args.limit_train and charset != build_charset(train_lines):
             raise SystemExit("--init-from has another charset than this training set")
+        init_cfg = ModelConfig.from_dict(init_state["model_config"])
         cfg = ModelConfig.from_dict(
             {
                 **init_state["model_config"],
@@ -306,11 +309,17 @@ def main(argv: list[str]) -> None:
     model = CRNN(cfg).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     if init_state is not None:
+        init_weights = init_state["model"]
+        if init_cfg.recurrent_layers and cfg.recurrent_layers == init_cfg.recurrent_layers and recurrent_units(cfg) > recurrent_units(init_cfg):
+            # a wider LSTM head that starts out computing exactly what the checkpoint computes (widen.py)
+            init_weights = widen_recurrent_head(init_weights, init_cfg, recurrent_units(cfg), torch.Generator().manual_seed(args.seed))
+            meta["initialised_from"]["widened_recurrent_units"] = [recurrent_units(init_cfg), recurrent_units(cfg)]
+            print(f"widened the LSTM head from {recurrent_units(init_cfg)} to {recurrent_units(cfg)} units a direction", flush=True)
         # every layer of the checkpoint must fit; only layers it does not have (an added LSTM) start fresh
-        missing, unexpected = model.load_state_dict({k: v.to(device) for k, v in init_state["model"].items()}, strict=False)
+        missing, unexpected = model.load_state_dict({k: v.to(device) for k, v in init_weights.items()}, strict=False)
         if unexpected or any(not key.startswith("recurrent.") for key in missing):
             raise SystemExit(f"--init-from does not fit this model: missing {missing}, unexpected {unexpected}")
-        del init_state
+        del init_state, init_weights
     epoch, position, best_cer, elapsed_before = 0, 0, float("inf"), 0.0
     schedule_reached = 0.0  # the schedule never goes back, even when a resume lengthens it
     if state is not None:

@@ -1,0 +1,84 @@
+"""A trained recognizer's BiLSTM head made wider without changing what it computes (Net2Net's idea, with zeros).
+
+Each LSTM layer keeps its units and gets new ones. Every weight *into* a new unit (from the layer's input and from
+the recurrent state) starts small and random, so the new units are alive from the first step; every weight *out of*
+a new unit (the old units' recurrent weights from it, the next layer's input weights from it, the classifier's
+weights from it) starts at zero. The old units then see exactly what they saw before, and the classifier reads
+exactly what it read: the wider model's output is the narrower one's (in train mode too, but for dropout's random
+masks: the LSTM has no batch norm). The first step's gradient reaches the zero outgoing weights (the new units' outputs are not zero), and
+from the second step on the new units' own weights learn too.
+
+Only the non-residual head is widened (the LSTM's 2 x units outputs go straight to the classifier, as in v3): where
+the LSTM's output is added to the convolutional features, a wider LSTM would no longer fit that sum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from model import ModelConfig
+
+GATES = 4  # PyTorch's LSTM stacks the input, forget, cell and output gates' rows in this order
+
+
+def recurrent_units(cfg: ModelConfig) -> int:
+    return cfg.recurrent_hidden or cfg.hidden // 2
+
+
+def is_residual(cfg: ModelConfig) -> bool:
+    return cfg.recurrent_layers > 0 and 2 * recurrent_units(cfg) == cfg.hidden
+
+
+def widen_recurrent_head(state: dict[str, torch.Tensor], old: ModelConfig, units: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """`state` (a CRNN's state_dict with config `old`) with each BiLSTM direction widened to `units` units."""
+    before = recurrent_units(old)
+    if old.recurrent_layers == 0:
+        raise ValueError("the checkpoint has no LSTM head to widen")
+    if units < before:
+        raise ValueError(f"cannot narrow the LSTM head from {before} to {units} units")
+    if is_residual(old) or 2 * units == old.hidden:
+        raise ValueError("only a non-residual LSTM head can be widened (its 2 x units outputs go straight to the classifier)")
+    bound = 1 / math.sqrt(units)  # PyTorch's own initialisation of an LSTM of this size
+
+    def fresh(*shape: int) -> torch.Tensor:
+        return (torch.rand(*shape, generator=generator) * 2 - 1) * bound
+
+    def old_unit_rows() -> torch.Tensor:
+        """Row indices, in the wider layer's gate-stacked rows, of the old units."""
+        return torch.cat([torch.arange(before) + gate * units for gate in range(GATES)])
+
+    def bidirectional_columns() -> torch.Tensor:
+        """Column indices, in an input of 2 x units (forward then backward outputs), of the old 2 x before outputs."""
+        return torch.cat([torch.arange(before), torch.arange(before) + units])
+
+    widened = dict(state)
+    for layer in range(old.recurrent_layers):
+        for suffix in ("", "_reverse"):
+            name = f"recurrent.{{}}_l{layer}{suffix}"
+            weight_ih, weight_hh = state[name.format("weight_ih")], state[name.format("weight_hh")]
+            inputs = weight_ih.shape[1] if layer == 0 else 2 * units
+            new_ih = fresh(GATES * units, inputs).to(weight_ih.dtype)
+            new_hh = fresh(GATES * units, units).to(weight_hh.dtype)
+            rows = old_unit_rows()
+            # the old units' rows: their old weights, and zero from every new input or new unit
+            new_ih[rows] = 0
+            new_hh[rows] = 0
+            if layer == 0:
+                new_ih[rows] = weight_ih
+            else:
+                new_ih[rows.unsqueeze(1), bidirectional_columns().unsqueeze(0)] = weight_ih
+            new_hh[rows.unsqueeze(1), torch.arange(before).unsqueeze(0)] = weight_hh
+            widened[name.format("weight_ih")] = new_ih
+            widened[name.format("weight_hh")] = new_hh
+            for bias in ("bias_ih", "bias_hh"):
+                old_bias = state[name.format(bias)]
+                new_bias = fresh(GATES * units).to(old_bias.dtype)
+                new_bias[rows] = old_bias
+                widened[name.format(bias)] = new_bias
+    classifier = state["classifier.weight"]  # classes, 2 x before, 1
+    new_classifier = torch.zeros(classifier.shape[0], 2 * units, classifier.shape[2], dtype=classifier.dtype)
+    new_classifier[:, bidirectional_columns()] = classifier
+    widened["classifier.weight"] = new_classifier
+    return widened
