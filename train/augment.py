@@ -38,27 +38,33 @@ def geometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     theta[:, 1, 2] = yshift
     grid = F.affine_grid(theta, [n, 1, h, w], align_corners=False)
 
-    # elastic: random displacements on a coarse lattice (one knot per ~16 px), smoothly upsampled
-    elastic = _chance(g, n, 0.6).float().view(n, 1, 1, 1)
+    # elastic: random displacements on a coarse lattice (one knot per ~16 px), smoothly upsampled; every line draws its
+    # lattice, only the lines chosen for it are displaced (the upsampling is most of the cost)
+    elastic = _chance(g, n, 0.6)
     amplitude = _uniform(g, n, 0.5, 2.2).view(n, 1, 1, 1)  # pixels
     coarse = torch.randn(n, 2, max(2, h // 16), max(2, w // 16), generator=g)
-    field = F.interpolate(coarse, size=(h, w), mode="bicubic", align_corners=False)
-    field = field * amplitude * elastic
-    field = torch.stack([field[:, 0] * (2.0 / w), field[:, 1] * (2.0 / h)], dim=-1)
-    return F.grid_sample(x - 1.0, grid + field, mode="bilinear", padding_mode="zeros", align_corners=False) + 1.0
+    chosen = torch.nonzero(elastic).flatten()
+    if len(chosen):
+        field = F.interpolate(coarse[chosen], size=(h, w), mode="bicubic", align_corners=False) * amplitude[chosen]
+        grid[chosen, :, :, 0] += field[:, 0] * (2.0 / w)
+        grid[chosen, :, :, 1] += field[:, 1] * (2.0 / h)
+    return F.grid_sample(x - 1.0, grid, mode="bilinear", padding_mode="zeros", align_corners=False) + 1.0
 
 
 def stroke_width(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     """Thicker ink (min filter) or thinner ink (max filter) on some lines."""
-    n = x.shape[0]
-    draw = torch.rand(n, generator=g)
-    thicker = -F.max_pool2d(-x, 3, stride=1, padding=1)
-    thinner = F.max_pool2d(x, 3, stride=1, padding=1)
-    # a full 3x3 max erases thin strokes; blend halfway so thin pens survive
-    thinner = 0.5 * (x + thinner)
-    pick_thick = (draw < 0.2).view(n, 1, 1, 1)
-    pick_thin = ((draw >= 0.2) & (draw < 0.35)).view(n, 1, 1, 1)
-    return torch.where(pick_thick, thicker, torch.where(pick_thin, thinner, x))
+    draw = torch.rand(x.shape[0], generator=g)
+    thick = torch.nonzero(draw < 0.2).flatten()
+    thin = torch.nonzero((draw >= 0.2) & (draw < 0.35)).flatten()
+    if not len(thick) and not len(thin):
+        return x
+    out = x.clone()
+    if len(thick):
+        out[thick] = -F.max_pool2d(-x[thick], 3, stride=1, padding=1)
+    if len(thin):
+        # a full 3x3 max erases thin strokes; blend halfway so thin pens survive
+        out[thin] = 0.5 * (x[thin] + F.max_pool2d(x[thin], 3, stride=1, padding=1))
+    return out
 
 
 def blur(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:

@@ -1,0 +1,82 @@
+"""augment.py: the elastic displacement and the stroke-width change are computed only for the lines drawn for them,
+and give bit for bit what the straightforward whole-batch form gives (every line computed, the others masked out),
+so that the training runs before and after the change see the same batches for the same seeds. Real handwritten
+lines from the repository's fixtures (support.py), padded into one batch at the 64 px source height."""
+
+from __future__ import annotations
+
+import unittest
+
+import support  # noqa: F401  (puts train/ on sys.path)
+
+import torch
+import torch.nn.functional as F
+
+import augment
+
+
+def whole_batch_geometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    n, _, h, w = x.shape
+    shear = augment._uniform(g, n, -0.45, 0.45) * augment._chance(g, n, 0.8)
+    rotation = augment._uniform(g, n, -0.015, 0.015)
+    yscale = augment._uniform(g, n, 0.85, 1.12)
+    yshift = augment._uniform(g, n, -0.08, 0.08)
+    theta = torch.zeros(n, 2, 3)
+    theta[:, 0, 0] = 1.0
+    theta[:, 0, 1] = shear * (h / w)
+    theta[:, 1, 0] = rotation * (w / h)
+    theta[:, 1, 1] = 1.0 / yscale
+    theta[:, 1, 2] = yshift
+    grid = F.affine_grid(theta, [n, 1, h, w], align_corners=False)
+    elastic = augment._chance(g, n, 0.6).float().view(n, 1, 1, 1)
+    amplitude = augment._uniform(g, n, 0.5, 2.2).view(n, 1, 1, 1)
+    coarse = torch.randn(n, 2, max(2, h // 16), max(2, w // 16), generator=g)
+    field = F.interpolate(coarse, size=(h, w), mode="bicubic", align_corners=False) * amplitude * elastic
+    field = torch.stack([field[:, 0] * (2.0 / w), field[:, 1] * (2.0 / h)], dim=-1)
+    return F.grid_sample(x - 1.0, grid + field, mode="bilinear", padding_mode="zeros", align_corners=False) + 1.0
+
+
+def whole_batch_stroke_width(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    n = x.shape[0]
+    draw = torch.rand(n, generator=g)
+    thicker = -F.max_pool2d(-x, 3, stride=1, padding=1)
+    thinner = 0.5 * (x + F.max_pool2d(x, 3, stride=1, padding=1))
+    pick_thick = (draw < 0.2).view(n, 1, 1, 1)
+    pick_thin = ((draw >= 0.2) & (draw < 0.35)).view(n, 1, 1, 1)
+    return torch.where(pick_thick, thicker, torch.where(pick_thin, thinner, x))
+
+
+class AugmentTest(support.TinyDatasetCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        images = [torch.from_numpy(cls.store.load(line.file)).float()[None] / 255.0 for line in cls.train_lines]
+        width = max(image.shape[-1] for image in images)
+        cls.batch = torch.ones(len(images), 1, images[0].shape[-2], width)
+        for i, image in enumerate(images):
+            cls.batch[i, :, :, : image.shape[-1]] = image
+
+    def test_only_the_drawn_lines_are_computed_with_the_same_result(self) -> None:
+        drawn = {"elastic": set(), "thick or thin": set()}
+        for seed in range(40):
+            for cheap, reference in ((augment.geometric, whole_batch_geometric), (augment.stroke_width, whole_batch_stroke_width)):
+                out = cheap(self.batch, torch.Generator().manual_seed(seed))
+                self.assertTrue(torch.equal(out, reference(self.batch, torch.Generator().manual_seed(seed))), f"{cheap.__name__}, seed {seed}")
+            g, n = torch.Generator().manual_seed(seed), len(self.batch)
+            for _ in range(5):  # geometric's draws before its choice of elastic lines: shear (two), rotation, scale, shift
+                augment._uniform(g, n, 0.0, 1.0)
+            drawn["elastic"].add(int(augment._chance(g, n, 0.6).sum()))
+            drawn["thick or thin"].add(int((torch.rand(len(self.batch), generator=torch.Generator().manual_seed(seed)) < 0.35).sum()))
+        # the seeds cover batches where none, some and all of the lines are drawn (so both paths are compared)
+        self.assertIn(0, drawn["thick or thin"])
+        self.assertGreater(len(drawn["elastic"]), 2)
+        self.assertGreater(len(drawn["thick or thin"]), 2)
+
+    def test_the_augmentation_changes_the_lines_it_draws(self) -> None:
+        out = augment.augment_source(self.batch, torch.Generator().manual_seed(5))
+        self.assertEqual(out.shape, self.batch.shape)
+        self.assertFalse(torch.allclose(out, self.batch))
+
+
+if __name__ == "__main__":
+    unittest.main()
