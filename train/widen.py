@@ -10,11 +10,20 @@ from the second step on the new units' own weights learn too.
 
 Only the non-residual head is widened (the LSTM's 2 x units outputs go straight to the classifier, as in v3): where
 the LSTM's output is added to the convolutional features, a wider LSTM would no longer fit that sum.
+
+train.py --init-from widens a checkpoint when --recurrent-hidden asks for more units. As a command, it writes a widened
+copy of a checkpoint, e.g. the shipped model (rebuilt by checkpoint_from_onnx.py) for a mean with a wider run's best
+(average_checkpoints.py takes checkpoints of one shape):
+
+    python3 train/widen.py --checkpoint V3.pt --units 256 --out V3-256.pt
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
+from pathlib import Path
 
 import torch
 
@@ -82,3 +91,28 @@ def widen_recurrent_head(state: dict[str, torch.Tensor], old: ModelConfig, units
     new_classifier[:, bidirectional_columns()] = classifier
     widened["classifier.weight"] = new_classifier
     return widened
+
+
+def main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--units", type=int, required=True, help="LSTM units a direction of the copy")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--seed", type=int, default=7, help="the new units' incoming weights (train.py uses its --seed)")
+    args = p.parse_args(argv)
+    state = torch.load(args.checkpoint, map_location="cpu", weights_only=False)
+    old = ModelConfig.from_dict(state["model_config"])
+    try:
+        weights = widen_recurrent_head(state["model"], old, args.units, torch.Generator().manual_seed(args.seed))
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+    state.pop("optimizer", None)
+    state["model"] = weights
+    state["model_config"] = {**state["model_config"], "recurrent_hidden": args.units}
+    state["meta"] = {**state["meta"], "widened": {"from": str(args.checkpoint), "recurrent_units": [recurrent_units(old), args.units]}}
+    torch.save(state, args.out)
+    print(f"{args.out}: LSTM head widened from {recurrent_units(old)} to {args.units} units a direction", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import train
+import widen
 from batches import make_batch
 from model import CRNN, ModelConfig
 from widen import widen_recurrent_head
@@ -110,6 +111,24 @@ class WidenTest(support.TinyDatasetCase):
         for name, value in best["model"].items():
             if name.startswith(("recurrent.", "classifier.")):
                 self.assertTrue(torch.equal(value, expected[name]), name)
+
+    def test_the_command_writes_a_widened_copy_that_reads_the_same(self) -> None:
+        model, cfg = self.trained_looking(10)
+        checkpoint, out = self.root / "to-widen.pt", self.root / "widened.pt"
+        meta = {"dataset_digest": self.digest, "training_commit": "test", "mean": self.mean, "std": self.std, "charset": self.charset}
+        torch.save({"model": model.state_dict(), "model_config": cfg.to_dict(), "meta": meta, "optimizer": {}, "epoch": 2}, checkpoint)
+        with captured_output() as printed:
+            widen.main(["--checkpoint", str(checkpoint), "--units", "14", "--out", str(out)])
+        self.assertIn("widened from 10 to 14 units", printed.getvalue())
+        state = torch.load(out, map_location="cpu", weights_only=False)
+        self.assertNotIn("optimizer", state)
+        self.assertEqual(state["meta"]["widened"]["recurrent_units"], [10, 14])
+        wider = CRNN(ModelConfig.from_dict(state["model_config"]))
+        wider.load_state_dict(state["model"])
+        with torch.no_grad():
+            self.assertLess(float((wider.eval()(self.batch.images) - model(self.batch.images)).abs().max()), 1e-5)
+        with self.assertRaisesRegex(SystemExit, "cannot narrow"):
+            widen.main(["--checkpoint", str(checkpoint), "--units", "8", "--out", str(out)])
 
 
 if __name__ == "__main__":
