@@ -5,8 +5,8 @@ the recurrent state) starts small and random, so the new units are alive from th
 a new unit (the old units' recurrent weights from it, the next layer's input weights from it, the classifier's
 weights from it) starts at zero. The old units then see exactly what they saw before, and the classifier reads
 exactly what it read: the wider model's output is the narrower one's (in train mode too, but for dropout's random
-masks: the LSTM has no batch norm). The first step's gradient reaches the zero outgoing weights (the new units' outputs are not zero), and
-from the second step on the new units' own weights learn too.
+masks: the LSTM has no batch norm). The first step's gradient reaches the zero outgoing weights (the new units'
+outputs are not zero), and from the second step on the new units' own weights learn too.
 
 Only the non-residual head is widened (the LSTM's 2 x units outputs go straight to the classifier, as in v3): where
 the LSTM's output is added to the convolutional features, a wider LSTM would no longer fit that sum.
@@ -63,6 +63,7 @@ def widen_recurrent_head(state: dict[str, torch.Tensor], old: ModelConfig, units
         return torch.cat([torch.arange(before), torch.arange(before) + units])
 
     widened = dict(state)
+    rows = old_unit_rows()
     for layer in range(old.recurrent_layers):
         for suffix in ("", "_reverse"):
             name = f"recurrent.{{}}_l{layer}{suffix}"
@@ -70,14 +71,14 @@ def widen_recurrent_head(state: dict[str, torch.Tensor], old: ModelConfig, units
             inputs = weight_ih.shape[1] if layer == 0 else 2 * units
             new_ih = fresh(GATES * units, inputs).to(weight_ih.dtype)
             new_hh = fresh(GATES * units, units).to(weight_hh.dtype)
-            rows = old_unit_rows()
-            # the old units' rows: their old weights, and zero from every new input or new unit
-            new_ih[rows] = 0
-            new_hh[rows] = 0
+            # the old units' rows: their old weights, and zero from every new input or new unit (the first layer's
+            # input, the convolutional features, does not grow)
             if layer == 0:
                 new_ih[rows] = weight_ih
             else:
+                new_ih[rows] = 0
                 new_ih[rows.unsqueeze(1), bidirectional_columns().unsqueeze(0)] = weight_ih
+            new_hh[rows] = 0
             new_hh[rows.unsqueeze(1), torch.arange(before).unsqueeze(0)] = weight_hh
             widened[name.format("weight_ih")] = new_ih
             widened[name.format("weight_hh")] = new_hh
