@@ -22,8 +22,8 @@ def _chance(g: torch.Generator, n: int, p: float) -> torch.Tensor:
     return torch.rand(n, generator=g) < p
 
 
-def geometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    """Slant (shear), small rotation, vertical scale and shift, plus a smooth elastic displacement."""
+def affine_grid(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """The sampling grid of a random slant (shear), small rotation, vertical scale and shift of each line."""
     n, _, h, w = x.shape
     shear = _uniform(g, n, -0.45, 0.45) * _chance(g, n, 0.8)
     rotation = _uniform(g, n, -0.015, 0.015)  # radians; long lines make this a few pixels at the ends
@@ -36,7 +36,13 @@ def geometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     theta[:, 1, 0] = rotation * (w / h)
     theta[:, 1, 1] = 1.0 / yscale
     theta[:, 1, 2] = yshift
-    grid = F.affine_grid(theta, [n, 1, h, w], align_corners=False)
+    return F.affine_grid(theta, [n, 1, h, w], align_corners=False)
+
+
+def geometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """Slant (shear), small rotation, vertical scale and shift, plus a smooth elastic displacement."""
+    n, _, h, w = x.shape
+    grid = affine_grid(x, g)
 
     # elastic: random displacements on a coarse lattice (one knot per ~16 px), smoothly upsampled; every line draws its
     # lattice, only the lines chosen for it are displaced (the upsampling is most of the cost)

@@ -249,7 +249,7 @@ def main(argv: list[str]) -> None:
         "validationDecoding": "greedy",
         "target": "text_norm column (NFC)",
         "architecture": f"conv encoder {list(cfg.channels)} + {cfg.temporal_layers} dilated 1-D conv blocks x {cfg.hidden}"
-        + (f" + {cfg.recurrent_layers} BiLSTM layers x {cfg.recurrent_hidden or cfg.hidden // 2} per direction" if cfg.recurrent_layers else "")
+        + (f" + {cfg.recurrent_layers} BiLSTM layers x {cfg.recurrent_units} per direction" if cfg.recurrent_layers else "")
         + ", CTC, "
         f"one frame per {cfg.width_stride} px at height {cfg.height}",
         "parameters": sum(t.numel() for t in model.parameters()),

@@ -39,6 +39,16 @@ class ModelConfig:
     # feeds the 2 x recurrent_hidden outputs straight to the classifier.
     recurrent_hidden: int = 0
 
+    @property
+    def recurrent_units(self) -> int:
+        """LSTM units per direction."""
+        return self.recurrent_hidden or self.hidden // 2
+
+    @property
+    def recurrent_residual(self) -> bool:
+        """Whether the LSTM's output is added to the convolutional features (2 x units = hidden)."""
+        return self.recurrent_layers > 0 and 2 * self.recurrent_units == self.hidden
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -88,13 +98,13 @@ class CRNN(nn.Module):
         self.temporal = nn.ModuleList(
             TemporalBlock(cfg.hidden, cfg.kernel, spread * 2 ** (i % 3), cfg.dropout) for i in range(cfg.temporal_layers)
         )
-        units = cfg.recurrent_hidden or cfg.hidden // 2
+        units = cfg.recurrent_units
         self.recurrent = (
             nn.LSTM(cfg.hidden, units, num_layers=cfg.recurrent_layers, bidirectional=True, dropout=cfg.dropout if cfg.recurrent_layers > 1 else 0.0)
             if cfg.recurrent_layers
             else None
         )
-        self.recurrent_residual = self.recurrent is not None and 2 * units == cfg.hidden
+        self.recurrent_residual = cfg.recurrent_residual
         self.dropout = nn.Dropout(cfg.dropout)
         self.classifier = nn.Conv1d(2 * units if self.recurrent is not None else cfg.hidden, cfg.num_classes, 1)
 

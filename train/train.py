@@ -28,7 +28,7 @@ from batches import make_batch, pixel_statistics  # noqa: E402
 from data import ImageStore, build_charset, ensure_extracted, read_split, save_json, width_batches, write_charset  # noqa: E402
 from metrics import ErrorRate, greedy_decode  # noqa: E402
 from model import CRNN, ModelConfig, count_parameters  # noqa: E402
-from widen import recurrent_units, widen_recurrent_head  # noqa: E402
+from widen import widen_recurrent_head  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CSV_FIELDS = ["epoch", "steps", "train_loss", "val_loss", "val_cer", "val_wer", "lr", "epoch_seconds", "elapsed_seconds"]
@@ -310,11 +310,11 @@ def main(argv: list[str]) -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     if init_state is not None:
         init_weights = init_state["model"]
-        if init_cfg.recurrent_layers and cfg.recurrent_layers == init_cfg.recurrent_layers and recurrent_units(cfg) > recurrent_units(init_cfg):
+        if init_cfg.recurrent_layers and cfg.recurrent_layers == init_cfg.recurrent_layers and cfg.recurrent_units > init_cfg.recurrent_units:
             # a wider LSTM head that starts out computing exactly what the checkpoint computes (widen.py)
-            init_weights = widen_recurrent_head(init_weights, init_cfg, recurrent_units(cfg), torch.Generator().manual_seed(args.seed))
-            meta["initialised_from"]["widened_recurrent_units"] = [recurrent_units(init_cfg), recurrent_units(cfg)]
-            print(f"widened the LSTM head from {recurrent_units(init_cfg)} to {recurrent_units(cfg)} units a direction", flush=True)
+            init_weights = widen_recurrent_head(init_weights, init_cfg, cfg.recurrent_units, torch.Generator().manual_seed(args.seed))
+            meta["initialised_from"]["widened_recurrent_units"] = [init_cfg.recurrent_units, cfg.recurrent_units]
+            print(f"widened the LSTM head from {init_cfg.recurrent_units} to {cfg.recurrent_units} units a direction", flush=True)
         # every layer of the checkpoint must fit; only layers it does not have (an added LSTM) start fresh
         missing, unexpected = model.load_state_dict({k: v.to(device) for k, v in init_weights.items()}, strict=False)
         if unexpected or any(not key.startswith("recurrent.") for key in missing):

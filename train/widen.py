@@ -32,22 +32,14 @@ from model import ModelConfig
 GATES = 4  # PyTorch's LSTM stacks the input, forget, cell and output gates' rows in this order
 
 
-def recurrent_units(cfg: ModelConfig) -> int:
-    return cfg.recurrent_hidden or cfg.hidden // 2
-
-
-def is_residual(cfg: ModelConfig) -> bool:
-    return cfg.recurrent_layers > 0 and 2 * recurrent_units(cfg) == cfg.hidden
-
-
 def widen_recurrent_head(state: dict[str, torch.Tensor], old: ModelConfig, units: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
     """`state` (a CRNN's state_dict with config `old`) with each BiLSTM direction widened to `units` units."""
-    before = recurrent_units(old)
+    before = old.recurrent_units
     if old.recurrent_layers == 0:
         raise ValueError("the checkpoint has no LSTM head to widen")
     if units < before:
         raise ValueError(f"cannot narrow the LSTM head from {before} to {units} units")
-    if is_residual(old) or 2 * units == old.hidden:
+    if old.recurrent_residual or 2 * units == old.hidden:
         raise ValueError("only a non-residual LSTM head can be widened (its 2 x units outputs go straight to the classifier)")
     bound = 1 / math.sqrt(units)  # PyTorch's own initialisation of an LSTM of this size
 
@@ -110,9 +102,9 @@ def main(argv: list[str]) -> None:
     state.pop("optimizer", None)
     state["model"] = weights
     state["model_config"] = {**state["model_config"], "recurrent_hidden": args.units}
-    state["meta"] = {**state["meta"], "widened": {"from": str(args.checkpoint), "recurrent_units": [recurrent_units(old), args.units]}}
+    state["meta"] = {**state["meta"], "widened": {"from": str(args.checkpoint), "recurrent_units": [old.recurrent_units, args.units]}}
     torch.save(state, args.out)
-    print(f"{args.out}: LSTM head widened from {recurrent_units(old)} to {args.units} units a direction", flush=True)
+    print(f"{args.out}: LSTM head widened from {old.recurrent_units} to {args.units} units a direction", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,18 +16,9 @@ import augment
 
 
 def whole_batch_geometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """The elastic field upsampled for every line and masked to zero on the lines not drawn for it."""
     n, _, h, w = x.shape
-    shear = augment._uniform(g, n, -0.45, 0.45) * augment._chance(g, n, 0.8)
-    rotation = augment._uniform(g, n, -0.015, 0.015)
-    yscale = augment._uniform(g, n, 0.85, 1.12)
-    yshift = augment._uniform(g, n, -0.08, 0.08)
-    theta = torch.zeros(n, 2, 3)
-    theta[:, 0, 0] = 1.0
-    theta[:, 0, 1] = shear * (h / w)
-    theta[:, 1, 0] = rotation * (w / h)
-    theta[:, 1, 1] = 1.0 / yscale
-    theta[:, 1, 2] = yshift
-    grid = F.affine_grid(theta, [n, 1, h, w], align_corners=False)
+    grid = augment.affine_grid(x, g)
     elastic = augment._chance(g, n, 0.6).float().view(n, 1, 1, 1)
     amplitude = augment._uniform(g, n, 0.5, 2.2).view(n, 1, 1, 1)
     coarse = torch.randn(n, 2, max(2, h // 16), max(2, w // 16), generator=g)
@@ -62,10 +53,9 @@ class AugmentTest(support.TinyDatasetCase):
             for cheap, reference in ((augment.geometric, whole_batch_geometric), (augment.stroke_width, whole_batch_stroke_width)):
                 out = cheap(self.batch, torch.Generator().manual_seed(seed))
                 self.assertTrue(torch.equal(out, reference(self.batch, torch.Generator().manual_seed(seed))), f"{cheap.__name__}, seed {seed}")
-            g, n = torch.Generator().manual_seed(seed), len(self.batch)
-            for _ in range(5):  # geometric's draws before its choice of elastic lines: shear (two), rotation, scale, shift
-                augment._uniform(g, n, 0.0, 1.0)
-            drawn["elastic"].add(int(augment._chance(g, n, 0.6).sum()))
+            g = torch.Generator().manual_seed(seed)
+            augment.affine_grid(self.batch, g)  # geometric's draws before its choice of elastic lines
+            drawn["elastic"].add(int(augment._chance(g, len(self.batch), 0.6).sum()))
             drawn["thick or thin"].add(int((torch.rand(len(self.batch), generator=torch.Generator().manual_seed(seed)) < 0.35).sum()))
         # the seeds cover batches where none, some and all of the lines are drawn (so both paths are compared)
         self.assertIn(0, drawn["thick or thin"])

@@ -20,23 +20,13 @@ export function sampleBilinear(image: RgbImage, x: number, y: number, out: Float
   const { data, width, height } = image;
   const inside = x0 >= 0 && y0 >= 0 && x0 + 1 < width && y0 + 1 < height;
   for (let c = 0; c < 3; c += 1) {
-    let p00: number;
-    let p10: number;
-    let p01: number;
-    let p11: number;
-    if (inside) {
-      const i = (y0 * width + x0) * 3 + c;
-      p00 = data[i];
-      p10 = data[i + 3];
-      p01 = data[i + width * 3];
-      p11 = data[i + width * 3 + 3];
-    } else {
-      p00 = pixel(image, x0, y0, c);
-      p10 = pixel(image, x0 + 1, y0, c);
-      p01 = pixel(image, x0, y0 + 1, c);
-      p11 = pixel(image, x0 + 1, y0 + 1, c);
+    if (!inside) {
+      out[c] = edgeSample(image, x0, y0, ax, ay, c);
+      continue;
     }
-    out[c] = (p00 * (1 - ax) + p10 * ax) * (1 - ay) + (p01 * (1 - ax) + p11 * ax) * ay;
+    const i = (y0 * width + x0) * 3 + c;
+    const j = i + width * 3;
+    out[c] = (data[i] * (1 - ax) + data[i + 3] * ax) * (1 - ay) + (data[j] * (1 - ax) + data[j + 3] * ax) * ay;
   }
 }
 
