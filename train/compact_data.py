@@ -42,6 +42,8 @@ def main(argv: list[str]) -> None:
     digest = dataset_digest(args.dataset)
     total = 0
     for split in ("train", "val"):
+        if not (args.dataset / f"{split}.tsv").exists():  # a train-only folder (real_lines.py, synth_lines.py)
+            continue
         members: dict[str, bytes] = {}
         for shard in sorted(args.dataset.glob(f"{split}-*.tar")):
             with tarfile.open(shard) as tar:

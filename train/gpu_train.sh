@@ -13,7 +13,8 @@
 #                on the one GPU: "real" (the default: the real lines alone, all 14 DataLoader workers) and/or "synth"
 #                (plus SYNTH_LINES synthetic lines from synth_lines.py and the carried fonts). ARMS="real synth" gives
 #                both the same minutes, so that their difference is the synthetic lines' doing (on v2 they cost 1.1
-#                points: docs/training.md); CONTINUE_MINUTES > 0 then trains on from the real arm's best at peak
+#                points: docs/training.md); "more" adds the lines of other public repositories (real_lines.py), carried
+#                as the folder more/ inside the staged copy (train/README.md); CONTINUE_MINUTES > 0 then trains on from the first arm's best (on the real lines alone) at peak
 #                CONTINUE_LR (1e-4) for that long (folder cont: best-slim-cont.pt, log-cont.csv)
 # A copy of the lines larger than one call can carry travels in parts, one call each (train/README.md):
 #   bash train/gpu_train.sh split-data /work/cache/compact/h64q75 3      # here: .cache-gpu/stage1..3
@@ -57,9 +58,11 @@ train_on() {  # DIR INIT LR MINUTES WORKERS [train.py options]: one run on from 
     --checkpoint-minutes 3 --workers "$workers" --amp bf16 --threads 2 ${TRAIN_EXTRA:-} > $RUN/$dir/train.log 2>&1
 }
 
-finetune_arm() {  # ARM: real (the real lines) or synth (plus the synthetic ones); WORKERS DataLoader processes
+finetune_arm() {  # ARM: real (the real lines), synth (plus the synthetic ones) or more (plus the carried copy's more/:
+  # real_lines.py's lines of other repositories); WORKERS DataLoader processes
   local arm=$1 workers=$2 extra=(--snapshot-every "${SNAPSHOT_EVERY:-6}")
   [ "$arm" = synth ] && extra+=(--extra-train /tmp/synth)
+  [ "$arm" = more ] && extra+=(--extra-train "$DATA/more")
   train_on "$arm" $RUN/init.pt "${LR:-5e-4}" "${MAX_MINUTES:-9}" "$workers" "${extra[@]}"
 }
 
@@ -85,10 +88,10 @@ recipe_finetune_v3() {
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   for arm in "${arms[@]}"; do echo "== $arm"; grep -v "^epoch [0-9]* batch" $RUN/$arm/train.log | tail -n 30; done
   [ $failed = 0 ] || return 1
-  # a warm restart from the real arm's best at a lower peak (CONTINUE_LR, cosine over CONTINUE_MINUTES): in 2026-11-26's
+  # a warm restart from the first arm's best, on the real lines alone, at a lower peak (CONTINUE_LR, cosine over CONTINUE_MINUTES): in 2026-11-26's
   # two runs it gained again on the original lines (docs/training.md, "v3.2")
-  if [ "${CONTINUE_MINUTES:-0}" != 0 ] && [ -f $RUN/real/best.pt ]; then
-    train_on cont $RUN/real/best.pt "${CONTINUE_LR:-1e-4}" "$CONTINUE_MINUTES" 14 || return 1
+  if [ "${CONTINUE_MINUTES:-0}" != 0 ] && [ -f "$RUN/${arms[0]}/best.pt" ]; then
+    train_on cont "$RUN/${arms[0]}/best.pt" "${CONTINUE_LR:-1e-4}" "$CONTINUE_MINUTES" 14 || return 1
     echo "== cont"; grep -v "^epoch [0-9]* batch" $RUN/cont/train.log | tail -n 12
   fi
 }

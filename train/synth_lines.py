@@ -25,7 +25,6 @@ import csv
 import io
 import multiprocessing
 import sys
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +34,9 @@ from PIL import Image, ImageDraw, ImageFont
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from data import SOURCE_HEIGHT  # noqa: E402
+from line_shards import LineShardWriter  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-COLUMNS = ["file", "text", "text_norm", "source_repo", "source_page", "licence", "hand_or_document", "lang", "line_type", "source_line_id"]
 # Debian packages (bookworm) and their fonts' licences, as /usr/share/doc/PACKAGE/copyright says for the font
 # files. The rendered lines are training data, not the fonts: none is shipped, and the model trained on
 # them carries no font data.
@@ -60,7 +59,6 @@ FONTS: dict[str, tuple[str, str]] = {
 # fonts whose lower-case letters are small capitals: their lines are rendered and labelled in upper case
 CAPITALS_ONLY = {"fonts-bwht"}
 RENDER_SIZE = 72  # font size the text is drawn at before scaling to SOURCE_HEIGHT
-SHARD_BYTES = 32_000_000
 
 
 @dataclass(frozen=True)
@@ -203,36 +201,16 @@ def _rendered(renderer_args: tuple, indices: range, workers: int):
 def synthesise(dataset: Path, out: Path, count: int, seed: int, font_paths: list[Path] | None = None, workers: int = 1) -> dict[str, int]:
     """Renders `count` lines into `out` (train shards and train.tsv); returns the number of lines per font file name.
     The folder is the same whatever the number of worker processes."""
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("train-*.tar"):
-        old.unlink()
     per_font: dict[str, int] = {}
-    shard, shard_bytes, shard_index = None, 0, 0
-    with open(out / "train.tsv", "w", encoding="utf-8", newline="") as tsv:
-        writer = csv.writer(tsv, delimiter="\t", quoting=csv.QUOTE_NONE, quotechar=None, lineterminator="\n")
-        writer.writerow(COLUMNS)
-        made = 0
+    with LineShardWriter(out, "synth") as shards:
         for rendered in _rendered((dataset, seed, font_paths), range(count * 4), workers):
-            if made == count:
+            if shards.count == count:
                 break
             if rendered is None:
                 continue
             data, text, font, row = rendered
-            if shard is None or shard_bytes + len(data) > SHARD_BYTES:
-                if shard is not None:
-                    shard.close()
-                shard = tarfile.open(out / f"train-{shard_index:03d}.tar", "w", format=tarfile.USTAR_FORMAT)
-                shard_index, shard_bytes = shard_index + 1, 0
-            name = f"synth-{shard_index - 1:03d}/{made:06d}.jpg"
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            shard.addfile(info, io.BytesIO(data))
-            shard_bytes += len(data) + 1024
-            writer.writerow([name, text, text, "synthetic (train/synth_lines.py)", font.path.name, font.licence, f"synth:{font.path.stem}", row["lang"], "Synthetic", row["file"]])
+            shards.add(data, [text, text, "synthetic (train/synth_lines.py)", font.path.name, font.licence, f"synth:{font.path.stem}", row["lang"], "Synthetic", row["file"]])
             per_font[font.path.name] = per_font.get(font.path.name, 0) + 1
-            made += 1
-    if shard is not None:
-        shard.close()
     return per_font
 
 

@@ -35,10 +35,10 @@ if (REPO / "node_modules" / ".bin" / "node").exists():
 from PIL import Image  # noqa: E402
 
 from data import SOURCE_HEIGHT  # noqa: E402
+from line_shards import COLUMNS  # noqa: E402
 
 PAGE = REPO / "test" / "fixtures" / "export" / "cremma19_zola_f207.jpg"
 ALTO = PAGE.with_suffix(".xml")
-COLUMNS = ["file", "text", "text_norm", "source_repo", "source_page", "licence", "hand_or_document", "lang", "line_type", "source_line_id"]
 
 
 def fixture_lines(count: int) -> list[tuple[Image.Image, str, str]]:

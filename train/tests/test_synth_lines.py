@@ -14,7 +14,8 @@ from PIL import ImageFont
 from support import REPO, make_dataset
 
 from data import SOURCE_HEIGHT, ensure_extracted, read_split
-from synth_lines import COLUMNS, Coverage, Font, render_line, synthesise
+from line_shards import COLUMNS
+from synth_lines import Coverage, Font, render_line, synthesise
 
 FONT = REPO / "test" / "fixtures" / "fonts" / "Kristi.ttf"
 
