@@ -32,6 +32,7 @@ import sys
 import tarfile
 import unicodedata
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -161,7 +162,7 @@ def alto_lines(xml: bytes) -> tuple[str, tuple[int, int] | None, list[AltoLine]]
     return file_name, size, lines
 
 
-def cut_line(page: Image.Image, polygon: list[tuple[float, float]], masked: bool = True) -> Image.Image | None:
+def cut_line(page: Image.Image, polygon: list[tuple[float, float]]) -> Image.Image | None:
     """The line as htr-lines cut it, SOURCE_HEIGHT px high; None for a degenerate box."""
     xs, ys = [p[0] for p in polygon], [p[1] for p in polygon]
     left, top, right, bottom = min(xs), min(ys), max(xs), max(ys)
@@ -171,14 +172,13 @@ def cut_line(page: Image.Image, polygon: list[tuple[float, float]], masked: bool
     margin_x = max(1, round(margin_y / 2))
     box = (max(0, int(left) - margin_x), max(0, int(top) - margin_y), min(page.width, int(right) + margin_x + 1), min(page.height, int(bottom) + margin_y + 1))
     crop = page.crop(box)
-    if masked:
-        mask = Image.new("L", crop.size, 0)
-        draw = ImageDraw.Draw(mask)
-        shifted = [(x - box[0], y - box[1]) for x, y in polygon]
-        draw.polygon(shifted, fill=255)
-        # grown by the margin: the outline drawn 2 x margin wide, round joints
-        draw.line(shifted + shifted[:1], fill=255, width=2 * margin_y, joint="curve")
-        crop = Image.composite(crop, Image.new("L", crop.size, 255), mask)
+    mask = Image.new("L", crop.size, 0)
+    draw = ImageDraw.Draw(mask)
+    shifted = [(x - box[0], y - box[1]) for x, y in polygon]
+    draw.polygon(shifted, fill=255)
+    # grown by the margin: the outline drawn 2 x margin wide, round joints
+    draw.line(shifted + shifted[:1], fill=255, width=2 * margin_y, joint="curve")
+    crop = Image.composite(crop, Image.new("L", crop.size, 255), mask)
     width = max(1, round(crop.width * SOURCE_HEIGHT / crop.height))
     if width <= MAX_WIDTH:
         return crop.resize((width, SOURCE_HEIGHT), Image.LANCZOS)
@@ -201,6 +201,35 @@ def mirror(mirrors: Path, source: Source) -> GitTree:
     return GitTree(mirrors / source.repo.replace("/", "+") / "repo")
 
 
+@dataclass
+class SourcePage:
+    alto_path: str
+    declared: tuple[int, int] | None  # the page size the ALTO file declares
+    lines: list[AltoLine]
+    image_path: str
+    image: bytes
+
+
+def source_pages(tree: GitTree, source: Source, bump) -> Iterator[SourcePage]:
+    """The source's ALTO pages with their images; `bump(reason)` for each file passed over."""
+    for alto_path in tree.paths(source.alto):
+        xml = tree.read(alto_path)
+        if xml is None:
+            bump("ALTO missing from the mirror")
+            continue
+        alto = alto_lines(xml)
+        if alto is None:
+            bump("not ALTO, skipped")
+            continue
+        file_name, declared, lines = alto
+        image_path = find_image(tree, alto_path, file_name)
+        image = tree.read(image_path) if image_path else None
+        if image is None:
+            bump("page image missing from the mirror")
+            continue
+        yield SourcePage(alto_path, declared, lines, image_path, image)
+
+
 def extract(mirrors: Path, sources: dict[str, Source], out: Path) -> dict[str, dict[str, int]]:
     """Cuts the lines of every source into one folder; returns what was kept and skipped, per source."""
     counts: dict[str, dict[str, int]] = {}
@@ -209,22 +238,9 @@ def extract(mirrors: Path, sources: dict[str, Source], out: Path) -> dict[str, d
             tree = mirror(mirrors, source)
             seen = counts.setdefault(name, {})
             bump = lambda key: seen.__setitem__(key, seen.get(key, 0) + 1)  # noqa: E731
-            for alto_path in tree.paths(source.alto):
-                xml = tree.read(alto_path)
-                if xml is None:
-                    bump("ALTO missing from the mirror")
-                    continue
-                alto = alto_lines(xml)
-                if alto is None:
-                    bump("not ALTO, skipped")
-                    continue
-                file_name, declared, lines = alto
-                image_path = find_image(tree, alto_path, file_name)
-                image_bytes = tree.read(image_path) if image_path else None
-                if image_bytes is None:
-                    bump("page image missing from the mirror")
-                    continue
-                page = Image.open(io.BytesIO(image_bytes))
+            for source_page in source_pages(tree, source, bump):
+                alto_path, declared, lines = source_page.alto_path, source_page.declared, source_page.lines
+                page = Image.open(io.BytesIO(source_page.image))
                 page.load()
                 page = page.convert("L")
                 scale = (page.width / declared[0], page.height / declared[1]) if declared else (1.0, 1.0)
@@ -273,13 +289,9 @@ def check_against_pages(mirrors: Path, sources: dict[str, Source], pages_dir: Pa
     known = page_digests(pages_dir)
     shared = 0
     for source in sources.values():
-        tree = mirror(mirrors, source)
-        for alto_path in tree.paths(source.alto):
-            alto = alto_lines(xml) if (xml := tree.read(alto_path)) is not None else None
-            image_path = find_image(tree, alto_path, alto[0]) if alto is not None else None
-            data = tree.read(image_path) if image_path else None
-            if data is not None and hashlib.sha256(data).hexdigest() in known:
-                print(f"shared with htr-pages: {source.repo} {image_path}", file=sys.stderr)
+        for page in source_pages(mirror(mirrors, source), source, lambda _reason: None):
+            if hashlib.sha256(page.image).hexdigest() in known:
+                print(f"shared with htr-pages: {source.repo} {page.image_path}", file=sys.stderr)
                 shared += 1
     return shared
 
