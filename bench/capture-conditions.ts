@@ -1,0 +1,208 @@
+// `npm run bench:capture`: the whole page pipeline on pages captured other than as clean scans
+// (bench/lib/capture-conditions.ts: resolution, tilt, hard compression, bitonal TIFF, a dark
+// scanner bed, a phone photo), each against the same page as stored. The pages are the htr-pages
+// val split (../shared/datasets/htr-pages; none of them tuned the conditions' handling). Per
+// condition: page CER and WER at the `text_norm` level, line recall and precision by pixels (the
+// ground-truth outlines carried into the captured image), seconds per page; with --tesseract the
+// same for Tesseract on the same images, as the peer whose losses ours are compared with; with
+// --gt-lines also ours reading the ground-truth lines carried into the image (the uploaded-layout
+// path: recognition alone), which tells the recognizer's share of a loss from the layout's.
+//
+//   node bench/capture-conditions.ts [--limit N] [--source a,b] [--conditions "bitonal,JPEG 15"] [--gt-lines] [--tesseract] [--out DIR]
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.ts';
+import type { UploadedLayout } from '../src/pipeline/layout/uploaded-layout.ts';
+import { allLines, type Point } from '../src/pipeline/page-result.ts';
+import { recognizePage } from '../src/pipeline/recognize-page.ts';
+import { closeSharedEngines, sharedEngine } from '../src/pipeline/shared-engine.ts';
+import { CAPTURE_CONDITIONS } from './lib/capture-conditions.ts';
+import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
+import { lineCoverage } from './lib/line-coverage.ts';
+import { markdownTable, percent } from './lib/table.ts';
+import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
+import { type ErrorCount, errorRate, scorePage } from './lib/text-metrics.ts';
+
+const { values } = parseArgs({
+  options: {
+    limit: { type: 'string' },
+    source: { type: 'string' },
+    conditions: { type: 'string' },
+    'gt-lines': { type: 'boolean', default: false },
+    tesseract: { type: 'boolean', default: false },
+    out: { type: 'string', default: path.join(os.tmpdir(), 'hwr-bench-capture') },
+  },
+});
+mkdirSync(values.out, { recursive: true });
+let pages = pagesFromDataset(DEFAULT_HTR_PAGES, 'val', path.join(values.out, 'images'));
+if (values.source) pages = pages.filter((page) => values.source!.split(',').includes(page.source));
+if (values.limit) pages = pages.slice(0, Number(values.limit));
+const wanted = values.conditions?.split(',').map((name) => name.trim());
+const conditions = CAPTURE_CONDITIONS.filter((condition) => !wanted || wanted.includes(condition.name) || condition.name === 'as stored');
+if (wanted && conditions.length !== wanted.filter((name) => name !== 'as stored').length + 1)
+  throw new Error(`unknown condition in ${values.conditions}; known: ${CAPTURE_CONDITIONS.map((c) => c.name).join(', ')}`);
+
+const config = loadConfig();
+const engine = await sharedEngine(config.recognition);
+const tesseract = values.tesseract ? await tesseractVersion() : null;
+if (values.tesseract && !tesseract) throw new Error('--tesseract: no tesseract on PATH');
+
+interface Score {
+  characters: ErrorCount;
+  words: ErrorCount;
+  gtLines: number;
+  found: number;
+  detected: number;
+  right: number;
+  ms: number;
+}
+type Reader = 'ours' | 'ours, GT lines' | 'tesseract';
+const scores = new Map<string, Score[]>(); // `${reader}\t${condition}\t${source}`
+const add = (reader: Reader, condition: string, source: string, score: Score) => {
+  for (const key of [`${reader}\t${condition}\t${source}`, `${reader}\t${condition}\tall`])
+    scores.set(key, [...(scores.get(key) ?? []), score]);
+};
+
+const started = performance.now();
+for (const [index, page] of pages.entries()) {
+  const original = readFileSync(page.imagePath);
+  const truthLines = page.truth.regions.flatMap((region) => region.lines);
+  const reference = truthLines.map((line) => line.text);
+  const parts: string[] = [];
+  for (const condition of conditions) {
+    const captured = await condition.capture(original);
+    const truthOutlines = truthLines.map((line) => line.polygon.map(captured.map));
+    const score = (lines: string[], polygons: [number, number][][], ms: number): Score => {
+      const coverage = lineCoverage(captured.width, captured.height, truthOutlines, polygons);
+      return {
+        ...scorePage(lines, reference),
+        gtLines: truthLines.length,
+        found: coverage.found.filter(Boolean).length,
+        detected: polygons.length,
+        right: coverage.right.filter(Boolean).length,
+        ms,
+      };
+    };
+    const read = async (layout?: UploadedLayout): Promise<Score> => {
+      const start = performance.now();
+      const { page: result } = await recognizePage(engine, captured.bytes, {
+        name: page.name,
+        pageNumber: index + 1,
+        maxPixels: config.limits.maxImagePixels,
+        recognize: true,
+        ...(layout ? { layout } : {}),
+      });
+      const ms = performance.now() - start;
+      const lines = allLines(result);
+      return score(
+        lines.map((line) => line.text),
+        lines.map((line) => line.polygon.map(([x, y]): [number, number] => [x, y])),
+        ms,
+      );
+    };
+    const ours = await read();
+    add('ours', condition.name, page.source, ours);
+    parts.push(`${condition.name} ${percent(errorRate(ours.characters))}`);
+    if (values['gt-lines']) {
+      const truth = carried(page.truth, captured.map);
+      const onTruth = await read(truth);
+      add('ours, GT lines', condition.name, page.source, onTruth);
+      parts.push(`(GT lines ${percent(errorRate(onTruth.characters))})`);
+    }
+    if (tesseract) {
+      const imagePath = path.join(values.out, 'captured-page'); // Leptonica tells the format by its bytes
+      writeFileSync(imagePath, captured.bytes);
+      const run = await runTesseract(imagePath, page.language, { boxes: true });
+      const polygons = (run.boxes ?? []).map(([x, y, w, h]): [number, number][] => [
+        [x, y],
+        [x + w, y],
+        [x + w, y + h],
+        [x, y + h],
+      ]);
+      add('tesseract', condition.name, page.source, score(run.lines, polygons, run.ms));
+    }
+  }
+  process.stderr.write(
+    `[${index + 1}/${pages.length} ${((performance.now() - started) / 1000).toFixed(0)} s] ${page.name}: ${parts.join(', ')}\n`,
+  );
+}
+await closeSharedEngines();
+
+const sum = (list: Score[], pick: (score: Score) => number) => list.reduce((total, score) => total + pick(score), 0);
+const cer = (list: Score[]) => errorRate(...list.map((score) => score.characters));
+const readers: Reader[] = [
+  'ours',
+  ...(values['gt-lines'] ? (['ours, GT lines'] as const) : []),
+  ...(tesseract ? (['tesseract'] as const) : []),
+];
+const sources = [...new Set(pages.map((page) => page.source)), 'all'];
+const baseline = (reader: Reader, source: string) => cer(scores.get(`${reader}\tas stored\t${source}`) ?? []);
+
+const header = [
+  `# Capture conditions: ${pages.length} htr-pages val pages, each read as stored and as captured otherwise`,
+  `- ours: ${engine.spec.name} ${engine.spec.version}, decoding ${engine.decoders.main}${tesseract ? `; peer: ${tesseract}` : ''}`,
+  `- machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ORT_THREADS=${config.recognition.threads}; ${new Date().toISOString()}`,
+  '',
+  ...conditions.map((condition) => `- **${condition.name}**: ${condition.describe}`),
+];
+const overall = markdownTable(
+  [
+    'condition',
+    ...readers.flatMap((reader) => [
+      `${reader} CER`,
+      `${reader} WER`,
+      `${reader} CER ÷ as stored`,
+      `${reader} line recall`,
+      `${reader} line precision`,
+      `${reader} s/page`,
+    ]),
+  ],
+  conditions.map((condition) => [
+    condition.name,
+    ...readers.flatMap((reader) => {
+      const list = scores.get(`${reader}\t${condition.name}\tall`) ?? [];
+      return [
+        percent(cer(list)),
+        percent(errorRate(...list.map((score) => score.words))),
+        (cer(list) / baseline(reader, 'all')).toFixed(2),
+        (sum(list, (s) => s.found) / sum(list, (s) => s.gtLines)).toFixed(3),
+        (
+          sum(list, (s) => s.right) /
+          Math.max(
+            1,
+            sum(list, (s) => s.detected),
+          )
+        ).toFixed(3),
+        (sum(list, (s) => s.ms) / 1000 / Math.max(1, list.length)).toFixed(2),
+      ];
+    }),
+  ]),
+);
+const bySource = markdownTable(
+  [
+    'condition',
+    ...sources.map((source) => `${source} (${source === 'all' ? pages.length : pages.filter((p) => p.source === source).length})`),
+  ],
+  conditions.map((condition) => [
+    condition.name,
+    ...sources.map((source) => percent(cer(scores.get(`ours\t${condition.name}\t${source}`) ?? []))),
+  ]),
+);
+/** The ground-truth layout with every outline and baseline carried into the captured image. */
+function carried(truth: UploadedLayout, map: (point: Point) => Point): UploadedLayout {
+  return {
+    ...truth,
+    regions: truth.regions.map((region) => ({
+      ...region,
+      polygon: region.polygon.map(map),
+      lines: region.lines.map((line) => ({ ...line, polygon: line.polygon.map(map), baseline: line.baseline.map(map) })),
+    })),
+  };
+}
+
+const report = [...header, '', overall, '', 'Ours, page CER by source:', '', bySource, ''].join('\n');
+console.log(`\n${report}`);
+writeFileSync(path.join(values.out, 'capture-conditions.md'), report);
+console.error(`report: ${path.join(values.out, 'capture-conditions.md')} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
