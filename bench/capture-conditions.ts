@@ -22,7 +22,7 @@ import { CAPTURE_CONDITIONS } from './lib/capture-conditions.ts';
 import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
 import { lineCoverage } from './lib/line-coverage.ts';
 import { markdownTable, percent } from './lib/table.ts';
-import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
+import { boxOutlines, runTesseract, tesseractVersion } from './lib/tesseract.ts';
 import { type ErrorCount, errorRate, scorePage } from './lib/text-metrics.ts';
 
 const { values } = parseArgs({
@@ -40,9 +40,10 @@ let pages = pagesFromDataset(DEFAULT_HTR_PAGES, 'val', path.join(values.out, 'im
 if (values.source) pages = pages.filter((page) => values.source!.split(',').includes(page.source));
 if (values.limit) pages = pages.slice(0, Number(values.limit));
 const wanted = values.conditions?.split(',').map((name) => name.trim());
+const unknown = wanted?.filter((name) => !CAPTURE_CONDITIONS.some((condition) => condition.name === name)) ?? [];
+if (unknown.length > 0)
+  throw new Error(`unknown conditions ${unknown.join(', ')}; known: ${CAPTURE_CONDITIONS.map((c) => c.name).join(', ')}`);
 const conditions = CAPTURE_CONDITIONS.filter((condition) => !wanted || wanted.includes(condition.name) || condition.name === 'as stored');
-if (wanted && conditions.length !== wanted.filter((name) => name !== 'as stored').length + 1)
-  throw new Error(`unknown condition in ${values.conditions}; known: ${CAPTURE_CONDITIONS.map((c) => c.name).join(', ')}`);
 
 const config = loadConfig();
 const engine = await sharedEngine(config.recognition);
@@ -74,7 +75,7 @@ for (const [index, page] of pages.entries()) {
   for (const condition of conditions) {
     const captured = await condition.capture(original);
     const truthOutlines = truthLines.map((line) => line.polygon.map(captured.map));
-    const score = (lines: string[], polygons: [number, number][][], ms: number): Score => {
+    const score = (lines: string[], polygons: Point[][], ms: number): Score => {
       const coverage = lineCoverage(captured.width, captured.height, truthOutlines, polygons);
       return {
         ...scorePage(lines, reference),
@@ -98,7 +99,7 @@ for (const [index, page] of pages.entries()) {
       const lines = allLines(result);
       return score(
         lines.map((line) => line.text),
-        lines.map((line) => line.polygon.map(([x, y]): [number, number] => [x, y])),
+        lines.map((line) => line.polygon),
         ms,
       );
     };
@@ -115,13 +116,7 @@ for (const [index, page] of pages.entries()) {
       const imagePath = path.join(values.out, 'captured-page'); // Leptonica tells the format by its bytes
       writeFileSync(imagePath, captured.bytes);
       const run = await runTesseract(imagePath, page.language, { boxes: true });
-      const polygons = (run.boxes ?? []).map(([x, y, w, h]): [number, number][] => [
-        [x, y],
-        [x + w, y],
-        [x + w, y + h],
-        [x, y + h],
-      ]);
-      add('tesseract', condition.name, page.source, score(run.lines, polygons, run.ms));
+      add('tesseract', condition.name, page.source, score(run.lines, boxOutlines(run), run.ms));
     }
   }
   process.stderr.write(

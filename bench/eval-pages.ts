@@ -38,7 +38,7 @@ import { parseUploadedLayout } from '../src/pipeline/layout/uploaded-layout.ts';
 import { DEFAULT_HTR_PAGES, type EvalPage, pagesFromDataset } from './lib/htr-pages.ts';
 import { lineCoverage } from './lib/line-coverage.ts';
 import { markdownTable, percent } from './lib/table.ts';
-import { runTesseract, tesseractVersion } from './lib/tesseract.ts';
+import { boxOutlines, runTesseract, tesseractVersion } from './lib/tesseract.ts';
 import { ConfidenceBins, errorRate, normaliseText, rightCharacters, scorePage, type ErrorCount } from './lib/text-metrics.ts';
 
 interface PageScore {
@@ -159,13 +159,7 @@ async function main(): Promise<number> {
         describe: tesseract,
         async read(page) {
           const run = await runTesseract(page.imagePath, page.language, { boxes: true });
-          const polygons = (run.boxes ?? []).map(([x, y, w, h]): Point[] => [
-            [x, y],
-            [x + w, y],
-            [x + w, y + h],
-            [x, y + h],
-          ]);
-          return { lines: run.lines, polygons, ms: run.ms };
+          return { lines: run.lines, polygons: boxOutlines(run), ms: run.ms };
         },
         close: async () => undefined,
       });

@@ -69,10 +69,8 @@ async function recompressed(bytes: Buffer, quality: number): Promise<CapturedPag
 async function tilted(bytes: Buffer, degrees: number, background: typeof WHITE, format: 'png' | 'jpeg' = 'png'): Promise<CapturedPage> {
   const { width, height } = await sharp(bytes).metadata();
   const turned = sharp(bytes).rotate(degrees, { background });
-  const { data, info } = await turned.raw().toBuffer({ resolveWithObject: true });
-  const raw = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
-  const out = format === 'png' ? await raw.png().toBuffer() : await raw.jpeg({ quality: 80 }).toBuffer();
-  return { bytes: out, width: info.width, height: info.height, map: turnAbout(width!, height!, info.width, info.height, degrees) };
+  const { data, info } = await (format === 'png' ? turned.png() : turned.jpeg({ quality: 80 })).toBuffer({ resolveWithObject: true });
+  return { bytes: data, width: info.width, height: info.height, map: turnAbout(width!, height!, info.width, info.height, degrees) };
 }
 
 /** A clockwise turn (y pointing down) about the centre of a w × h image, into a W × H canvas centred on it. */
@@ -94,15 +92,13 @@ function turnAbout(w: number, h: number, W: number, H: number, degrees: number):
  * CCITT G4 TIFF.
  */
 async function bitonal(bytes: Buffer): Promise<CapturedPage> {
-  const page = await asStored(bytes);
-  const grey = await sharp(bytes).greyscale().raw().toBuffer();
-  const out = await sharp(sauvola(grey, page.width, page.height, Math.max(15, Math.round(page.width / 40))), {
-    raw: { width: page.width, height: page.height, channels: 1 },
-  })
+  const { data: grey, info } = await sharp(bytes).greyscale().raw().toBuffer({ resolveWithObject: true });
+  const { width, height } = info;
+  const out = await sharp(sauvola(grey, width, height, Math.max(15, Math.round(width / 40))), { raw: { width, height, channels: 1 } })
     .toColourspace('b-w')
     .tiff({ bitdepth: 1, compression: 'ccittfax4' })
     .toBuffer();
-  return { ...page, bytes: out };
+  return { bytes: out, width, height, map: (point) => point };
 }
 
 /** 0 (ink) or 255 per pixel: darker than the window's mean m · (1 + k (s / 128 − 1)), s its deviation. */
@@ -124,6 +120,8 @@ export function sauvola(grey: Uint8Array, width: number, height: number, window:
   }
   const half = Math.floor(window / 2);
   const binary = Buffer.alloc(width * height);
+  const box = (table: Float64Array, top: number, bottom: number, left: number, right: number) =>
+    table[bottom * stride + right] - table[top * stride + right] - table[bottom * stride + left] + table[top * stride + left];
   for (let y = 0; y < height; y++) {
     const top = Math.max(0, y - half);
     const bottom = Math.min(height, y + half + 1);
@@ -131,10 +129,8 @@ export function sauvola(grey: Uint8Array, width: number, height: number, window:
       const left = Math.max(0, x - half);
       const right = Math.min(width, x + half + 1);
       const area = (bottom - top) * (right - left);
-      const box = (table: Float64Array) =>
-        table[bottom * stride + right] - table[top * stride + right] - table[bottom * stride + left] + table[top * stride + left];
-      const mean = box(sum) / area;
-      const deviation = Math.sqrt(Math.max(0, box(squares) / area - mean * mean));
+      const mean = box(sum, top, bottom, left, right) / area;
+      const deviation = Math.sqrt(Math.max(0, box(squares, top, bottom, left, right) / area - mean * mean));
       binary[y * width + x] = grey[y * width + x] < mean * (1 + SAUVOLA_K * (deviation / 128 - 1)) ? 0 : 255;
     }
   }
@@ -176,8 +172,7 @@ async function phonePhoto(bytes: Buffer): Promise<CapturedPage> {
     .blur(0.8)
     .jpeg({ quality: 95 })
     .toBuffer();
-  const turned = await tilted(blurred, 2, SCANNER_BED, 'jpeg');
-  return turned;
+  return tilted(blurred, 2, SCANNER_BED, 'jpeg');
 }
 
 /** Standard normal draws from a seeded generator (mulberry32 and Box–Muller), so every run photographs alike. */

@@ -2,6 +2,7 @@
 // with its peak memory taken from GNU time when /usr/bin/time is there.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { Point } from '../../src/pipeline/page-result.ts';
 
 export interface TesseractRun {
   lines: string[];
@@ -41,6 +42,16 @@ export async function runTesseract(imagePath: string, language: string, options:
     ms,
     peakBytes: peak ? Number(peak[1]) * 1024 : null,
   };
+}
+
+/** Each line's box (`{ boxes: true }`) as a four-corner outline, for the line-coverage measure. */
+export function boxOutlines(run: TesseractRun): Point[][] {
+  return (run.boxes ?? []).map(([x, y, w, h]): Point[] => [
+    [x, y],
+    [x + w, y],
+    [x + w, y + h],
+    [x, y + h],
+  ]);
 }
 
 /** Lines of tesseract's TSV output (level 4 rows give the boxes, level 5 the words), empty lines dropped. */
