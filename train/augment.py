@@ -91,6 +91,54 @@ def blur(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     return out
 
 
+SAUVOLA_R = 128 / 255  # the deviation's dynamic range, as the standard 128 of 0..255
+
+
+def box_mean(x: torch.Tensor, window: int) -> torch.Tensor:
+    """The mean of each pixel's window x window square, cut at the edges, from an integral image (in float64: the
+    deviation is a difference of two such means): four lookups a pixel, whatever the window."""
+    half = window // 2
+    h, w = x.shape[-2:]
+    table = F.pad(x.double(), (1, 0, 1, 0)).cumsum(-1).cumsum(-2)
+    ys, xs = torch.arange(h), torch.arange(w)
+    top, bottom = (ys - half).clamp(min=0), (ys + half + 1).clamp(max=h)
+    left, right = (xs - half).clamp(min=0), (xs + half + 1).clamp(max=w)
+    rows_bottom, rows_top = table.index_select(-2, bottom), table.index_select(-2, top)
+    total = (
+        rows_bottom.index_select(-1, right) - rows_top.index_select(-1, right) - rows_bottom.index_select(-1, left) + rows_top.index_select(-1, left)
+    )
+    count = ((bottom - top).view(-1, 1) * (right - left).view(1, -1)).double()
+    return (total / count).to(x.dtype)
+
+
+def sauvola(x: torch.Tensor, window: int, k: float) -> torch.Tensor:
+    """Sauvola's adaptive threshold: 0 (ink) where a pixel is darker than m (1 + k (s / R - 1)), m and s the mean and
+    deviation of its square window (cut at the edges), else 1: bench:capture's bitonal pages (bench/lib/capture-conditions.ts),
+    on values 0..1."""
+    mean = box_mean(x, window)
+    squares = box_mean(x * x, window)
+    deviation = (squares - mean * mean).clamp(min=0.0).sqrt()
+    return (x >= mean * (1 + k * (deviation / SAUVOLA_R - 1))).to(x.dtype)
+
+
+def bitonal(x: torch.Tensor, g: torch.Generator, p: float) -> torch.Tensor:
+    """Some lines as an archive's bitonal scan has them (Sauvola, window 21-45 px of the 64 px source, k 0.1-0.35):
+    pale strokes and hairlines break or vanish, stamps and stains turn black. Draws nothing when p is 0, so that runs
+    without it replay their augmentation as before."""
+    if p <= 0:
+        return x
+    n = x.shape[0]
+    chosen = torch.nonzero(_chance(g, n, p)).flatten().tolist()
+    windows = torch.randint(10, 23, (n,), generator=g) * 2 + 1
+    ks = _uniform(g, n, 0.1, 0.35)
+    if not chosen:
+        return x
+    out = x.clone()
+    for i in chosen:
+        out[i : i + 1] = sauvola(x[i : i + 1], int(windows[i]), float(ks[i]))
+    return out
+
+
 def photometric(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     """Contrast, brightness, paper tone and gamma: faded ink, yellowed paper, dark scans."""
     n = x.shape[0]
@@ -107,12 +155,12 @@ def noise(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     return (x + level * torch.randn(x.shape, generator=g)).clamp(0.0, 1.0)
 
 
-def augment_source(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+def augment_source(x: torch.Tensor, g: torch.Generator, bitonal_chance: float = 0.0) -> torch.Tensor:
     """Augmentations done at source resolution (before scaling to the model height)."""
     x = geometric(x, g)
     x = stroke_width(x, g)
     x = blur(x, g)
-    return x
+    return bitonal(x, g, bitonal_chance)
 
 
 def augment_scaled(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from augment import augment_scaled, augment_source, random_width_scale
+from augment import augment_scaled, augment_source, random_width_scale, sauvola
 from data import SOURCE_HEIGHT, ImageStore, Line
 from model import output_length
 
@@ -50,8 +50,10 @@ def make_batch(
     std: float,
     generator: torch.Generator | None,
     width_stride: int = 4,
+    bitonal_chance: float = 0.0,
 ) -> Batch:
-    """generator=None: evaluation (no augmentation, no extra margins)."""
+    """generator=None: evaluation (no augmentation, no extra margins). bitonal_chance: in training, the chance that a
+    line is made bitonal (augment.bitonal); in evaluation, 1 makes every line bitonal (Sauvola, window 31, k 0.2)."""
     train = generator is not None
     images: list[torch.Tensor] = []
     offsets: list[int] = []
@@ -74,7 +76,9 @@ def make_batch(
     for i, img in enumerate(images):
         batch[i, :, :, : img.shape[-1]] = img[0]
     if train:
-        batch = augment_source(batch, generator)
+        batch = augment_source(batch, generator, bitonal_chance)
+    elif bitonal_chance >= 1:
+        batch = sauvola(batch, 31, 0.2)
     batch = to_model_height(batch, height)
     if train:
         batch = augment_scaled(batch, generator)

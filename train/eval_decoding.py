@@ -36,7 +36,7 @@ from model import CRNN, ModelConfig  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_model(checkpoint: Path, dataset: Path, cache: Path, limit: int):
+def run_model(checkpoint: Path, dataset: Path, cache: Path, limit: int, bitonal: bool = False):
     state = torch.load(checkpoint, map_location="cpu")
     cfg = ModelConfig.from_dict(state["model_config"])
     model = CRNN(cfg)
@@ -52,21 +52,23 @@ def run_model(checkpoint: Path, dataset: Path, cache: Path, limit: int):
     results = []  # (line, log_probs (T, C) numpy)
     with torch.no_grad():
         for ids in width_batches(lines, 40000, 32, seed=0):
-            b = make_batch([lines[i] for i in ids], store, index, cfg.height, meta["mean"], meta["std"], None, cfg.width_stride)
+            b = make_batch([lines[i] for i in ids], store, index, cfg.height, meta["mean"], meta["std"], None, cfg.width_stride, float(bitonal))
             out = model(b.images)
             for j, i in enumerate(ids):
                 results.append((lines[i], out[j, : int(b.frames[j])].numpy()))
     return results, meta["charset"]
 
 
-def cached_model_run(checkpoint: Path, dataset: Path, cache: Path, limit: int, logits_cache: Path | None):
-    """run_model, or its stored result (keyed by the checkpoint's bytes, the val TSV and the limit)."""
+def cached_model_run(checkpoint: Path, dataset: Path, cache: Path, limit: int, logits_cache: Path | None, bitonal: bool = False):
+    """run_model, or its stored result (keyed by the checkpoint's bytes, the val TSV, the limit and bitonal)."""
     if logits_cache is None:
-        return run_model(checkpoint, dataset, cache, limit)
+        return run_model(checkpoint, dataset, cache, limit, bitonal)
     digest = hashlib.sha256()
     for path in (checkpoint, dataset / "val.tsv"):
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     digest.update(str(limit).encode())
+    if bitonal:
+        digest.update(b"bitonal")
     key = digest.hexdigest()
     if logits_cache.exists():
         stored = np.load(logits_cache, allow_pickle=False)
@@ -78,7 +80,7 @@ def cached_model_run(checkpoint: Path, dataset: Path, cache: Path, limit: int, l
             print(f"logits from {logits_cache} ({len(results)} lines)", flush=True)
             return results, meta["charset"]
         print(f"{logits_cache} holds another checkpoint's or dataset's logits: running the model", flush=True)
-    results, charset = run_model(checkpoint, dataset, cache, limit)
+    results, charset = run_model(checkpoint, dataset, cache, limit, bitonal)
     logits_cache.parent.mkdir(parents=True, exist_ok=True)
     meta = {"key": key, "files": [line.file for line, _ in results], "charset": charset}
     with open(logits_cache, "wb") as f:
@@ -185,11 +187,12 @@ def main(argv: list[str]) -> None:
     p.add_argument("--alphas", type=lambda s: [float(x) for x in s.split(",")], default=[0.3, 0.5, 0.8], help="--tune grid")
     p.add_argument("--betas", type=lambda s: [float(x) for x in s.split(",")], default=[0.0, 1.0, 2.0, 3.0], help="--tune grid")
     p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--bitonal", action="store_true", help="read every line made bitonal first (Sauvola, window 31, k 0.2: batches.make_batch)")
     p.add_argument("--json", type=Path, help="write the figures here")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
-    results, charset = cached_model_run(args.checkpoint, args.dataset, args.cache, args.limit, args.logits_cache)
+    results, charset = cached_model_run(args.checkpoint, args.dataset, args.cache, args.limit, args.logits_cache, args.bitonal)
 
     document_of = documents(args.dataset / "val.tsv")
     doc_ids = sorted({document_of[line.file] for line, _ in results})

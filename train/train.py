@@ -74,6 +74,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=[],
         help="another dataset folder in htr-lines' layout (e.g. train/synth_lines.py's) whose train lines join the training set; repeatable",
     )
+    p.add_argument(
+        "--bitonal",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="the chance that a training line is made bitonal, as archives scan (augment.bitonal; docs/training.md, 'Bitonal lines in training')",
+    )
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training lines (timing runs)")
     p.add_argument("--limit-val", type=int, default=0)
     p.add_argument("--checkpoint-minutes", type=float, default=5.0)
@@ -168,16 +175,18 @@ class EpochBatches(torch.utils.data.Dataset):
     """Batch i of one epoch, made (decoded, augmented) with the generator of (seed, epoch, i): the same
     batches as without workers, so a resumed run still replays them exactly."""
 
-    def __init__(self, batches, lines, store, index, cfg, mean, std, seed, epoch):
+    def __init__(self, batches, lines, store, index, cfg, mean, std, seed, epoch, bitonal_chance=0.0):
         self.batches, self.lines, self.store, self.index = batches, lines, store, index
         self.cfg, self.mean, self.std, self.seed, self.epoch = cfg, mean, std, seed, epoch
+        self.bitonal_chance = bitonal_chance
 
     def __len__(self) -> int:
         return len(self.batches)
 
     def __getitem__(self, i: int):
         lines = [self.lines[k] for k in self.batches[i]]
-        return make_batch(lines, self.store, self.index, self.cfg.height, self.mean, self.std, batch_generator(self.seed, self.epoch, i), self.cfg.width_stride)
+        generator = batch_generator(self.seed, self.epoch, i)
+        return make_batch(lines, self.store, self.index, self.cfg.height, self.mean, self.std, generator, self.cfg.width_stride, self.bitonal_chance)
 
 
 class EvalBatches(torch.utils.data.Dataset):
@@ -379,13 +388,16 @@ def main(argv: list[str]) -> None:
     workers = getattr(args, "workers", 0)
     autocast = device.type == "cuda" and getattr(args, "amp", "none") == "bf16"
 
+    bitonal_chance = getattr(args, "bitonal", 0.0)  # checkpoints from before the option have none
+
     def epoch_batches(batches: list[list[int]], epoch_: int, start: int):
         """(index, batch) from start on; with --workers made in DataLoader processes, same seeds, same order."""
         if not workers:
             for i in range(start, len(batches)):
-                yield i, make_batch([train_lines[k] for k in batches[i]], store, index, cfg.height, mean, std, batch_generator(args.seed, epoch_, i), cfg.width_stride)
+                lines_ = [train_lines[k] for k in batches[i]]
+                yield i, make_batch(lines_, store, index, cfg.height, mean, std, batch_generator(args.seed, epoch_, i), cfg.width_stride, bitonal_chance)
             return
-        dataset = EpochBatches(batches, train_lines, store, index, cfg, mean, std, args.seed, epoch_)
+        dataset = EpochBatches(batches, train_lines, store, index, cfg, mean, std, args.seed, epoch_, bitonal_chance)
         loader = torch.utils.data.DataLoader(
             dataset,
             batch_size=None,

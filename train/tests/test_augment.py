@@ -68,5 +68,41 @@ class AugmentTest(support.TinyDatasetCase):
         self.assertFalse(torch.allclose(out, self.batch))
 
 
+    def test_bitonal_lines_are_ink_or_paper_and_the_others_untouched(self) -> None:
+        n = len(self.batch)
+        made = set()
+        for seed in range(12):
+            out = augment.bitonal(self.batch, torch.Generator().manual_seed(seed), 0.5)
+            for i in range(n):
+                if torch.equal(out[i], self.batch[i]):
+                    made.add("untouched")
+                else:
+                    self.assertTrue(bool(((out[i] == 0) | (out[i] == 1)).all()), f"seed {seed}, line {i}")
+                    # the writing survives as ink: at least most of what was darker than mid-grey
+                    self.assertGreater(int((out[i] == 0).sum()), 0.5 * int((self.batch[i] < 0.5).sum()))
+                    made.add("bitonal")
+        self.assertEqual(made, {"untouched", "bitonal"})
+
+    def test_no_bitonal_chance_draws_nothing(self) -> None:
+        # runs without --bitonal replay the augmentation of the runs before it
+        g = torch.Generator().manual_seed(3)
+        self.assertIs(augment.bitonal(self.batch, g, 0.0), self.batch)
+        self.assertEqual(float(torch.rand(1, generator=g)), float(torch.rand(1, generator=torch.Generator().manual_seed(3))))
+
+    def test_the_integral_image_box_mean_is_the_pooled_mean_cut_at_the_edges(self) -> None:
+        x = torch.rand(2, 1, 64, 301, generator=torch.Generator().manual_seed(1))
+        for window in (3, 21, 45, 63):
+            reference = F.avg_pool2d(x, window, stride=1, padding=window // 2, count_include_pad=False)
+            self.assertLess(float((augment.box_mean(x, window) - reference).abs().max()), 1e-5, f"window {window}")
+
+    def test_sauvola_keeps_a_pale_stroke_on_darkening_paper_and_white_paper_white(self) -> None:
+        paper = torch.linspace(235, 115, 200).view(1, 1, 1, 200).expand(1, 1, 64, 200).clone() / 255
+        paper[..., 30:33, :] -= 50 / 255  # a pale horizontal stroke across it
+        out = augment.sauvola(paper, 31, 0.2)
+        self.assertTrue(bool((out[..., 30:33, 20:180] == 0).all()))
+        self.assertTrue(bool((out[..., :20, :] == 1).all()) and bool((out[..., 45:, :] == 1).all()))
+        self.assertTrue(bool((augment.sauvola(torch.ones(1, 1, 64, 100), 31, 0.2) == 1).all()))
+
+
 if __name__ == "__main__":
     unittest.main()

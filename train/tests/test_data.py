@@ -218,6 +218,19 @@ class BatchingTest(unittest.TestCase):
         self.assertFalse(first.images.shape == plain.images.shape and torch.allclose(first.images, plain.images))
         self.assertEqual(first.texts, plain.texts)
 
+    def test_an_evaluation_batch_made_bitonal_is_ink_and_paper_averaged_to_the_model_height(self) -> None:
+        index = {ch: i + 1 for i, ch in enumerate(build_charset(self.lines))}
+        mean, std = 0.8, 0.2
+        grey = make_batch(self.lines[:3], self.store, index, 32, mean, std, None, 2)
+        bitonal = make_batch(self.lines[:3], self.store, index, 32, mean, std, None, 2, bitonal_chance=1.0)
+        self.assertEqual(bitonal.images.shape, grey.images.shape)
+        self.assertEqual(bitonal.frames.tolist(), grey.frames.tolist())
+        # 0/1 pixels at the 64 px source, a 2 x 2 mean at 32 px: multiples of a quarter, black and white among them
+        levels = bitonal.images * std + mean
+        self.assertTrue(torch.allclose(levels * 4, (levels * 4).round(), atol=1e-4))
+        self.assertLess(float(levels.min()), 0.01)
+        self.assertFalse(torch.allclose(bitonal.images, grey.images))
+
 
 if __name__ == "__main__":
     unittest.main()
