@@ -92,6 +92,7 @@ def blur(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 
 
 SAUVOLA_R = 128 / 255  # the deviation's dynamic range, as the standard 128 of 0..255
+EVALUATION_WINDOW, EVALUATION_K = 31, 0.2  # every line made bitonal for evaluation (batches.make_batch): bench:capture's k
 
 
 def box_mean(x: torch.Tensor, window: int) -> torch.Tensor:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from augment import augment_scaled, augment_source, random_width_scale, sauvola
+from augment import EVALUATION_K, EVALUATION_WINDOW, augment_scaled, augment_source, random_width_scale, sauvola
 from data import SOURCE_HEIGHT, ImageStore, Line
 from model import output_length
 
@@ -53,7 +53,7 @@ def make_batch(
     bitonal_chance: float = 0.0,
 ) -> Batch:
     """generator=None: evaluation (no augmentation, no extra margins). bitonal_chance: in training, the chance that a
-    line is made bitonal (augment.bitonal); in evaluation, 1 makes every line bitonal (Sauvola, window 31, k 0.2)."""
+    line is made bitonal (augment.bitonal); in evaluation, 1 makes every line bitonal (Sauvola, augment.EVALUATION_WINDOW and _K)."""
     train = generator is not None
     images: list[torch.Tensor] = []
     offsets: list[int] = []
@@ -78,7 +78,7 @@ def make_batch(
     if train:
         batch = augment_source(batch, generator, bitonal_chance)
     elif bitonal_chance >= 1:
-        batch = sauvola(batch, 31, 0.2)
+        batch = sauvola(batch, EVALUATION_WINDOW, EVALUATION_K)
     batch = to_model_height(batch, height)
     if train:
         batch = augment_scaled(batch, generator)
