@@ -38,11 +38,19 @@ def gaussian_blur(img: torch.Tensor, sigma: float) -> torch.Tensor:
     return F.conv2d(F.pad(img, (0, 0, radius, radius), mode="replicate"), k.view(1, 1, -1, 1))
 
 
-def make_example(page: Page, g: np.random.Generator, crop: int, augment: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """(image [1, crop, crop] with 1 = paper, target [channels, crop/2, crop/2] of 0/1)."""
+def make_example(page: Page, g: np.random.Generator, crop: int, augment: bool = True, bitonal_chance: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(image [1, crop, crop] with 1 = paper, target [channels, crop/2, crop/2] of 0/1).
+
+    With chance `bitonal_chance` the crop comes from one of the page's bitonal versions (seg_data.attach_bitonal), as an
+    archive's 1-bit scan reaches the segmenter: only the geometry changes, since its paper and ink are pure white and
+    black. Draws nothing more when the chance is 0, so that earlier runs replay their examples."""
     h, w = page.image.shape
     th, tw = page.target.shape[1:]
-    ink = torch.from_numpy(255 - page.image).float().div(255)[None, None]
+    source = page.image
+    bitonal = augment and bitonal_chance > 0 and bool(page.bitonal) and g.random() < bitonal_chance
+    if bitonal:
+        source = page.bitonal[int(g.integers(len(page.bitonal)))]
+    ink = torch.from_numpy(255 - source).float().div(255)[None, None]
     target = torch.from_numpy(page.target).float()[None]
     if augment:
         scale = math.exp(g.uniform(math.log(0.7), math.log(1.35)))
@@ -57,6 +65,8 @@ def make_example(page: Page, g: np.random.Generator, crop: int, augment: bool = 
     sampled_target = (F.grid_sample(target, target_grid, mode="bilinear", padding_mode="zeros", align_corners=False)[0] > 0.5).float()
     image = 1 - sampled_ink
     if not augment:
+        return image, sampled_target
+    if bitonal:  # past the page's edge stays white: Sauvola's threshold turns a scanner's flat surround white
         return image, sampled_target
 
     if g.random() < 0.3:  # bleed-through: the page's own writing, mirrored, faint and blurred

@@ -19,17 +19,25 @@ import hashlib
 import io
 import json
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 from PIL import Image, ImageDraw
+
+from augment import sauvola
 
 BASELINE_WIDTH = 3
 BOUNDARY_WIDTH = 2
 END_RADIUS = 3
 CHANNELS = ("baseline", "region", "boundary", "ends")
 RENDER_VERSION = 2
+# Bitonal pages as bench:capture makes them (bench/lib/capture-conditions.ts): Sauvola at the stored size with a
+# window of 1/40 of the page's width and k 0.2; training variants draw the divisor and k from these ranges.
+BITONAL_EVALUATION = (40.0, 0.2)
+BITONAL_DIVISORS, BITONAL_KS = (28.0, 56.0), (0.1, 0.35)
+BITONAL_VERSION = 1
 
 
 @dataclass
@@ -38,6 +46,7 @@ class Page:
     source: str
     image: np.ndarray  # uint8 [H, W], the page at the model's scale (longer side = side)
     target: np.ndarray  # uint8 [len(CHANNELS), ceil(H/2), ceil(W/2)], 0 or 1
+    bitonal: list[np.ndarray] = field(default_factory=list)  # uint8 [H, W] each: the page made bitonal at its stored size, then scaled as `image`
 
 
 def read_pages(dataset: Path, split: str):
@@ -100,3 +109,35 @@ def load_split(dataset: Path, split: str, side: int, cache: Path) -> list[Page]:
         pages.append(rendered)
     listing.write_text(json.dumps([p.name for p in pages]))
     return pages
+
+
+def bitonal_at_size(image: Image.Image, divisor: float, k: float, size: tuple[int, int]) -> np.ndarray:
+    """The page made bitonal at its stored size (Sauvola, a window of width / divisor, at least 15 px), then scaled to
+    `size` as render_page scales the grey page."""
+    grey = torch.from_numpy(np.asarray(image, dtype=np.float32) / 255)
+    window = max(15, round(image.width / divisor))
+    binary = (sauvola(grey, window, k) * 255).to(torch.uint8).numpy()
+    return np.asarray(Image.fromarray(binary).resize(size, Image.LANCZOS), dtype=np.uint8)
+
+
+def attach_bitonal(pages: list[Page], dataset: Path, split: str, side: int, cache: Path, variants: int, seed: int = 11) -> None:
+    """Gives every page `variants` bitonal versions, each with its own window and k (training), or with variants 0 the
+    one bench:capture makes (evaluation). Cached beside the split's rendering."""
+    key = hashlib.sha256(f"{BITONAL_VERSION}:{side}:{variants}:{seed}:{BITONAL_EVALUATION}:{BITONAL_DIVISORS}:{BITONAL_KS}".encode()).hexdigest()[:10]
+    folder = cache / f"{split}-{side}-bitonal-{key}"
+    folder.mkdir(parents=True, exist_ok=True)
+    by_name = {p.name: p for p in pages}
+    done = folder / "done"
+    if not done.exists():
+        for index, (page, image) in enumerate(read_pages(dataset, split)):
+            size = model_size(image.width, image.height, side)
+            if variants == 0:
+                settings = [BITONAL_EVALUATION]
+            else:
+                g = np.random.default_rng([seed, index])
+                settings = [(g.uniform(*BITONAL_DIVISORS), g.uniform(*BITONAL_KS)) for _ in range(variants)]
+            stack = np.stack([bitonal_at_size(image, divisor, k, size) for divisor, k in settings])
+            np.savez_compressed(folder / f"{page['page']}.npz", bitonal=stack)
+        done.write_text("")
+    for name, page in by_name.items():
+        page.bitonal = list(np.load(folder / f"{name}.npz")["bitonal"])

@@ -44,6 +44,17 @@ def export(wrapped: Probabilities, onnx_path: Path) -> None:
     onnx.checker.check_model(onnx.load(str(onnx_path)))
 
 
+def parity_images(pages: list) -> list[torch.Tensor]:
+    """Two val pages as the network's input, the second cut to a smaller size (the dynamic axes really work)."""
+    images = []
+    for i, page in enumerate([pages[0], pages[len(pages) // 2]]):
+        image = normalise(pad_to_stride(torch.from_numpy(page.image).float().div(255)[None, None]))
+        if i == 1:
+            image = image[:, :, : image.shape[2] // 2 // STRIDE * STRIDE, :]
+        images.append(image)
+    return images
+
+
 def check_in_onnxruntime(wrapped: Probabilities, onnx_path: Path, images: list[torch.Tensor]) -> float:
     """The largest difference between onnxruntime-node's maps and PyTorch's on these inputs."""
     worst = 0.0
@@ -63,6 +74,7 @@ def main(argv):
     p.add_argument("--version", default="1")
     p.add_argument("--crop-height", type=float, default=0.833, help="share of a segmented line's outline height its crop keeps (chosen on val with eval:pages)")
     p.add_argument("--end-threshold", type=float, default=0.5, help="probability of the line-end map that cuts a line (models with an ends channel; chosen on val with eval:pages)")
+    p.add_argument("--max-side", type=int, default=None, help="longer page side the service runs the network at (default: the side it was trained at; chosen on val with eval:pages)")
     p.add_argument("--recognition", default="../hwr-htr-v3", help="model directory the manifest borrows recognition from")
     args = p.parse_args(argv)
 
@@ -75,14 +87,7 @@ def main(argv):
     args.out.mkdir(parents=True, exist_ok=True)
     onnx_path = args.out / "seg.onnx"
     export(wrapped, onnx_path)
-    pages = load_split(args.dataset, "val", norm["side"], args.cache)
-    images = []
-    for i, page in enumerate([pages[0], pages[len(pages) // 2]]):
-        image = normalise(pad_to_stride(torch.from_numpy(page.image).float().div(255)[None, None]))
-        if i == 1:  # a second, smaller size: dynamic axes really work
-            image = image[:, :, : image.shape[2] // 2 // STRIDE * STRIDE, :]
-        images.append(image)
-    worst = check_in_onnxruntime(wrapped, onnx_path, images)
+    worst = check_in_onnxruntime(wrapped, onnx_path, parity_images(load_split(args.dataset, "val", norm["side"], args.cache)))
     print(f"onnxruntime-node against PyTorch: max |difference| {worst:.2e}")
     if worst > TOLERANCE:
         sys.exit(f"export differs from PyTorch by {worst} > {TOLERANCE}")
@@ -99,7 +104,7 @@ def main(argv):
             "channels": 1,
             "mean": [norm["mean"]],
             "std": [norm["std"]],
-            "maxSideLength": norm["side"],
+            "maxSideLength": args.max_side or norm["side"],
             "sizeMultiple": STRIDE,
             "baselineThreshold": 0.5,
             "regionThreshold": 0.5,

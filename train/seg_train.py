@@ -26,11 +26,11 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from seg_augment import make_example  # noqa: E402
-from seg_data import CHANNELS, load_split  # noqa: E402
+from seg_data import CHANNELS, attach_bitonal, load_split  # noqa: E402
 from seg_model import STRIDE, LineSegmenter, SegConfig, count_parameters  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-CSV_FIELDS = ["epoch", "train_loss", "val_loss", "val_baseline_f1", "val_region_f1", "val_ends_f1", "lr", "epoch_seconds", "elapsed_seconds"]
+CSV_FIELDS = ["epoch", "train_loss", "val_loss", "val_baseline_f1", "val_region_f1", "val_ends_f1", "val_bitonal_loss", "val_bitonal_baseline_f1", "lr", "epoch_seconds", "elapsed_seconds"]
 # input = (pixel / 255 - MEAN) / STD; the exported manifest carries the same numbers
 MEAN, STD = 0.5, 0.5
 # positive weight per channel (baseline, boundary and end pixels are rare)
@@ -54,6 +54,7 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch that passes this")
     p.add_argument("--ends-weight", type=float, default=float(POS_WEIGHT[0, ENDS]), help="positive weight of the line-end channel in the loss")
+    p.add_argument("--bitonal", type=float, default=0.0, help="chance that a crop comes from a bitonal version of its page (2 per page; the val pages are also scored made bitonal)")
     p.add_argument("--init-from", type=Path, default=None, help="start from this checkpoint's weights (a head with fewer outputs: its channels are kept, the new ones start fresh)")
     return p.parse_args(argv)
 
@@ -77,13 +78,14 @@ def pad_to_stride(image: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def evaluate(model, pages) -> tuple[float, float, float, float]:
-    """Validation loss and the pixel F1 of the baseline, region and ends maps."""
+def evaluate(model, pages, bitonal: bool = False) -> tuple[float, float, float, float]:
+    """Validation loss and the pixel F1 of the baseline, region and ends maps (of the pages' first bitonal versions with
+    `bitonal`)."""
     model.eval()
     n = len(CHANNELS)
     losses, tp, fp, fn = [], np.zeros(n), np.zeros(n), np.zeros(n)
     for page in pages:
-        image = torch.from_numpy(page.image).float().div(255)[None, None]
+        image = torch.from_numpy(page.bitonal[0] if bitonal else page.image).float().div(255)[None, None]
         logits = model(normalise(pad_to_stride(image)))
         th, tw = page.target.shape[1:]
         logits = logits[:, :, :th, :tw]
@@ -133,6 +135,10 @@ def main(argv):
     torch.manual_seed(args.seed)
     train_pages = load_split(args.dataset, "train", args.side, args.cache)
     val_pages = load_split(args.dataset, "val", args.side, args.cache)
+    bitonal = args.bitonal
+    if bitonal > 0:
+        attach_bitonal(train_pages, args.dataset, "train", args.side, args.cache, variants=2, seed=args.seed)
+        attach_bitonal(val_pages, args.dataset, "val", args.side, args.cache, variants=0)
     cfg = SegConfig()
     model = LineSegmenter(cfg)
     if args.init_from is not None and not args.resume:
@@ -166,7 +172,7 @@ def main(argv):
             images, targets = [], []
             for k, index in enumerate(order[step * args.batch : (step + 1) * args.batch]):
                 g = np.random.default_rng([args.seed, epoch, step, k])
-                image, target = make_example(train_pages[index], g, args.crop)
+                image, target = make_example(train_pages[index], g, args.crop, bitonal_chance=bitonal)
                 images.append(image)
                 targets.append(target)
             logits = model(normalise(torch.stack(images)))
@@ -178,9 +184,10 @@ def main(argv):
             total += loss.item()
         epoch += 1
         val_loss, bf1, rf1, ef1 = evaluate(model, val_pages)
+        bitonal_loss, bitonal_bf1 = evaluate(model, val_pages, bitonal=True)[:2] if bitonal > 0 else ("", "")
         seconds = time.time() - t0
         elapsed += seconds
-        row = [epoch, round(total / steps_per_epoch, 5), round(val_loss, 5), round(bf1, 4), round(rf1, 4), round(ef1, 4), f"{lr:.2e}", round(seconds, 1), round(elapsed, 1)]
+        row = [epoch, round(total / steps_per_epoch, 5), round(val_loss, 5), round(bf1, 4), round(rf1, 4), round(ef1, 4), bitonal_loss and round(bitonal_loss, 5), bitonal_bf1 and round(bitonal_bf1, 4), f"{lr:.2e}", round(seconds, 1), round(elapsed, 1)]
         with log.open("a", newline="") as f:
             csv.writer(f).writerow(row)
         print(dict(zip(CSV_FIELDS, row)), flush=True)

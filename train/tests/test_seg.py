@@ -1,10 +1,13 @@
 """The line segmenter's training code (train/seg_*.py) on a page drawn here (no ../shared): its target
 maps lie where the page's lines are, a training example is a function of its seed and keeps image and
-targets aligned, the network halves the input size, and the export passes onnx.checker with dynamic
-sizes and matches PyTorch in onnxruntime-node (the service's runtime) where Node is there."""
+targets aligned, a bitonal version of the page keeps its writing black on white paper, the network
+halves the input size, the export passes onnx.checker with dynamic sizes and matches PyTorch in
+onnxruntime-node (the service's runtime) where Node is there, and an exported segmenter comes back
+as a checkpoint that computes the same function."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 import unittest
 from pathlib import Path
@@ -16,7 +19,8 @@ from PIL import Image, ImageDraw
 
 import support
 from seg_augment import make_example
-from seg_data import CHANNELS, render_page
+from seg_checkpoint_from_onnx import conv_weights, rebuild
+from seg_data import CHANNELS, bitonal_at_size, render_page
 from seg_export import check_in_onnxruntime, export
 from seg_model import STRIDE, LineSegmenter, Probabilities, SegConfig
 from seg_train import init_from, loss_of, normalise, pad_to_stride
@@ -91,6 +95,39 @@ class ExampleTest(unittest.TestCase):
             self.assertGreater(float(above.float().mean()), 0.8, f"seed {seed}")
 
 
+class BitonalTest(unittest.TestCase):
+    def bitonal_page(self):
+        page, image = drawn_page()
+        strokes = Image.new("L", image.size, 235)  # writing as strokes 3 px wide: Sauvola hollows out solid bars
+        draw = ImageDraw.Draw(strokes)
+        for y, x0, x1 in LINES:
+            for x in range(x0, x1, 12):
+                draw.rectangle([x, y - 30, x + 2, y], fill=90)
+        rendered = render_page(page, image, side=400)
+        rendered.bitonal = [bitonal_at_size(strokes, 40, 0.2, (400, 300))]
+        return rendered
+
+    def test_the_writing_turns_black_and_the_grey_paper_white(self):
+        bitonal = self.bitonal_page().bitonal[0]
+        self.assertEqual(bitonal.shape, (300, 400))
+        for y, x0, x1 in LINES:  # the strokes at model scale: 1.5 px wide, 6 px apart
+            band = bitonal[(y - 26) // 2 : (y - 4) // 2]
+            darkest = [int(band[:, x // 2 - 1 : x // 2 + 3].min()) for x in range(x0, x1, 12)]
+            self.assertLess(max(darkest), 100, f"every stroke of the line at y={y} is dark")
+        self.assertEqual(int(bitonal[:30].min()), 255, "the paper above the first line (grey 235 in the page) is white")
+
+    def test_a_bitonal_crop_has_white_paper_and_chance_zero_replays_the_grey_examples(self):
+        page = self.bitonal_page()
+        grey_only = render_page(*drawn_page(), side=400)
+        for seed in range(4):
+            before = make_example(grey_only, np.random.default_rng(seed), 128)
+            replayed = make_example(page, np.random.default_rng(seed), 128, bitonal_chance=0.0)
+            self.assertTrue(torch.equal(before[0], replayed[0]) and torch.equal(before[1], replayed[1]))
+        image, _ = make_example(page, np.random.default_rng(3), 256, bitonal_chance=1.0)
+        self.assertEqual(float(np.quantile(image.numpy(), 0.5)), 1.0, "paper is pure white, not tinted or noisy")
+        self.assertLess(float(image.min()), 0.1, "and the crop holds black writing")
+
+
 class NetworkTest(unittest.TestCase):
     def test_maps_come_out_at_half_the_input_size_and_the_loss_trains(self):
         torch.manual_seed(0)
@@ -139,6 +176,51 @@ class ExportTest(unittest.TestCase):
             image = normalise(pad_to_stride(torch.from_numpy(page.image.copy()).float().div(255)[None, None]))
             worst = check_in_onnxruntime(wrapped, path, [image, image[:, :, :160, :]])
             self.assertLess(worst, 1e-4)
+
+
+class RebuildFromOnnxTest(unittest.TestCase):
+    def test_the_rebuilt_checkpoint_is_the_exported_function_and_starts_there_in_train_mode(self):
+        torch.manual_seed(3)
+        cfg = SegConfig(channels=(4, 8, 8, 8), decoder=8)
+        model = LineSegmenter(cfg)
+        page = render_page(*drawn_page(), side=400)
+        image = normalise(pad_to_stride(torch.from_numpy(page.image.copy()).float().div(255)[None, None]))
+        model.train()
+        with torch.no_grad():  # batch norms far from the identity: statistics of the page, random scale and shift
+            model(image)
+            for module in model.modules():
+                if isinstance(module, torch.nn.BatchNorm2d):
+                    module.weight.uniform_(0.5, 1.5)
+                    module.bias.uniform_(-0.3, 0.3)
+        wrapped = Probabilities(model.eval()).eval()
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            export(wrapped, folder / "seg.onnx")
+            manifest = {"name": "hwr-seg", "version": "t", "segmentation": {"file": "seg.onnx", "mean": [0.5], "std": [0.5], "maxSideLength": 864}, "training": {"settings": {"side": 400}}}
+            (folder / "manifest.json").write_text(json.dumps(manifest))
+            convs = conv_weights(folder / "seg.onnx")
+            state = rebuild(folder, [page], crops=16, crop=128)
+        self.assertEqual(sorted(convs), sorted(name for name, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)))
+        self.assertEqual(state["model_config"], cfg.to_dict())
+        self.assertEqual(state["normalisation"], {"mean": 0.5, "std": 0.5, "side": 400})
+        rebuilt = LineSegmenter(cfg)
+        rebuilt.load_state_dict(state["model"])
+        with torch.no_grad():
+            want = wrapped(image)
+            self.assertLess(float((Probabilities(rebuilt.eval())(image) - want).abs().max()), 1e-5)
+            crops = torch.stack([make_example(page, np.random.default_rng([11, k]), 128)[0] for k in range(16)])
+            crops = normalise(crops)
+            in_eval = rebuilt.eval()(crops)
+            drift = float((rebuilt.train()(crops) - in_eval).abs().mean())
+            for module in rebuilt.modules():  # the batch norms left as the identity plus the folded bias: the same eval function
+                if isinstance(module, torch.nn.BatchNorm2d):
+                    module.bias.sub_(module.running_mean)
+                    module.weight.fill_(1.0)
+                    module.running_mean.zero_()
+                    module.running_var.fill_(1.0 - module.eps)
+            self.assertLess(float((rebuilt.eval()(crops) - in_eval).abs().max()), 1e-4)
+            naive = float((rebuilt.train()(crops) - in_eval).abs().mean())
+        self.assertLess(drift, 0.25 * naive, f"train mode starts near the exported function ({drift:.3f} against {naive:.3f})")
 
 
 if __name__ == "__main__":
