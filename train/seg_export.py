@@ -119,10 +119,11 @@ def main(argv):
             "validationBaselinePixelF1": round(val.get("baseline_f1", float("nan")), 4),
             "validationRegionPixelF1": round(val.get("region_f1", float("nan")), 4),
             **({"validationEndsPixelF1": round(val["ends_f1"], 4)} if "ends_f1" in val else {}),
+            **({"validationBitonalLoss": round(val["bitonal_loss"], 5), "validationBitonalBaselinePixelF1": round(val["bitonal_baseline_f1"], 4)} if "bitonal_loss" in val else {}),
             "architecture": f"fully convolutional, encoder {list(state['model_config']['channels'])} (strides 2 to 1/16, dilations 2/4/8), additive decoder to 1/2, outputs " + "/".join(CHANNELS[: state["model_config"]["outputs"]]),
             "parameters": count_parameters(model),
             "onnxMaxAbsDifference": float(f"{worst:.2e}"),
-            "settings": {k: state["args"][k] for k in ("epochs", "crop", "batch", "crops_per_page", "lr", "seed", "side") if k in state["args"]},
+            "settings": {k: state["args"][k] for k in ("epochs", "crop", "batch", "crops_per_page", "lr", "seed", "side", "bitonal") if k in state["args"]},
             **({"initialisedFrom": state["args"]["init_from"]} if state["args"].get("init_from") else {}),
         },
     }

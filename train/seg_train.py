@@ -204,7 +204,8 @@ def main(argv):
         }
         if val_loss < best:
             best = val_loss
-            torch.save({**state, "val": {"loss": val_loss, "baseline_f1": bf1, "region_f1": rf1, "ends_f1": ef1}}, args.run / "best.pt")
+            bitonal_val = {"bitonal_loss": bitonal_loss, "bitonal_baseline_f1": bitonal_bf1} if bitonal > 0 else {}
+            torch.save({**state, "val": {"loss": val_loss, "baseline_f1": bf1, "region_f1": rf1, "ends_f1": ef1, **bitonal_val}}, args.run / "best.pt")
         torch.save(state, args.run / "last.pt.tmp")
         (args.run / "last.pt.tmp").replace(args.run / "last.pt")
         if args.max_minutes is not None and (time.time() - started) / 60 > args.max_minutes:

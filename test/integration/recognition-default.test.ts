@@ -1,4 +1,4 @@
-// The default setup with the real models in the repository: the line segmenter (models/hwr-seg-v2)
+// The default setup with the real models in the repository: the line segmenter (models/hwr-seg-v3)
 // lays handwritten pages out, our handwriting recognizer (models/hwr-htr-v3, with its character
 // LM) reads handwriting, PP-OCRv4 screens each page and keeps the lines it is sure of, and a page
 // it finds printed is laid out by its detector (models/default, docs/recognition.md).

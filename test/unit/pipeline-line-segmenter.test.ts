@@ -1,10 +1,12 @@
-// The shipped line segmenter (models/hwr-seg-v2) on a real handwritten fixture page that no
+// The shipped line segmenter (models/hwr-seg-v3) on a real handwritten fixture page that no
 // training or tuning saw: its lines are found one for one against the page's ground truth, with
-// baselines inside their outlines; and the engine's layout uses it.
+// baselines inside their outlines, also when the page is made bitonal as an archive's 1-bit scan;
+// and the engine's layout uses it.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { CAPTURE_CONDITIONS } from '../../bench/lib/capture-conditions.ts';
 import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
 import type { RgbImage } from '../../src/pipeline/image/raster.ts';
 import { segmentLines, type SegmentedLine } from '../../src/pipeline/layout/line-segmenter.ts';
@@ -54,8 +56,8 @@ function holds(line: Pick<SegmentedLine, 'polygon'>, baseline: readonly Point[])
   return along(baseline).filter((point) => insidePolygon(point, line.polygon)).length >= 3;
 }
 
-test('on a real handwritten page the segmenter finds the ground-truth lines one for one', async () => {
-  const lines = await segmentLines(session, spec.segmentation!, page);
+/** The segmented lines against the ground truth's: found one for one, each a left-to-right baseline inside its outline. */
+function assertOneForOne(lines: readonly SegmentedLine[], raster: RgbImage): void {
   const found = truth.filter((gt) => lines.some((line) => holds(line, gt.baseline)));
   const right = lines.filter((line) => truth.some((gt) => holds(gt, line.baseline)));
   assert.ok(found.length >= 0.9 * truth.length, `found ${found.length} of ${truth.length} ground-truth lines`);
@@ -64,7 +66,7 @@ test('on a real handwritten page the segmenter finds the ground-truth lines one 
   for (const line of lines) {
     assert.ok(line.baseline.length >= 2 && line.polygon.length >= 3);
     assert.ok(holds(line, line.baseline), 'the baseline lies inside its own outline');
-    for (const [x, y] of [...line.baseline, ...line.polygon]) assert.ok(x >= 0 && y >= 0 && x < page.width && y < page.height);
+    for (const [x, y] of [...line.baseline, ...line.polygon]) assert.ok(x >= 0 && y >= 0 && x < raster.width && y < raster.height);
     const xs = line.baseline.map(([x]) => x);
     assert.deepEqual(
       xs,
@@ -72,6 +74,18 @@ test('on a real handwritten page the segmenter finds the ground-truth lines one 
       'baselines run left to right',
     );
   }
+}
+
+test('on a real handwritten page the segmenter finds the ground-truth lines one for one', async () => {
+  assertOneForOne(await segmentLines(session, spec.segmentation!, page), page);
+});
+
+test("made bitonal as an archive's conversion makes it (Sauvola, 1-bit TIFF), the page's lines are still found one for one", async () => {
+  const bitonal = CAPTURE_CONDITIONS.find((condition) => condition.name === 'bitonal')!;
+  const captured = await bitonal.capture(readFileSync(path.join(PAGES, 'peraire_test_B.12.japon3_0048.jpg')));
+  const prepared = await prepareImage(captured.bytes, { name: 'peraire-bitonal', maxPixels: 100_000_000 });
+  assert.deepEqual([prepared.raster.width, prepared.raster.height], [page.width, page.height]);
+  assertOneForOne(await segmentLines(session, spec.segmentation!, prepared.raster), prepared.raster);
 });
 
 test('the default engine lays out the page from the segmenter: outlined lines with their baselines, in reading order', async () => {
