@@ -17,9 +17,9 @@
 #                as the folder more/ inside the staged copy (train/README.md); CONTINUE_MINUTES > 0 then trains on from the first arm's best (on the real lines alone) at peak
 #                CONTINUE_LR (1e-4) for that long (folder cont: best-slim-cont.pt, log-cont.csv)
 # A copy of the lines larger than one call can carry travels in parts, one call each (train/README.md):
-#   bash train/gpu_train.sh split-data /work/cache/compact/h64q75 3      # here: .cache-gpu/stage1..3
-#   bash train/gpu_train.sh stage                                         # device calls 1 and 2, carrying stage1, stage2
-#   RECIPE=finetune-v3 bash train/gpu_train.sh start 540                  # call 3, carrying stage3: unpacks, trains on it
+#   bash train/gpu_train.sh split-data /work/cache/compact/h64q75 4      # here: .cache-gpu/stage1..4
+#   bash train/gpu_train.sh stage                                         # device calls 1 to 3, carrying stage1 to stage3
+#   RECIPE=finetune-v3 bash train/gpu_train.sh start 540                  # call 4, carrying stage4: unpacks, trains on it
 # MAX_BATCH, BATCH_WIDTH: the fine-tune's batches (at most this many lines, this many source columns; 48 and 36000 by default)
 # RECURRENT_HIDDEN: the fine-tune's LSTM units a direction (v3's 192 by default); more widens the shipped model's head
 #   without changing what it computes (widen.py: the new units start with zero weights out), so the run starts at v3
