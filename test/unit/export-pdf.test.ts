@@ -142,6 +142,20 @@ describe('PDF page images', () => {
     assert.equal(withAlpha.softMask.colorSpace, 'DeviceGray');
   });
 
+  it("converts a bitonal CCITT G4 TIFF, as archives store their scans, to grey without losing a pixel", async () => {
+    const ink = Buffer.from(noisyRaw(48, 32).filter((_, i) => i % 3 === 0).map((value) => (value < 128 ? 0 : 255)));
+    const g4 = await sharp(ink, { raw: { width: 48, height: 32, channels: 1 } })
+      .toColourspace('b-w')
+      .tiff({ bitdepth: 1, compression: 'ccittfax4' })
+      .toBuffer();
+    const image = await preparePdfImage(g4, 1);
+    assert.equal(image.route, 'converted-png');
+    assert.equal(image.colorSpace, 'DeviceGray');
+    assert.equal(image.softMask, null);
+    const decoded = await sharp(pngFrom(image)).extractChannel(0).raw().toBuffer();
+    assert.ok(decoded.equals(ink), 'every pixel is the black or white it was');
+  });
+
   it('rejects what is not an image with image_unsupported', async () => {
     await assert.rejects(preparePdfImage(Buffer.from('not an image at all'), 4), { code: 'image_unsupported', pageNumber: 4 });
   });
