@@ -142,8 +142,12 @@ describe('PDF page images', () => {
     assert.equal(withAlpha.softMask.colorSpace, 'DeviceGray');
   });
 
-  it("converts a bitonal CCITT G4 TIFF, as archives store their scans, to grey without losing a pixel", async () => {
-    const ink = Buffer.from(noisyRaw(48, 32).filter((_, i) => i % 3 === 0).map((value) => (value < 128 ? 0 : 255)));
+  it('converts a bitonal CCITT G4 TIFF, as archives store their scans, to grey without losing a pixel', async () => {
+    const ink = Buffer.from(
+      noisyRaw(48, 32)
+        .filter((_, i) => i % 3 === 0)
+        .map((value) => (value < 128 ? 0 : 255)),
+    );
     const g4 = await sharp(ink, { raw: { width: 48, height: 32, channels: 1 } })
       .toColourspace('b-w')
       .tiff({ bitdepth: 1, compression: 'ccittfax4' })
