@@ -112,6 +112,17 @@ def _norm_after(model: CRNN) -> list[tuple[nn.Module, nn.Module]]:
     return pairs
 
 
+def fold_placeholder(norm: nn.Module, bias: np.ndarray) -> torch.Tensor:
+    """The batch norm that was folded into its convolution, as the identity plus the folded bias until calibrate()
+    re-derives it; returns that bias."""
+    folded_bias = torch.from_numpy(bias.copy())
+    norm.running_mean.zero_()
+    norm.running_var.fill_(1.0 - norm.eps)  # (x - 0) / sqrt(var + eps) = x
+    norm.weight.fill_(1.0)
+    norm.bias.copy_(folded_bias)
+    return folded_bias
+
+
 def _gates(x: np.ndarray, units: int) -> torch.Tensor:
     blocks = [x[k * units : (k + 1) * units] for k in range(4)]
     return torch.from_numpy(np.concatenate([blocks[k] for k in ONNX_GATE_FOR_TORCH]).copy())
@@ -129,11 +140,7 @@ def load_weights(model: CRNN, convs, lstms, classifier) -> list[tuple[nn.Module,
             if tuple(conv.weight.shape) != weight.shape:
                 raise SystemExit(f"shape mismatch: model {tuple(conv.weight.shape)}, graph {weight.shape}")
             conv.weight.copy_(torch.from_numpy(weight.copy()))
-            norm.running_mean.zero_()
-            norm.running_var.fill_(1.0 - norm.eps)  # (x - 0) / sqrt(var + eps) = x
-            norm.weight.fill_(1.0)
-            norm.bias.copy_(torch.from_numpy(bias.copy()))
-            folded.append((conv, norm, torch.from_numpy(bias.copy())))
+            folded.append((conv, norm, fold_placeholder(norm, bias)))
         if lstms:
             units = model.recurrent.hidden_size
             for layer, (w, r, b) in enumerate(lstms):

@@ -28,7 +28,7 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checkpoint_from_onnx import _initializers, calibrate  # noqa: E402
+from checkpoint_from_onnx import _initializers, calibrate, fold_placeholder  # noqa: E402
 from seg_augment import make_example  # noqa: E402
 from seg_data import Page, load_split  # noqa: E402
 from seg_export import TOLERANCE, check_in_onnxruntime, parity_images  # noqa: E402
@@ -74,11 +74,7 @@ def load_weights(model: LineSegmenter, convs: dict[str, tuple[np.ndarray, np.nda
             norm = modules[".".join([*block, str(int(index) + 1)])]
             if not isinstance(norm, nn.BatchNorm2d):
                 raise SystemExit(f"{name} has no bias and no batch norm after it")
-            norm.running_mean.zero_()
-            norm.running_var.fill_(1.0 - norm.eps)
-            norm.weight.fill_(1.0)
-            norm.bias.copy_(torch.from_numpy(bias.copy()))
-            folded.append((conv, norm, torch.from_numpy(bias.copy())))
+            folded.append((conv, norm, fold_placeholder(norm, bias)))
     return folded
 
 

@@ -126,7 +126,6 @@ def attach_bitonal(pages: list[Page], dataset: Path, split: str, side: int, cach
     key = hashlib.sha256(f"{BITONAL_VERSION}:{side}:{variants}:{seed}:{BITONAL_EVALUATION}:{BITONAL_DIVISORS}:{BITONAL_KS}".encode()).hexdigest()[:10]
     folder = cache / f"{split}-{side}-bitonal-{key}"
     folder.mkdir(parents=True, exist_ok=True)
-    by_name = {p.name: p for p in pages}
     done = folder / "done"
     if not done.exists():
         for index, (page, image) in enumerate(read_pages(dataset, split)):
@@ -139,5 +138,5 @@ def attach_bitonal(pages: list[Page], dataset: Path, split: str, side: int, cach
             stack = np.stack([bitonal_at_size(image, divisor, k, size) for divisor, k in settings])
             np.savez_compressed(folder / f"{page['page']}.npz", bitonal=stack)
         done.write_text("")
-    for name, page in by_name.items():
-        page.bitonal = list(np.load(folder / f"{name}.npz")["bitonal"])
+    for page in pages:
+        page.bitonal = list(np.load(folder / f"{page.name}.npz")["bitonal"])
