@@ -11,7 +11,7 @@ import yazl from 'yazl';
 import { isJunkPath } from '../intake/entry-path.ts';
 import { sortPathsNaturally } from '../intake/natural-sort.ts';
 
-export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.tif', '.tiff', '.webp']);
+export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.tif', '.tiff', '.webp', '.jp2', '.j2k', '.j2c', '.jpf', '.jpx']);
 
 export interface ScanInput {
   /** The ZIP to upload. */

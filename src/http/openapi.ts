@@ -78,7 +78,7 @@ export function openApiDocument(baseUrl: string) {
                       type: 'string',
                       format: 'binary',
                       description:
-                        "One image per page (JPEG, PNG, TIFF, WebP); not password-protected. A PageXML (2013/2019) or ALTO (v2-v4) file with the same path and name as an image but the extension .xml is that page's layout: its regions, lines and reading order are kept instead of detected ones (docs/intake.md).",
+                        "One image per page (JPEG, PNG, TIFF, WebP, JPEG 2000); not password-protected. A PageXML (2013/2019) or ALTO (v2-v4) file with the same path and name as an image but the extension .xml is that page's layout: its regions, lines and reading order are kept instead of detected ones (docs/intake.md).",
                     },
                     llm_tier: { type: 'string', enum: [...LLM_TIERS], default: 'balanced' },
                     preset: { type: 'string', enum: [...PRESETS], default: 'generic' },

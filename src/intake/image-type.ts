@@ -1,14 +1,18 @@
 // Recognises page images by their first bytes (magic numbers), never by file name.
 // Accepted: the formats every later step reads through sharp/libvips (JPEG, PNG, TIFF
-// including BigTIFF, WebP). Other image formats are recognised only to give a precise
-// refusal ("GIF is not supported") instead of "not an image".
+// including BigTIFF, WebP), and JPEG 2000 (a JP2 file or a bare codestream), which they read
+// through OpenJPEG (src/pipeline/image/open-image.ts). Other image formats are recognised only
+// to give a precise refusal ("GIF is not supported") instead of "not an image".
 
-export const ACCEPTED_IMAGE_FORMATS = ['jpeg', 'png', 'tiff', 'webp'] as const;
+export const ACCEPTED_IMAGE_FORMATS = ['jpeg', 'png', 'tiff', 'webp', 'jp2', 'j2k'] as const;
 export type ImageFormat = (typeof ACCEPTED_IMAGE_FORMATS)[number];
 
-export const IMAGE_EXTENSIONS: Record<ImageFormat, string> = { jpeg: 'jpg', png: 'png', tiff: 'tif', webp: 'webp' };
+export const IMAGE_EXTENSIONS: Record<ImageFormat, string> = { jpeg: 'jpg', png: 'png', tiff: 'tif', webp: 'webp', jp2: 'jp2', j2k: 'j2k' };
 
-export type UnsupportedImageFormat = 'gif' | 'bmp' | 'jpeg2000' | 'jpeg-xl' | 'heif' | 'avif' | 'pdf' | 'psd';
+/** The accepted formats as a client reads them, for error details. */
+export const ACCEPTED_FORMAT_NAMES = 'JPEG, PNG, TIFF, WebP or JPEG 2000';
+
+export type UnsupportedImageFormat = 'gif' | 'bmp' | 'jpeg-xl' | 'heif' | 'avif' | 'pdf' | 'psd';
 
 export type ImageTypeResult =
   | { kind: 'image'; format: ImageFormat; extension: string }
@@ -52,8 +56,8 @@ export function detectImageType(head: Buffer): ImageTypeResult {
   if (ascii(head, 0, 2) === 'BM' && head.length >= 18 && BMP_DIB_HEADER_SIZES.has(head.readUInt32LE(14))) {
     return unsupported('bmp');
   }
-  if (startsWith(head, [0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20, 0x0d, 0x0a, 0x87, 0x0a])) return unsupported('jpeg2000');
-  if (startsWith(head, [0xff, 0x4f, 0xff, 0x51])) return unsupported('jpeg2000');
+  if (startsWith(head, [0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20, 0x0d, 0x0a, 0x87, 0x0a])) return image('jp2');
+  if (startsWith(head, [0xff, 0x4f, 0xff, 0x51])) return image('j2k');
   if (startsWith(head, [0xff, 0x0a])) return unsupported('jpeg-xl');
   if (startsWith(head, [0x00, 0x00, 0x00, 0x0c, 0x4a, 0x58, 0x4c, 0x20, 0x0d, 0x0a, 0x87, 0x0a])) return unsupported('jpeg-xl');
   if (ascii(head, 4, 8) === 'ftyp') {
@@ -69,7 +73,6 @@ export function detectImageType(head: Buffer): ImageTypeResult {
 const UNSUPPORTED_NAMES: Record<UnsupportedImageFormat, string> = {
   gif: 'GIF',
   bmp: 'BMP',
-  jpeg2000: 'JPEG 2000',
   'jpeg-xl': 'JPEG XL',
   heif: 'HEIF/HEIC',
   avif: 'AVIF',

@@ -3,7 +3,7 @@
 // the entry paths. Nothing is trusted from the ZIP headers alone: sizes, ratios and CRCs are
 // checked on the bytes actually inflated, and images are recognised by content.
 import { createHash } from 'node:crypto';
-import { stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import sharp, { type Metadata } from 'sharp';
@@ -12,10 +12,11 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { PageSource } from '../pipeline/pipeline.ts';
 import { checkEntryPath, isDirectoryPath, isJunkPath } from './entry-path.ts';
-import { detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';
+import { ACCEPTED_FORMAT_NAMES, detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';
 import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';
 import { sortPathsNaturally } from './natural-sort.ts';
 import { isLayoutError, MAX_LAYOUT_BYTES, parseUploadedLayout } from '../pipeline/layout/uploaded-layout.ts';
+import { type ByteReader, readJpeg2000Header, unsupportedJpeg2000 } from '../pipeline/image/jpeg2000-header.ts';
 
 export interface IntakeOptions {
   limits: Config['limits'];
@@ -355,13 +356,13 @@ async function storePage(
     if (type.kind === 'unsupported') {
       throw new IntakeError(
         'unsupported_image_format',
-        `entry ${quoteName(path)} is a ${unsupportedFormatName(type.format)} file; pages must be JPEG, PNG, TIFF or WebP images`,
+        `entry ${quoteName(path)} is a ${unsupportedFormatName(type.format)} file; pages must be ${ACCEPTED_FORMAT_NAMES} images`,
         { entry: path },
       );
     }
     if (type.kind === 'unknown') {
       const what = head.length === 0 ? 'is empty' : 'is not an image';
-      throw new IntakeError('not_an_image', `entry ${quoteName(path)} ${what}; pages must be JPEG, PNG, TIFF or WebP images`, {
+      throw new IntakeError('not_an_image', `entry ${quoteName(path)} ${what}; pages must be ${ACCEPTED_FORMAT_NAMES} images`, {
         entry: path,
       });
     }
@@ -390,11 +391,13 @@ async function checkImageHeader(
   format: string,
   limits: Config['limits'],
 ): Promise<{ width: number; height: number }> {
-  let metadata: Metadata;
+  let metadata: Pick<Metadata, 'width' | 'height' | 'pages' | 'orientation'>;
   try {
     // No pixel limit here: the image is measured below to give our own error.
-    metadata = await sharp(file, { limitInputPixels: false }).metadata();
+    metadata =
+      format === 'jp2' || format === 'j2k' ? await jpeg2000Size(file, path) : await sharp(file, { limitInputPixels: false }).metadata();
   } catch (error) {
+    if (error instanceof IntakeError) throw error;
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
     throw new IntakeError(
       'unreadable_image',
@@ -427,6 +430,28 @@ async function checkImageHeader(
   }
   const swap = (metadata.orientation ?? 1) >= 5;
   return { width: swap ? height : width, height: swap ? width : height };
+}
+
+/** A JPEG 2000 image's size from its headers (sharp cannot read it); a variant we cannot read is refused here. */
+async function jpeg2000Size(file: string, path: string): Promise<{ width: number; height: number; pages: number }> {
+  const handle = await open(file, 'r');
+  try {
+    const read: ByteReader = async (offset, length) => {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, offset);
+      return buffer.subarray(0, bytesRead);
+    };
+    const header = await readJpeg2000Header(read);
+    const unsupported = unsupportedJpeg2000(header);
+    if (unsupported) {
+      throw new IntakeError('unsupported_image_format', `entry ${quoteName(path)} is a JPEG 2000 image we cannot read: ${unsupported}`, {
+        entry: path,
+      });
+    }
+    return { width: header.width, height: header.height, pages: 1 };
+  } finally {
+    await handle.close();
+  }
 }
 
 /**

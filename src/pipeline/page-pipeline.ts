@@ -1,10 +1,10 @@
 // The engine's page task: image preparation -> layout -> recognition -> correction,
 // as far as the job's pipeline_steps go. Models are loaded once per process, on the
 // first page (shared-engine.ts).
-import sharp from 'sharp';
 import type { Config } from '../config.ts';
 import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
 import type { PageResult } from './page-result.ts';
+import { imageMetadata } from './image/open-image.ts';
 import { recognizePage, type StageTimings } from './recognize-page.ts';
 import { sharedEngine } from './shared-engine.ts';
 import { PixelBudget } from './pixel-budget.ts';
@@ -69,7 +69,7 @@ function roundTimings(timings: StageTimings): Record<string, number> {
 /** The page's pixel count from its header (nothing decoded); 1 when unreadable, which decoding then reports. */
 async function headerPixels(bytes: Buffer): Promise<number> {
   try {
-    const { width = 1, height = 1 } = await sharp(bytes).metadata();
+    const { width = 1, height = 1 } = await imageMetadata(bytes);
     return width * height;
   } catch {
     return 1;

@@ -6,10 +6,10 @@
 import { readJobPages } from '../../projections/job-status.ts';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import sharp from 'sharp';
 import { readJobStatus } from '../../projections/job-status.ts';
 import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { LruCache } from '../use-cases/lru-cache.ts';
+import { openImage } from '../pipeline/image/open-image.ts';
 import type { PageResult, Point } from '../pipeline/page-result.ts';
 import { html, type Html } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
@@ -65,7 +65,7 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
         throw error;
       }
       // rotate(): EXIF orientation applied, as recognition saw the page.
-      body = await sharp(source, { page: 0, limitInputPixels: runtime.config.limits.maxImagePixels })
+      body = await (await openImage(source, { page: 0, limitInputPixels: runtime.config.limits.maxImagePixels }))
         .rotate()
         .resize({ width, withoutEnlargement: true })
         .jpeg({ quality: 80 })

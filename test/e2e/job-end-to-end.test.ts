@@ -16,11 +16,13 @@ import { checkResultArchive } from '../support/check-result-archive.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';
 
-const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/export');
+const FIXTURES = path.resolve(import.meta.dirname, '../fixtures');
 const PAGES = [
-  { entry: 'scans/1_dracula.png', file: 'fondue_en_print_dracula_page_51.png' },
-  { entry: 'scans/2_zola.jpg', file: 'cremma19_zola_f207.jpg' },
-  { entry: 'scans/10_kant.tif', file: 'ocrd_kant_aufklaerung_1784_0017.tif' },
+  { entry: 'scans/1_dracula.png', file: 'export/fondue_en_print_dracula_page_51.png' },
+  { entry: 'scans/2_zola.jpg', file: 'export/cremma19_zola_f207.jpg' },
+  { entry: 'scans/10_kant.tif', file: 'export/ocrd_kant_aufklaerung_1784_0017.tif' },
+  // An archive's master format: three handwritten lines as a lossless JP2 (fixtures/jpeg2000).
+  { entry: 'scans/11_copiste.jp2', file: 'jpeg2000/copiste-lines-300dpi.jp2' },
 ];
 
 const port = await freePort();
@@ -58,7 +60,7 @@ test('a ZIP of real scans becomes a valid result archive (PageXML, ALTO, PDF/A-2
   const submitted = await fetch(`${config.baseUrl}/v1/process-scan`, { method: 'POST', headers, body: form });
   assert.equal(submitted.status, 202);
   const job = (await submitted.json()) as { job_id: string; page_count: number; status_url: string; result_url: string };
-  assert.equal(job.page_count, 3);
+  assert.equal(job.page_count, 4);
 
   let status: Record<string, unknown> = {};
   const deadline = Date.now() + 300_000;
@@ -67,7 +69,7 @@ test('a ZIP of real scans becomes a valid result archive (PageXML, ALTO, PDF/A-2
     status = (await (await fetch(job.status_url, { headers })).json()) as Record<string, unknown>;
   } while (status.state !== 'done' && status.state !== 'failed' && Date.now() < deadline);
   assert.equal(status.state, 'done', `job ended ${status.state}: ${status.error_message}`);
-  assert.equal(status.pages_done, 3);
+  assert.equal(status.pages_done, 4);
   assert.equal(status.result_url, job.result_url);
   assert.match(String(status.warning_message), /no correction provider is configured/);
 
@@ -82,7 +84,7 @@ test('a ZIP of real scans becomes a valid result archive (PageXML, ALTO, PDF/A-2
   assert.equal(checked.manifest.job_id, job.job_id);
   assert.deepEqual(
     checked.pages.map((page) => page.pageNumber),
-    [1, 2, 3],
+    [1, 2, 3, 4],
   );
   // Natural order of entry paths: 1_, 2_, 10_.
   const sources = checked.manifest.pages.map((page) => page.source.name);
@@ -98,6 +100,8 @@ test('a ZIP of real scans becomes a valid result archive (PageXML, ALTO, PDF/A-2
   // The printed control page is read for real.
   const dracula = checked.pages[0].text;
   assert.match(dracula, /Holmwood/);
+  // So is the handwritten JP2 page, decoded by OpenJPEG.
+  assert.match(checked.pages[3].text, /pavillon de musique/);
   assert.ok(checked.pages.every((page) => page.pdfText !== null && page.text.length > 0));
 
   const events = (await (await fetch(`${job.status_url}/events`, { headers })).json()) as { events: Array<{ type: string }> };

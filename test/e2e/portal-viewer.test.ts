@@ -3,10 +3,12 @@
 // corrected lines with their recognised reading; images scaled and cacheable; another
 // account's page not found.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, pagesZip, startApiServer, waitForState } from '../support/http-client.ts';
+import { createCredentials, makeZip, pagesZip, startApiServer, waitForState } from '../support/http-client.ts';
 import { portalUser, type PortalClient } from '../support/portal-client.ts';
 import { testExportPipeline } from '../support/test-pipelines.ts';
 import { viewerPagePipeline } from '../support/viewer-pipeline.ts';
@@ -70,6 +72,19 @@ describe('portal page viewer', () => {
     }
     assert.equal((await fetch(`${baseUrl}/portal/jobs/${jobId}/pages/1/image?w=999`, { headers: { Cookie: cookie } })).status, 400);
     assert.equal((await fetch(`${baseUrl}/portal/jobs/${jobId}/pages/1/image?w=160`, { redirect: 'manual' })).status, 303);
+  });
+
+  test('a JPEG 2000 page, which browsers do not show, is served as JPEG', async () => {
+    const jp2 = await readFile(path.resolve(import.meta.dirname, '../fixtures/jpeg2000/copiste-lines.jp2'));
+    const submitted = await client.submit(await makeZip([{ name: 'master.jp2', data: jp2 }]), { key: acme.key });
+    await waitForState(client, { key: acme.key }, submitted.body.job_id, ['done']);
+    const response = await fetch(`${baseUrl}/portal/jobs/${submitted.body.job_id}/pages/1/image?w=160`, {
+      headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` },
+    });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('content-type'), 'image/jpeg');
+    const meta = await sharp(Buffer.from(await response.arrayBuffer())).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 160, Math.round((160 * 192) / 1261)]);
   });
 
   test("another account's user finds neither the page nor its image", async () => {

@@ -186,6 +186,39 @@ test('a recognised but unsupported image format is unsupported_image_format', as
   await assertRefused('gif.zip', 'unsupported_image_format', /entry "2\.gif" is a GIF file/);
 });
 
+test('JPEG 2000 pages, a JP2 file and a bare codestream, are stored as they came and measured from their headers', async () => {
+  const jpeg2000 = path.resolve(import.meta.dirname, '../fixtures/jpeg2000');
+  const zipPath = path.join(root, 'jpeg2000.zip');
+  await writeZip(zipPath, [
+    ['master/0002.j2k', await readFile(path.join(jpeg2000, 'copiste-lines.j2k'))],
+    ['master/0001.jp2', await readFile(path.join(jpeg2000, 'copiste-lines-300dpi.jp2'))],
+  ]);
+  const { keyPrefix, result } = run(zipPath);
+  const pages = await result;
+  assert.deepEqual(
+    pages.map(({ pageNumber, name, blobKey }) => ({ pageNumber, name, blobKey })),
+    [
+      { pageNumber: 1, name: 'master/0001.jp2', blobKey: `${keyPrefix}/0001.jp2` },
+      { pageNumber: 2, name: 'master/0002.j2k', blobKey: `${keyPrefix}/0002.j2k` },
+    ],
+  );
+  assert.equal(pages[0].sha256, await sha256(path.join(jpeg2000, 'copiste-lines-300dpi.jp2')));
+  // The pixel limit is checked from the header, as for the other formats.
+  await assertRefused(zipPath, 'image_too_large', /entry "master\/0001\.jp2" is 1261×192 pixels, more than 200000/, {
+    maxImagePixels: 200_000,
+  });
+});
+
+test('a JPEG 2000 variant we cannot read, or a cut JP2 header, is refused at intake', async () => {
+  const jpeg2000 = path.resolve(import.meta.dirname, '../fixtures/jpeg2000');
+  const sycc = path.join(root, 'sycc.zip');
+  await writeZip(sycc, [['1.jp2', await readFile(path.join(jpeg2000, 'sycc.jp2'))]]);
+  await assertRefused(sycc, 'unsupported_image_format', /entry "1\.jp2" is a JPEG 2000 image we cannot read: its colour space is sYCC/);
+  const cut = path.join(root, 'cut-jp2.zip');
+  await writeZip(cut, [['1.jp2', (await readFile(path.join(jpeg2000, 'copiste-lines.jp2'))).subarray(0, 60)]]);
+  await assertRefused(cut, 'unreadable_image', /entry "1\.jp2" looks like JP2 but its header cannot be read/);
+});
+
 test('an image whose header cannot be read is unreadable_image', async () => {
   await assertRefused('truncated-image.zip', 'unreadable_image', /entry "2\.jpg" looks like JPEG but its header cannot be read/);
 });

@@ -2,7 +2,7 @@
 // regions, a line with markup as its text, a corrected line with its recognised reading, and a
 // low-confidence word.
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
+import { imageMetadata } from '../../src/pipeline/image/open-image.ts';
 import type { PagePipeline } from '../../src/pipeline/pipeline.ts';
 import type { PageResult } from '../../src/pipeline/page-result.ts';
 
@@ -17,7 +17,7 @@ export function viewerPagePipeline(options: { stepMs?: number } = {}): PagePipel
         await context.enterStep(step);
         await new Promise((resolve) => setTimeout(resolve, options.stepMs ?? 0));
       }
-      const { width = 100, height = 100 } = await sharp(image).metadata();
+      const { width = 100, height = 100 } = await imageMetadata(image);
       const w = width;
       const h = height;
       const line = (id: string, top: number, text: string, extra: Partial<PageResult['regions'][number]['lines'][number]> = {}) => ({

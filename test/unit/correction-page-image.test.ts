@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { it } from 'node:test';
 import sharp from 'sharp';
 import { pageImageOf } from '../../src/pipeline/correction/page-image.ts';
@@ -32,4 +34,12 @@ it('sends the model a page read turned as it was read, upright', async () => {
   // EXIF orientation is applied first: a JPEG stored sideways with orientation 6 is upright as it is
   const exif = await sharp(upright).rotate(270).jpeg().withMetadata({ orientation: 6 }).toBuffer();
   assert.equal(await topLeftIsDark((await pageImageOf(exif, 0)).data), true);
+});
+
+it('sends a JPEG 2000 page, which no provider takes, as JPEG', async () => {
+  const jp2 = await readFile(path.resolve(import.meta.dirname, '../fixtures/jpeg2000/copiste-lines.jp2'));
+  const image = await pageImageOf(jp2, 0);
+  assert.equal(image.mimeType, 'image/jpeg');
+  assert.deepEqual([image.width, image.height], [1261, 192]);
+  assert.equal((await sharp(image.data).metadata()).format, 'jpeg');
 });

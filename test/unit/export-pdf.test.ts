@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { crc32 } from 'node:zlib';
@@ -158,6 +160,19 @@ describe('PDF page images', () => {
     assert.equal(image.softMask, null);
     const decoded = await sharp(pngFrom(image)).extractChannel(0).raw().toBuffer();
     assert.ok(decoded.equals(ink), 'every pixel is the black or white it was');
+  });
+
+  it('converts a JPEG 2000 page, as archives keep their masters, to grey without losing a pixel', async () => {
+    const fixtures = path.resolve(import.meta.dirname, '../fixtures/jpeg2000');
+    const image = await preparePdfImage(await readFile(path.join(fixtures, 'copiste-lines.jp2')), 1);
+    assert.equal(image.route, 'converted-png');
+    assert.deepEqual(
+      [image.width, image.height, image.colorSpace, image.bitsPerComponent, image.softMask],
+      [1261, 192, 'DeviceGray', 8, null],
+    );
+    const decoded = await sharp(pngFrom(image)).extractChannel(0).raw().toBuffer();
+    const original = await sharp(path.join(fixtures, 'copiste-lines.png')).extractChannel(0).raw().toBuffer();
+    assert.ok(decoded.equals(original), 'the lossless JP2 page is in the PDF pixel for pixel');
   });
 
   it('rejects what is not an image with image_unsupported', async () => {

@@ -5,7 +5,8 @@
 //   decoded by sharp and re-encoded as PNG (lossless), alpha kept as a soft mask.
 // The stored orientation (EXIF) is not applied to the pixels: `orientation` tells the page
 // how to draw them (see orientationMatrix).
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
+import { imageMetadata, openImage } from '../../pipeline/image/open-image.ts';
 import { ExportError } from '../errors.ts';
 
 export interface PdfImageData {
@@ -31,7 +32,7 @@ export interface PdfImage extends PdfImageData {
 export async function preparePdfImage(bytes: Buffer, pageNumber: number): Promise<PdfImage> {
   let metadata: Metadata;
   try {
-    metadata = await sharp(bytes, { limitInputPixels: false }).metadata();
+    metadata = await imageMetadata(bytes);
   } catch (error) {
     throw new ExportError('image_unsupported', `page ${pageNumber}: the page image cannot be read (${(error as Error).message})`, {
       pageNumber,
@@ -159,8 +160,8 @@ function pngAsIs(bytes: Buffer): PdfImageData | null {
 
 async function convertLosslessly(bytes: Buffer, metadata: Metadata): Promise<Omit<PdfImage, 'orientation' | 'route'>> {
   const deep = metadata.depth === 'ushort';
-  const open = () => sharp(bytes, { limitInputPixels: false, page: 0 });
-  const color = open().removeAlpha();
+  const open = () => openImage(bytes, { limitInputPixels: false, page: 0 });
+  const color = (await open()).removeAlpha();
   const gray = (metadata.channels ?? 3) - (metadata.hasAlpha ? 1 : 0) === 1 && metadata.space !== 'cmyk';
   const colorPng = await (deep
     ? color.toColourspace(gray ? 'grey16' : 'rgb16')
@@ -173,8 +174,8 @@ async function convertLosslessly(bytes: Buffer, metadata: Metadata): Promise<Omi
   const base = pngAsIs(colorPng);
   if (!base) throw new Error('sharp produced a PNG that cannot be embedded as it is');
   let softMask: PdfImageData | null = null;
-  if (metadata.hasAlpha && !(await open().stats()).isOpaque) {
-    const alphaPng = await open()
+  if (metadata.hasAlpha && !(await (await open()).stats()).isOpaque) {
+    const alphaPng = await (await open())
       .extractChannel('alpha')
       .toColourspace('b-w')
       .png({ compressionLevel: 6, adaptiveFiltering: true })

@@ -3,8 +3,8 @@
 // MAX_SIDE pixels (enough to read handwriting; a larger image costs more tokens
 // and upload time for no gain) and re-encoded as JPEG, which every provider
 // accepts (TIFF, for one, is not).
-import sharp from 'sharp';
 import type { BlobStore } from '../../blobs/blob-store.ts';
+import { openImage } from '../image/open-image.ts';
 import type { PageTurn } from '../recognition/page-turn.ts';
 
 export const MAX_SIDE = 2048;
@@ -23,7 +23,7 @@ export async function loadPageImage(blobs: BlobStore, key: string, turn: PageTur
 }
 
 export async function pageImageOf(source: Buffer, turn: PageTurn): Promise<PageImage> {
-  const oriented = sharp(source, { failOn: 'none' }).autoOrient();
+  const oriented = (await openImage(source, { failOn: 'none' })).autoOrient();
   const { data, info } = await (turn === 0 ? oriented : oriented.rotate(turn))
     .resize({ width: MAX_SIDE, height: MAX_SIDE, fit: 'inside', withoutEnlargement: true })
     .jpeg({ quality: JPEG_QUALITY })

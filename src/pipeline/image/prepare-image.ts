@@ -8,6 +8,7 @@ import sharp from 'sharp';
 import type { Metadata, OutputInfo } from 'sharp';
 import type { SourceImage } from '../page-result.ts';
 import { PipelineError } from '../errors.ts';
+import { imageMetadata, openImage } from './open-image.ts';
 import type { RgbImage } from './raster.ts';
 
 /** Raster formats a scan arrives in. Vector or document formats (SVG, PDF) are refused. */
@@ -62,7 +63,7 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
 
   let decoded: { data: Buffer; info: OutputInfo };
   try {
-    decoded = await sharp(bytes, { page: 0, limitInputPixels: maxPixels, failOn: 'truncated' })
+    decoded = await (await openImage(bytes, { page: 0, limitInputPixels: maxPixels, failOn: 'truncated' }))
       .autoOrient()
       .flatten({ background: '#ffffff' })
       .toColourspace('srgb')
@@ -95,7 +96,7 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
 
 async function readMetadata(bytes: Buffer, name: string): Promise<Metadata> {
   try {
-    return await sharp(bytes).metadata();
+    return await imageMetadata(bytes);
   } catch (error) {
     throw new PipelineError('image_unreadable', `${name} is not a readable image (${(error as Error).message})`, { cause: error });
   }
