@@ -4,9 +4,9 @@
 import type { Config } from '../config.ts';
 import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
 import type { PageResult } from './page-result.ts';
-import { imageMetadata } from './image/open-image.ts';
 import { recognizePage, type StageTimings } from './recognize-page.ts';
 import { sharedEngine } from './shared-engine.ts';
+import { pagePixels } from './page-pixels.ts';
 import { PixelBudget } from './pixel-budget.ts';
 
 export interface PagePipelineOptions {
@@ -27,7 +27,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
       // The page's own layout from the ZIP (checked at intake); events before it have none.
       const layoutXml = task.page.layoutBlobKey ? await context.blobs.get(task.page.layoutBlobKey) : undefined;
       const { page, timings } = await pixels.run(
-        await headerPixels(bytes),
+        await pagePixels(bytes),
         () =>
           recognizePage(engine, bytes, {
             name: task.page.name,
@@ -64,14 +64,4 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
 
 function roundTimings(timings: StageTimings): Record<string, number> {
   return Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value)]));
-}
-
-/** The page's pixel count from its header (nothing decoded); 1 when unreadable, which decoding then reports. */
-async function headerPixels(bytes: Buffer): Promise<number> {
-  try {
-    const { width = 1, height = 1 } = await imageMetadata(bytes);
-    return width * height;
-  } catch {
-    return 1;
-  }
 }

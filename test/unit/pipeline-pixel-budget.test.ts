@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, test } from 'node:test';
+import { pagePixels } from '../../src/pipeline/page-pixels.ts';
 import { defaultPixelBudget, PixelBudget } from '../../src/pipeline/pixel-budget.ts';
 
 /** A piece of work that records when it runs and finishes when told. */
@@ -79,5 +82,16 @@ describe('pixel budget', () => {
 
   test('the default is a quarter of the memory at 4 bytes a pixel', () => {
     assert.equal(defaultPixelBudget(16 * 1024 ** 3), 1024 ** 3);
+  });
+});
+
+describe('what a page weighs', () => {
+  const fixture = (name: string) => readFile(path.resolve(import.meta.dirname, '../fixtures/jpeg2000', name));
+
+  test('its pixels from the header; a JPEG 2000 page seven times over (its decoder holds that much more); 1 when unreadable', async () => {
+    assert.equal(await pagePixels(await fixture('copiste-lines.png')), 1261 * 192);
+    assert.equal(await pagePixels(await fixture('copiste-lines.jp2')), 1261 * 192 * 7);
+    assert.equal(await pagePixels(await fixture('copiste-lines.j2k')), 1261 * 192 * 7);
+    assert.equal(await pagePixels(Buffer.from('not an image')), 1);
   });
 });
