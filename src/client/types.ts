@@ -13,7 +13,7 @@ export type JobState = (typeof JOB_STATES)[number];
 export const TERMINAL_STATES: readonly JobState[] = ['done', 'failed', 'cancelled'];
 export const STEPS = ['layout', 'recognition', 'correction', 'export'] as const;
 export type Step = (typeof STEPS)[number];
-export const CALLBACK_STATES = ['waiting', 'pending', 'retrying', 'delivered', 'abandoned'] as const;
+export const CALLBACK_STATES = ['waiting', 'pending', 'retrying', 'delivered', 'abandoned', 'not_sent'] as const;
 export type CallbackState = (typeof CALLBACK_STATES)[number];
 
 /** Form fields of POST /v1/process-scan besides the file (`scan_zip`). */

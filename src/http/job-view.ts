@@ -23,7 +23,8 @@ export function jobStatusBody(row: JobStatusRow, baseUrl: string) {
   if (row.state === 'done') body.result_url = resultUrl(baseUrl, row.job_id);
   body.callback = row.options.webhookUrl
     ? {
-        state: row.callback_state ?? 'waiting',
+        // No callback is sent for a cancelled job (the specification's events are done and failed).
+        state: row.callback_state ?? (row.state === 'cancelled' ? 'not_sent' : 'waiting'),
         attempts: row.callback_attempts,
         last_status: row.callback_last_status,
         next_attempt_at: row.callback_next_attempt_at?.toISOString() ?? null,

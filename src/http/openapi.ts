@@ -103,6 +103,7 @@ export function openApiDocument(baseUrl: string) {
             },
             '400': problem('Invalid input (e.g. a password-protected ZIP, no images, an unknown option value).'),
             '401': unauthorized,
+            '408': problem('request_body_too_slow: the upload arrived slower than MIN_BODY_BYTES_PER_SECOND; retry.'),
             '409': problem('The Idempotency-Key was used for a different request.'),
             '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
             '415': problem('The body is not multipart/form-data.'),
@@ -188,7 +189,9 @@ export function openApiDocument(baseUrl: string) {
             '429': rateLimited,
             '503': databaseUnavailable,
             '404': problem('Unknown job, or another account’s.'),
-            '409': problem('The job is not done.'),
+            '409': problem(
+              'job_not_done (retryable): the job is queued or processing, poll until it is done; job_failed or job_cancelled (not retryable): the job ended without a result.',
+            ),
             '410': problem('The result has expired (after expires_at).'),
           },
         },
@@ -369,7 +372,7 @@ export function openApiDocument(baseUrl: string) {
                   additionalProperties: false,
                   required: ['state', 'attempts', 'last_status', 'next_attempt_at'],
                   properties: {
-                    state: { enum: ['waiting', 'pending', 'retrying', 'delivered', 'abandoned'] },
+                    state: { enum: ['waiting', 'pending', 'retrying', 'delivered', 'abandoned', 'not_sent'] },
                     attempts: { type: 'integer', minimum: 0 },
                     last_status: { type: ['integer', 'null'] },
                     next_attempt_at: nullableTimestamp,

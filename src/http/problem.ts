@@ -27,6 +27,8 @@ export const HTTP_PROBLEMS = {
   /** The connection guard's answer to a body slower than MIN_BODY_BYTES_PER_SECOND (connection-guards.ts). */
   request_body_too_slow: { status: 408, retryable: true, title: 'Request Timeout' },
   idempotency_key_reused: { status: 409, retryable: false, title: 'Idempotency-Key reused' },
+  /** The result of a job that failed: there never will be one. */
+  job_failed: { status: 409, retryable: false, title: 'Result not available' },
   result_expired: { status: 410, retryable: false, title: 'Result expired' },
   unsupported_media_type: { status: 415, retryable: false, title: 'Unsupported media type' },
   /** The API key's request rate is spent (rate-limit.ts); Retry-After says when a request goes through again. */

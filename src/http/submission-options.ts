@@ -59,6 +59,9 @@ export function parsePipelineSteps(raw: string): PipelineStep[] {
 
 function field(fields: Fields, name: string): string | null {
   const value = fields[name];
+  // Two values for one option would leave the job's option to the order of the parts.
+  if (Array.isArray(value) && value.length > 1)
+    throw invalid('invalid_multipart', `the field ${name} is given ${value.length} times; give it once`);
   const single = Array.isArray(value) ? value[0] : value;
   const trimmed = single?.trim();
   return trimmed ? trimmed : null;

@@ -11,6 +11,7 @@ import {
   createCredentials,
   pagesZip,
   readZipFixture,
+  scanForm,
   startApiServer,
   type ApiResponse,
   type ApiServer,
@@ -194,6 +195,13 @@ describe('option values', () => {
       assertProblem(await server.client.submit(await pagesZip(['1.jpg']), auth, fields), 400, code, detail);
     });
   }
+
+  test('an option given twice: 400 invalid_multipart, not the first value silently', async () => {
+    const form = scanForm(await pagesZip(['1.jpg']), { llm_tier: 'cheap' });
+    form.append('llm_tier', 'best');
+    const response = await server.client.request('POST', '/v1/process-scan', { auth, body: form });
+    assertProblem(response, 400, 'invalid_multipart', /the field llm_tier is given 2 times; give it once/);
+  });
 });
 
 describe('webhook_url rules', () => {

@@ -77,8 +77,9 @@ describe('(none) → queued: POST /v1/process-scan', () => {
 });
 
 describe('queued → cancelled: DELETE while not yet processing', () => {
-  test('200 with the status body in state cancelled; DELETE again: 200 again; result: 409', async () => {
-    const { body: job } = await idle.client.submit(await pagesZip(['1.jpg']), idleAuth);
+  test('200 with the status body in state cancelled; DELETE again: 200 again; result: 409, for good; no callback', async () => {
+    const { body: job } = await idle.client.submit(await pagesZip(['1.jpg']), idleAuth, { webhook_url: 'https://93.184.215.14/hook' });
+    assert.equal((await idle.client.get(job.status_url, idleAuth)).body.callback.state, 'waiting');
     const cancelled = await idle.client.delete(job.status_url, idleAuth);
     assert.equal(cancelled.status, 200);
     assert.equal(cancelled.body.state, 'cancelled');
@@ -92,9 +93,11 @@ describe('queued → cancelled: DELETE while not yet processing', () => {
     assert.equal(again.body.finished_at, cancelled.body.finished_at, 'a repeated DELETE changes nothing');
 
     assert.equal((await idle.client.get(job.status_url, idleAuth)).body.state, 'cancelled');
+    assert.equal(again.body.callback.state, 'not_sent', 'a cancelled job gets no callback, and says so');
     const result = await idle.client.get(job.result_url, idleAuth);
     assert.equal(result.status, 409);
-    assert.equal(result.body.code, 'job_not_done');
+    assert.equal(result.body.code, 'job_cancelled');
+    assert.equal(result.body.retryable, false, 'the result of a cancelled job never comes');
     assert.deepEqual(await eventTypes(idle, idleAuth, job.job_id), ['JobQueued', 'JobCancelled']);
   });
 });
@@ -157,6 +160,7 @@ describe('processing → done (reached)', () => {
     const early = await busy.client.get(job.result_url, busyAuth);
     assert.equal(early.status, 409, 'result before done');
     assert.equal(early.body.code, 'job_not_done');
+    assert.equal(early.body.retryable, true, 'a job on its way: poll');
     assert.match(early.body.detail, /processing/);
 
     pipelines.release(job.job_id);
@@ -202,7 +206,9 @@ describe('processing → failed (reached)', () => {
 
     const result = await busy.client.get(job.result_url, busyAuth);
     assert.equal(result.status, 409);
-    assert.equal(result.body.code, 'job_not_done');
+    assert.equal(result.body.code, 'job_failed');
+    assert.equal(result.body.retryable, false, 'the result of a failed job never comes');
+    assert.match(result.body.detail, /^The job failed and has no result: page 2 \(fail-2\.jpg\)/);
     const refused = await busy.client.delete(job.status_url, busyAuth);
     assert.equal(refused.status, 409);
     assert.equal(refused.body.code, 'job_already_finished');

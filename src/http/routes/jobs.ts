@@ -44,6 +44,11 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
 
   router.get('/v1/process-scan/:jobId/result', authenticate, async (ctx) => {
     const job = await loadOwnJob(ctx);
+    // A failed or cancelled job never gets a result: not retryable, unlike one still on its way.
+    if (job.state === 'failed')
+      throw new HttpProblem('job_failed', `The job failed and has no result: ${job.error_message ?? 'no reason recorded'}`);
+    if (job.state === 'cancelled')
+      throw new HttpProblem('job_cancelled', 'The job was cancelled and has no result.', { title: 'Result not available' });
     if (job.state !== 'done') {
       throw new HttpProblem('job_not_done', `The job is ${job.state}; its result exists only once it is done.`, {
         title: 'Result not available',
