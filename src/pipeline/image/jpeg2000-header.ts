@@ -29,7 +29,7 @@ export class Jpeg2000HeaderError extends Error {}
 
 const JP2_SIGNATURE = Buffer.from([0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20, 0x0d, 0x0a, 0x87, 0x0a]);
 const SOC_SIZ = Buffer.from([0xff, 0x4f, 0xff, 0x51]);
-/** Boxes nested deeper than this, or more boxes than this at one level, are not a real file. */
+/** More boxes than this at one level are not a real file. */
 const MAX_BOXES = 10_000;
 
 export function isJpeg2000(head: Buffer): boolean {
