@@ -30,7 +30,7 @@ export const pagesProcessed = new client.Counter({
 
 export const pagesFailed = new client.Counter({
   name: 'hwr_pages_failed_total',
-  help: 'Page attempts whose pipeline failed in this process (retried up to PAGE_RETRY_LIMIT; a cancel or hand-back is not counted)',
+  help: 'Page attempts whose pipeline failed in this process (retried up to PAGE_RETRY_LIMIT; a cancel, a hand-back or a database outage is not counted)',
   registers: [metricsRegistry],
 });
 

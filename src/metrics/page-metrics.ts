@@ -1,4 +1,5 @@
 // Counts pages and times their steps around any page pipeline (runtime.ts wraps the one it runs).
+import { isDatabaseUnavailable } from '../db/database.ts';
 import type { PagePipeline } from '../pipeline/pipeline.ts';
 import { pageStepDuration, pagesFailed, pagesProcessed } from './metrics.ts';
 
@@ -26,8 +27,9 @@ export function measuredPagePipeline(pipeline: PagePipeline): PagePipeline {
         pagesProcessed.inc();
         return result;
       } catch (error) {
-        // A cancelled job or a task handed back at shutdown is not a failure of the page.
-        if (!context.signal.aborted) {
+        // A cancelled job, a task handed back at shutdown, or the database going away under a step
+        // write (the task waits for it and runs again: docs/reliability.md) is not a failure of the page.
+        if (!context.signal.aborted && !isDatabaseUnavailable(error)) {
           endStep();
           pagesFailed.inc();
         }
