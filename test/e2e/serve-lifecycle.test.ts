@@ -47,8 +47,14 @@ interface Served {
 
 /** `hwr serve ARGS` in a child process with only PATH, HOME, LOG_LEVEL=info and `env` set. */
 function serve(args: string[], env: Record<string, string>, killAfterMs: number): Served {
-  const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', ...args], {
+  return spawnServed(process.execPath, [path.join(root, 'src/cli/main.ts'), 'serve', ...args], env, killAfterMs);
+}
+
+/** `detached`: in a process group of its own, so that `-pid` reaches whatever it started. */
+function spawnServed(command: string, args: string[], env: Record<string, string>, killAfterMs: number, detached = false): Served {
+  const child = spawn(command, args, {
     cwd: root,
+    detached,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
   });
   let output = '';
@@ -146,6 +152,33 @@ describe('hwr serve start and stop', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       silent.close();
+    }
+  });
+
+  test("`npm start`, the README's command: a SIGTERM to npm reaches the service, which drains, stops and frees its port", async () => {
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: await createTestDatabase(),
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SHUTDOWN_GRACE_SECONDS: '1',
+    };
+    const served = spawnServed('npm', ['start', '--silent', '--', '--role', 'api'], env, 60_000, true);
+    try {
+      await waitForLog(served, '"hwr listening"');
+      served.child.kill('SIGTERM');
+      const code = await served.exit;
+      assert.equal(code, 0, served.output());
+      assert.match(served.output(), /"signal":"SIGTERM".*"msg":"shutting down/);
+      // Under a shell that does not pass the signal on, npm used to exit and leave the service running.
+      assert.equal(await canConnect(port), false, 'the port is free: nothing is left serving');
+    } finally {
+      try {
+        process.kill(-(served.child.pid ?? 0), 'SIGKILL');
+      } catch {
+        // the group is gone: nothing was left
+      }
     }
   });
 
