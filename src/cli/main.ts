@@ -40,6 +40,12 @@ if (!command) {
   process.stderr.write(`${usage()}\n`);
   process.exitCode = name === undefined || name === '--help' || name === 'help' ? 0 : 2;
 } else {
+  // A reader that stops early (`hwr jobs events JOB | head -1`) closes the pipe. The output it
+  // wanted is out; the command still ends as it would (its database and files closed), writing
+  // the rest nowhere, rather than crashing on EPIPE with a stack trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   try {
     const module = await command.load();
     process.exitCode = await module.run(args);

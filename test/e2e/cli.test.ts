@@ -190,6 +190,23 @@ describe('hwr jobs, projections and billing', () => {
     assert.equal((await hwr(['jobs', 'events', 'nope'])).code, 1);
   });
 
+  test('jobs events into a reader that has gone (`| head -1`): exit 0, no EPIPE stack trace', async () => {
+    const closed = await new Promise<Run>((resolve, reject) => {
+      const child = spawn(process.execPath, [path.join(root, 'src/cli/main.ts'), 'jobs', 'events', jobs.done], {
+        cwd: root,
+        env: cliEnv(),
+      });
+      // The read end closed before the first line: every write meets EPIPE.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout: '', stderr }));
+    });
+    assert.equal(closed.code, 0, closed.stderr);
+    assert.doesNotMatch(closed.stderr, /EPIPE|Error/);
+  });
+
   test('billing: pages of done jobs per account; failed and cancelled jobs are not billed', async () => {
     const lines = jsonLines(await ok(['billing']));
     const byAccount = Object.fromEntries(lines.map((line) => [line.account, line]));
