@@ -4,7 +4,7 @@
 // connects to it instead of starting another. As root the server runs as the user
 // `postgres`; a cluster or binaries it cannot reach (a clone in /root) go under
 // EMBEDDED_POSTGRES_ROOT_DIR instead (startAsPostgresUser).
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, cp, mkdir, readdir, readFile, readlink, rename, rm, rmdir, stat, symlink, writeFile } from 'node:fs/promises';
@@ -60,6 +60,7 @@ export async function startEmbeddedPostgres(options: {
   }
   const clusterDir = requested;
   const EmbeddedPostgres = await loadEmbeddedPostgres();
+  // The package initialises the cluster; the server is started here, as for root, so that it is supervised.
   const postgres = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: USER,
@@ -72,8 +73,12 @@ export async function startEmbeddedPostgres(options: {
     onError: (message) => log(String(message)),
   });
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await postgres.initialise();
-  await postgres.start();
-  return { url: urlFor(port), owned: true, stop: () => postgres.stop() };
+  const binaries: { postgres: string } = await import(BINARIES_PACKAGE);
+  const server = await superviseServer(
+    () => spawnServer({ binary: binaries.postgres, clusterDir, port, flags, log }),
+    options.notice ?? log,
+  );
+  return { url: urlFor(port), owned: true, stop: server.stop };
 }
 
 const INITDB_FLAGS = ['--encoding=UTF8', '--locale=C'];
@@ -155,13 +160,29 @@ async function startAsPostgresUser(options: {
       await rm(passwordFile, { force: true });
     }
   }
-  const server = spawn(binaries.postgres, ['-D', clusterDir, '-p', String(options.port), ...options.flags], {
-    ...ids,
+  const server = await superviseServer(
+    () => spawnServer({ binary: binaries.postgres, clusterDir, port: options.port, flags: options.flags, log: options.log, ids }),
+    options.notice,
+  );
+  return { url: urlFor(options.port), owned: true, stop: server.stop };
+}
+
+/** Starts the server on the cluster and resolves once it accepts connections; rejects if it exits first. */
+async function spawnServer(options: {
+  binary: string;
+  clusterDir: string;
+  port: number;
+  flags: string[];
+  log: (line: string) => void;
+  /** As root: the user the server runs as. */
+  ids?: UserIds;
+}): Promise<ChildProcess> {
+  const server = spawn(options.binary, ['-D', options.clusterDir, '-p', String(options.port), ...options.flags], {
+    ...options.ids,
     cwd: '/',
     env: { ...process.env, LC_MESSAGES: 'C' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     let output = '';
     server.stdout.on('data', (chunk: Buffer) => options.log(chunk.toString()));
@@ -176,11 +197,53 @@ async function startAsPostgresUser(options: {
       reject(new Error(`PostgreSQL exited while starting (${signal ?? `code ${code}`}): ${output.trim()}`)),
     );
   });
+  return server;
+}
+
+/** After a postmaster exits unasked, the first restart waits this long, each next one twice as long, up to the most. */
+const RESTART_DELAY_MS = { first: 500, most: 10_000 };
+
+/**
+ * Keeps the cluster this process owns running until `stop`: a postmaster that exits unasked
+ * (killed, crashed, out of memory) is started again, with crash recovery, after 0.5 s, then
+ * 1, 2 … 10 s between tries while it fails (its old backends may still hold the shared memory).
+ * Without this, nothing on a laptop restarts the database, and the service answers 503 until a
+ * person restarts it. Jobs wait for the database meanwhile (docs/reliability.md).
+ */
+async function superviseServer(launch: () => Promise<ChildProcess>, say: (line: string) => void): Promise<{ stop(): Promise<void> }> {
+  let stopping = false;
+  let current = await launch();
+  let restarting: Promise<void> | null = null;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+  const watch = (server: ChildProcess) =>
+    server.once('exit', (code, signal) => {
+      if (stopping) return;
+      say(`the embedded PostgreSQL exited unasked (${signal ?? `code ${code}`}); starting it again`);
+      restarting = (async () => {
+        for (let delay = RESTART_DELAY_MS.first; !stopping; delay = Math.min(2 * delay, RESTART_DELAY_MS.most)) {
+          await sleep(delay);
+          if (stopping) return;
+          try {
+            current = await launch();
+            watch(current);
+            say('the embedded PostgreSQL is running again');
+            return;
+          } catch (error) {
+            say(
+              `the embedded PostgreSQL did not start again (${(error as Error).message.split('\n')[0]}); next try in ${Math.min(2 * delay, RESTART_DELAY_MS.most)} ms`,
+            );
+          }
+        }
+      })();
+    });
+  watch(current);
   return {
-    url: urlFor(options.port),
-    owned: true,
-    stop: async () => {
-      if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
+    async stop() {
+      stopping = true;
+      await restarting;
+      if (current.exitCode !== null || current.signalCode !== null) return;
+      const exited = new Promise((resolve) => current.once('exit', resolve));
+      current.kill('SIGINT');
       await exited;
     },
   };

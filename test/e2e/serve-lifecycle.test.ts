@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -109,6 +109,46 @@ describe('hwr serve start and stop', () => {
     assert.ok(output.includes('"start failed: stopping"'), output);
     assert.equal(await canConnect(postgresPort), false, 'the embedded PostgreSQL is stopped');
     assert.equal(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), false, 'no postmaster left');
+  });
+
+  test('the embedded PostgreSQL killed under the service (kill -9): started again, the service ready again; SIGTERM stops both', async () => {
+    const port = await freePort();
+    const served = serve(
+      [],
+      {
+        DATA_DIR: dataDir,
+        EMBEDDED_POSTGRES_PORT: String(await freePort()),
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        WORKER_CONCURRENCY: '1',
+        SHUTDOWN_GRACE_SECONDS: '1',
+      },
+      120_000,
+    );
+    await waitForLog(served, '"hwr listening"');
+    const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+    const postmaster = async () => Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
+    const killed = await postmaster();
+    process.kill(killed, 'SIGKILL');
+    const killedAt = Date.now();
+    let restarted = 0;
+    while (Date.now() - killedAt < 60_000) {
+      const readiness = await fetch(`http://127.0.0.1:${port}/readyz`)
+        .then((response) => response.json() as Promise<{ status?: string }>)
+        .catch(() => null);
+      const now = await postmaster();
+      if (readiness?.status === 'ready' && now > 0 && now !== killed) {
+        restarted = now;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.ok(restarted > 0, `ready again on a new postmaster within 60 s: ${served.output().slice(-2000)}`);
+    process.stderr.write(`# embedded PostgreSQL killed: the service ready again after ${Date.now() - killedAt} ms\n`);
+    assert.match(served.output(), /the embedded PostgreSQL exited unasked \(SIGKILL\); starting it again/);
+    served.child.kill('SIGTERM');
+    assert.equal(await served.exit, 0, served.output());
+    assert.throws(() => process.kill(restarted, 0), 'the restarted postmaster is stopped with the service');
   });
 
   test('a database that accepts connections and never answers: the start fails within DATABASE_CONNECT_TIMEOUT_MS, saying so, and exits 1', async () => {
