@@ -38,9 +38,15 @@ export interface RuntimeOptions {
   pipelines?: () => Promise<{ page: PagePipeline; export: ExportPipeline; close?(): Promise<void> }>;
   /** Overrides DATABASE_STATEMENT_TIMEOUT_MS for this process's pool (0: none, and no DATABASE_QUERY_TIMEOUT_MS), e.g. `hwr projections rebuild`. */
   statementTimeoutMs?: number;
+  /** A service (`hwr serve`): an embedded PostgreSQL left running by a killed owner becomes this process's (embedded-postgres.ts). */
+  claimOrphanedDatabase?: boolean;
 }
 
-export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | null }> {
+export async function resolveDatabaseUrl(
+  config: Config,
+  log: Logger,
+  claimOrphan = false,
+): Promise<{ url: string; embedded: EmbeddedDatabase | null }> {
   if (config.databaseUrl) return { url: config.databaseUrl, embedded: null };
   const embedded = await startEmbeddedPostgres({
     dataDir: path.join(config.dataDir, 'postgres'),
@@ -48,13 +54,14 @@ export async function resolveDatabaseUrl(config: Config, log: Logger): Promise<{
     log: (line) => log.debug({ postgres: line.trim() }),
     notice: (line) => log.info(line),
     rootFallbackDir: config.embeddedPostgresRootDir,
+    claimOrphan,
   });
   log.info({ owned: embedded.owned }, embedded.owned ? 'embedded PostgreSQL started' : 'connected to the running embedded PostgreSQL');
   return { url: embedded.url, embedded };
 }
 
 export async function startRuntime(config: Config, log: Logger, options: RuntimeOptions): Promise<Runtime> {
-  const { url, embedded } = await resolveDatabaseUrl(config, log);
+  const { url, embedded } = await resolveDatabaseUrl(config, log, options.claimOrphanedDatabase);
   const statementTimeoutMs = options.statementTimeoutMs ?? config.database.statementTimeoutMs;
   const db = openDatabase(
     url,

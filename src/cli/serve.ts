@@ -25,6 +25,7 @@ export async function run(args: string[]): Promise<number> {
   const runtime = await startRuntime(config, log, {
     workers: role !== 'api',
     pipelines: () => defaultPipelines(config, log),
+    claimOrphanedDatabase: true,
   });
   let server: RunningServer | null = null;
   const metrics = await startConfiguredMetricsServer(runtime);

@@ -35,6 +35,11 @@ export async function startEmbeddedPostgres(options: {
   settings?: string[];
   /** As root: where the cluster and the server's binaries go when the user postgres cannot reach them. */
   rootFallbackDir?: string;
+  /**
+   * A service (`hwr serve`), not a one-off command: a running cluster whose owner is gone (killed
+   * with -9, so nothing would ever stop or restart it) is stopped and started again as this one's.
+   */
+  claimOrphan?: boolean;
 }): Promise<EmbeddedDatabase> {
   const requested = path.resolve(options.dataDir);
   const asRoot = process.getuid?.() === 0;
@@ -42,8 +47,61 @@ export async function startEmbeddedPostgres(options: {
   const linked = asRoot ? await readlink(requested).catch(() => null) : null;
   const running = await findRunningCluster(linked ? path.resolve(path.dirname(requested), linked) : requested);
   if (running !== null) {
-    return { url: urlFor(running), owned: false, stop: async () => {} };
+    const orphan = options.claimOrphan
+      ? await orphanedPostmaster(requested, linked ? path.resolve(path.dirname(requested), linked) : requested)
+      : null;
+    if (orphan === null) return { url: urlFor(running), owned: false, stop: async () => {} };
+    (options.notice ?? options.log ?? (() => {}))(
+      `the embedded PostgreSQL (pid ${orphan}) was left running by a process that is gone: stopping it to start it as this process's own`,
+    );
+    await stopOrphan(orphan);
   }
+  const database = await startOwnedCluster(requested, asRoot, options);
+  await writeFile(ownerFile(requested), `${process.pid}\n`);
+  return {
+    ...database,
+    stop: async () => {
+      await database.stop();
+      await rm(ownerFile(requested), { force: true });
+    },
+  };
+}
+
+/** Where the owner of the cluster at `requested` writes its pid (beside the cluster, which may be a link). */
+const ownerFile = (requested: string): string => `${requested}.owner`;
+
+/** The running postmaster's pid when the process that started it is gone; null when it lives, or no owner is known (a cluster started before owners were recorded). */
+async function orphanedPostmaster(requested: string, clusterDir: string): Promise<number | null> {
+  const owner = Number((await readFile(ownerFile(requested), 'utf8').catch(() => '')).trim());
+  if (!Number.isInteger(owner) || owner <= 0 || isAlive(owner)) return null;
+  const postmaster = Number((await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+  return Number.isInteger(postmaster) && postmaster > 0 ? postmaster : null;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, and another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Fast shutdown (SIGINT) of a postmaster this process did not start, waiting until it is gone (at most 60 s, then SIGQUIT). */
+async function stopOrphan(pid: number): Promise<void> {
+  process.kill(pid, 'SIGINT');
+  for (let waited = 0; isAlive(pid); waited += 100) {
+    if (waited === 60_000) process.kill(pid, 'SIGQUIT');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function startOwnedCluster(
+  requested: string,
+  asRoot: boolean,
+  options: Parameters<typeof startEmbeddedPostgres>[0],
+): Promise<EmbeddedDatabase> {
   await mkdir(path.dirname(requested), { recursive: true });
   const port = (await isPortFree(options.port)) ? options.port : await freePort();
   const log = options.log ?? (() => {});

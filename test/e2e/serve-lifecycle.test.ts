@@ -151,6 +151,34 @@ describe('hwr serve start and stop', () => {
     assert.throws(() => process.kill(restarted, 0), 'the restarted postmaster is stopped with the service');
   });
 
+  test('the owner killed with -9 leaves its embedded PostgreSQL running: the next `hwr serve` takes it over and stops it at its end', async () => {
+    const env = {
+      DATA_DIR: dataDir,
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      WORKER_CONCURRENCY: '1',
+      SHUTDOWN_GRACE_SECONDS: '1',
+    };
+    const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+    const postmaster = async () => Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
+    const first = serve([], { ...env, PORT: String(await freePort()) }, 120_000);
+    await waitForLog(first, '"hwr listening"');
+    const orphan = await postmaster();
+    first.child.kill('SIGKILL');
+    await first.exit;
+    assert.doesNotThrow(() => process.kill(orphan, 0), 'the postmaster outlived its owner');
+
+    const second = serve([], { ...env, PORT: String(await freePort()) }, 120_000);
+    await waitForLog(second, '"hwr listening"');
+    assert.match(second.output(), new RegExp(`the embedded PostgreSQL \\(pid ${orphan}\\) was left running by a process that is gone`));
+    assert.throws(() => process.kill(orphan, 0), 'the orphan was stopped');
+    const own = await postmaster();
+    assert.ok(own > 0 && own !== orphan);
+    second.child.kill('SIGTERM');
+    assert.equal(await second.exit, 0, second.output());
+    assert.throws(() => process.kill(own, 0), 'the cluster it took over stops with it');
+  });
+
   test('a database that accepts connections and never answers: the start fails within DATABASE_CONNECT_TIMEOUT_MS, saying so, and exits 1', async () => {
     // A TCP server that accepts and then stays silent: PostgreSQL's startup never gets its answer.
     const sockets = new Set<net.Socket>();
