@@ -3,7 +3,7 @@
 // `opj_decompress` (Debian libopenjp2-tools), on the same files: the ten real pages of
 // ../shared/fixtures/pages made into JP2 by `opj_compress`, lossless and lossy (rate 20), as an
 // archive would keep them. The peer's time includes starting the process and writing a PNM to a
-// temporary folder; ours includes a fresh WebAssembly instance per page, as the service makes one.
+// temporary folder; ours includes a worker thread per page, as the service decodes each page in one.
 // Needs opj_compress and opj_decompress on the PATH.
 // Run: node bench/jpeg2000.ts [runs=3]
 import { execFileSync } from 'node:child_process';

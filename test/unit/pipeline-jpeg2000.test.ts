@@ -115,6 +115,23 @@ test('a damaged codestream is a decode error, not a crash or a blank page', asyn
   await assert.rejects(decodeJpeg2000(Buffer.from('not a JPEG 2000 file at all')), Jpeg2000DecodeError);
 });
 
+test('decoding runs in a thread of its own: the event loop turns while a page decodes, and a decode past its time is stopped', async () => {
+  let turns = 0;
+  let decoding = true;
+  const spin = () => {
+    if (!decoding) return;
+    turns += 1;
+    setImmediate(spin);
+  };
+  setImmediate(spin);
+  const decoded = await decodeJpeg2000(await fixture('copiste-lines.jp2'));
+  decoding = false;
+  assert.equal(decoded.width, 1261);
+  // On the main thread the decode held the loop: a turn or two around its awaits.
+  assert.ok(turns > 20, `${turns} turns of the event loop while decoding`);
+  await assert.rejects(decodeJpeg2000(await fixture('copiste-lines.jp2'), { timeoutMs: 1 }), /took longer than 1 ms and was stopped/);
+});
+
 test('sharp reads a JPEG 2000 page through openImage: 16-bit samples stay 16-bit, the pixel limit holds before decoding', async () => {
   const metadata = await imageMetadata(await fixture('pattern-rgb16.jp2'));
   assert.deepEqual([metadata.format, metadata.width, metadata.height, metadata.channels, metadata.depth], ['jp2', 64, 48, 3, 'ushort']);

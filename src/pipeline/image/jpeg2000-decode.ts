@@ -1,114 +1,44 @@
-// Decodes a JPEG 2000 image (JP2 file or bare codestream) with OpenJPEG compiled to WebAssembly
-// (@cornerstonejs/codec-openjpeg), into interleaved 8- or 16-bit samples that sharp takes as raw
-// input. Each decode gets its own WebAssembly instance: the decoder's memory grows to about 17
-// bytes a pixel of an RGB page and never shrinks, so a shared instance would keep the largest
-// page's memory for the life of the process; a discarded instance is garbage like any other.
-import { createRequire } from 'node:module';
+// Decodes a JPEG 2000 page in a worker thread of its own (jpeg2000-worker.ts, OpenJPEG in
+// WebAssembly: jpeg2000-codec.ts). WebAssembly runs on the thread that calls it, and a large page
+// takes seconds (200 ms a megapixel), which on the main thread would hold the event loop: HTTP
+// requests, pg-boss, the page's heartbeat. A thread a page also gives its memory back at once
+// when it ends (the decoder's grows to about 17 bytes a pixel and never shrinks), and a decode
+// that never ends (a codestream made to loop) is stopped after its time, not left hanging the job.
+import { Worker } from 'node:worker_threads';
+import { type DecodedJpeg2000, Jpeg2000DecodeError } from './jpeg2000-codec.ts';
+import type { Jpeg2000WorkerReply } from './jpeg2000-worker.ts';
 
-export interface DecodedJpeg2000 {
-  /** Interleaved samples, row by row: Uint8Array for depth 8, Uint16Array for depth 16. */
-  data: Uint8Array | Uint16Array;
-  width: number;
-  height: number;
-  channels: 1 | 2 | 3 | 4;
-  depth: 8 | 16;
-}
+export { type DecodedJpeg2000, Jpeg2000DecodeError } from './jpeg2000-codec.ts';
 
-export class Jpeg2000DecodeError extends Error {}
+/** The longest a decode may take by default; open-image.ts gives each page time by its size. */
+const DEFAULT_TIMEOUT_MS = 120_000;
 
-interface FrameInfo {
-  width: number;
-  height: number;
-  bitsPerSample: number;
-  componentCount: number;
-  isSigned: boolean;
-}
-
-interface J2KDecoder {
-  getEncodedBuffer(length: number): Uint8Array;
-  decode(): void;
-  getFrameInfo(): FrameInfo;
-  getDecodedBuffer(): Uint8Array;
-  getColorSpace(): number;
-  delete(): void;
-}
-
-interface OpenJpegModule {
-  J2KDecoder: new () => J2KDecoder;
-}
-
-type OpenJpegFactory = (options: { print(text: string): void; printErr(text: string): void }) => Promise<OpenJpegModule>;
-
-const require = createRequire(import.meta.url);
-const openJpeg = require('@cornerstonejs/codec-openjpeg/decodewasmjs') as OpenJpegFactory;
-
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
-/** OpenJPEG's OPJ_COLOR_SPACE values that the decoder reports. */
-const COLOUR_SPACE_NAMES: Record<number, string> = { 3: 'sYCC', 4: 'e-YCC', 5: 'CMYK' };
-
-export async function decodeJpeg2000(bytes: Uint8Array): Promise<DecodedJpeg2000> {
-  // OpenJPEG reports its progress on stdout; the service's stdout is its JSON log.
-  const module = await openJpeg({ print() {}, printErr() {} });
-  const decoder = new module.J2KDecoder();
-  try {
-    decoder.getEncodedBuffer(bytes.length).set(bytes);
-    try {
-      decoder.decode();
-    } catch (error) {
-      throw new Jpeg2000DecodeError(`OpenJPEG failed (${error instanceof Error ? error.message : String(error)})`);
-    }
-    const frame = decoder.getFrameInfo();
-    if (frame.width <= 0 || frame.height <= 0) throw new Jpeg2000DecodeError('OpenJPEG could not decode the codestream');
-    const colourSpace = COLOUR_SPACE_NAMES[decoder.getColorSpace()];
-    if (colourSpace) throw new Jpeg2000DecodeError(`the ${colourSpace} colour space is not supported; convert the image to RGB or grey`);
-    const channels = frame.componentCount;
-    if (channels < 1 || channels > 4) throw new Jpeg2000DecodeError(`${channels} components; a page image has 1 to 4`);
-    if (frame.bitsPerSample < 1 || frame.bitsPerSample > 16)
-      throw new Jpeg2000DecodeError(`${frame.bitsPerSample} bits a sample; at most 16 are supported`);
-    const decoded = decoder.getDecodedBuffer();
-    const samples = frame.width * frame.height * channels;
-    const wide = frame.bitsPerSample > 8;
-    if (decoded.length !== samples * (wide ? 2 : 1))
-      throw new Jpeg2000DecodeError(`OpenJPEG gave ${decoded.length} bytes for ${samples} samples`);
-    return {
-      data: wide ? toFullRange16(decoded, samples, frame) : toFullRange8(decoded, frame),
-      width: frame.width,
-      height: frame.height,
-      channels: channels as DecodedJpeg2000['channels'],
-      depth: wide ? 16 : 8,
-    };
-  } finally {
-    decoder.delete();
-  }
-}
-
-/** The samples as unsigned 0..255: signed ones offset, fewer than 8 bits stretched (a 1-bit page to 0 and 255). */
-function toFullRange8(decoded: Uint8Array, frame: FrameInfo): Uint8Array {
-  if (frame.bitsPerSample === 8 && !frame.isSigned) return decoded.slice();
-  const out = new Uint8Array(decoded.length);
-  const bits = frame.bitsPerSample;
-  const offset = frame.isSigned ? 1 << (bits - 1) : 0;
-  const max = (1 << bits) - 1;
-  const signed = new Int8Array(decoded.buffer, decoded.byteOffset, decoded.length);
-  for (let i = 0; i < decoded.length; i += 1) {
-    const value = (frame.isSigned ? signed[i] : decoded[i]) + offset;
-    out[i] = bits === 8 ? value : Math.round((Math.min(Math.max(value, 0), max) * 255) / max);
-  }
-  return out;
-}
-
-/** The samples as unsigned 0..65535 (the decoder gives little-endian 16-bit words). */
-function toFullRange16(decoded: Uint8Array, samples: number, frame: FrameInfo): Uint16Array {
-  if (frame.bitsPerSample === 16 && !frame.isSigned && LITTLE_ENDIAN) return new Uint16Array(decoded.slice().buffer);
-  const view = new DataView(decoded.buffer, decoded.byteOffset, decoded.byteLength);
-  const out = new Uint16Array(samples);
-  const bits = frame.bitsPerSample;
-  const offset = frame.isSigned ? 1 << (bits - 1) : 0;
-  const max = 2 ** bits - 1;
-  for (let i = 0; i < samples; i += 1) {
-    const value = (frame.isSigned ? view.getInt16(2 * i, true) : view.getUint16(2 * i, true)) + offset;
-    out[i] = bits === 16 ? value : Math.round((Math.min(Math.max(value, 0), max) * 65535) / max);
-  }
-  return out;
+export function decodeJpeg2000(bytes: Uint8Array, options: { timeoutMs?: number } = {}): Promise<DecodedJpeg2000> {
+  // A copy of its own (a Buffer may be a view of a shared pool), handed over without another copy.
+  const copy = new Uint8Array(bytes);
+  const worker = new Worker(new URL('./jpeg2000-worker.ts', import.meta.url), {
+    name: 'hwr-jpeg2000',
+    workerData: copy,
+    transferList: [copy.buffer as ArrayBuffer],
+  });
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return new Promise<DecodedJpeg2000>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Jpeg2000DecodeError(`decoding took longer than ${timeoutMs} ms and was stopped`));
+      void worker.terminate();
+    }, timeoutMs);
+    worker.once('message', (reply: Jpeg2000WorkerReply) => {
+      clearTimeout(timer);
+      if (reply.ok) resolve(reply.decoded);
+      else reject(reply.decodeError ? new Jpeg2000DecodeError(reply.message) : new Error(reply.message));
+    });
+    worker.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new Jpeg2000DecodeError(`the decoding thread failed (${error.message})`));
+    });
+    worker.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Jpeg2000DecodeError(`the decoding thread ended without an answer (exit code ${code})`));
+    });
+  });
 }

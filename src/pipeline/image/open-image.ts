@@ -32,6 +32,8 @@ export async function openImage(bytes: Buffer, options: SharpOptions = {}): Prom
   const limit = options.limitInputPixels;
   if (typeof limit === 'number' && limit > 0 && (headerWidth ?? 0) * (headerHeight ?? 0) > limit)
     throw new Error(`Input image exceeds pixel limit (${headerWidth}x${headerHeight}, limit ${limit})`);
-  const { data, width, height, channels } = await decodeJpeg2000(bytes);
+  // A minute, and a second more a megapixel: five times what decoding takes here (docs/benchmarks.md).
+  const timeoutMs = 60_000 + ((headerWidth ?? 0) * (headerHeight ?? 0)) / 1000;
+  const { data, width, height, channels } = await decodeJpeg2000(bytes, { timeoutMs });
   return sharp(data, { raw: { width, height, channels }, limitInputPixels: options.limitInputPixels });
 }
