@@ -110,11 +110,12 @@ async function until(what: string, check: () => boolean, timeoutMs = 60_000, out
 }
 
 describe('hwr submit on real scans', () => {
-  test('submit FOLDER --wait --out: two real pages through the real pipelines, a valid archive, exit 0, JSON lines', async () => {
+  test('submit FOLDER --wait --out: three real pages (one a JP2 master) through the real pipelines, a valid archive, exit 0, JSON lines', async () => {
     const dir = path.join(work, 'real-pages');
     await mkdir(dir);
     await copyFile(path.join(root, 'test/fixtures/export/fondue_en_print_dracula_page_51.png'), path.join(dir, '10_dracula.png'));
     await copyFile(path.join(root, 'test/fixtures/export/cremma19_zola_f207.jpg'), path.join(dir, '2_zola.jpg'));
+    await copyFile(path.join(root, 'test/fixtures/jpeg2000/copiste-lines.jp2'), path.join(dir, '11_copiste.jp2'));
     const out = path.join(work, 'r.zip');
     const run = await hwr(['submit', dir, '--wait', '--out', out, '--pdf-format', 'pdfa-2b'], {
       HWR_URL: realConfig.baseUrl,
@@ -122,13 +123,13 @@ describe('hwr submit on real scans', () => {
     });
     assert.equal(run.code, 0, run.stderr);
     const lines = jsonLines(run.stdout);
-    assert.deepEqual(lines[0], { event: 'zipped', images: 2, bytes: lines[0].bytes });
+    assert.deepEqual(lines[0], { event: 'zipped', images: 3, bytes: lines[0].bytes });
     assert.equal(lines[1].event, 'submitted');
-    assert.equal(lines[1].page_count, 2);
+    assert.equal(lines[1].page_count, 3);
     const progress = lines.filter((line) => line.event === 'progress');
     assert.ok(progress.length >= 2, run.stdout);
     assert.equal(progress.at(-1).state, 'done');
-    assert.equal(progress.at(-1).pages_done, 2);
+    assert.equal(progress.at(-1).pages_done, 3);
     for (const [index, line] of progress.entries()) {
       if (index > 0) assert.ok(line.pages_done >= progress[index - 1].pages_done, 'pages done never goes back');
       assert.deepEqual(
@@ -141,12 +142,12 @@ describe('hwr submit on real scans', () => {
     assert.equal(downloaded.bytes, (await stat(out)).size);
     const checked = await checkResultArchive(await readFile(out));
     assert.equal(checked.manifest.job_id, lines[1].job_id);
-    // Natural order: 2_zola before 10_dracula.
+    // Natural order: 2_zola before 10_dracula before 11_copiste.
     assert.deepEqual(
       checked.pages.map((page) => page.pageNumber),
-      [1, 2],
+      [1, 2, 3],
     );
-    assert.match(JSON.stringify(checked.manifest), /2_zola\.jpg[\s\S]*10_dracula\.png/);
+    assert.match(JSON.stringify(checked.manifest), /2_zola\.jpg[\s\S]*10_dracula\.png[\s\S]*11_copiste\.jp2/);
   });
 });
 
