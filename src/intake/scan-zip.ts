@@ -15,7 +15,8 @@ import { checkEntryPath, isDirectoryPath, isJunkPath } from './entry-path.ts';
 import { ACCEPTED_FORMAT_NAMES, detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';
 import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';
 import { sortPathsNaturally } from './natural-sort.ts';
-import { isLayoutError, MAX_LAYOUT_BYTES, parseUploadedLayout } from '../pipeline/layout/uploaded-layout.ts';
+import { isLayoutError, MAX_LAYOUT_BYTES } from '../pipeline/layout/uploaded-layout.ts';
+import { readUploadedLayout } from '../pipeline/layout/uploaded-layout-thread.ts';
 import { type ByteReader, readJpeg2000Header, unsupportedJpeg2000 } from '../pipeline/image/jpeg2000-header.ts';
 
 export interface IntakeOptions {
@@ -505,7 +506,7 @@ async function storeLayout(
     throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
   const xml = Buffer.concat(chunks);
   try {
-    parseUploadedLayout(xml, imageSize);
+    await readUploadedLayout(xml, imageSize);
   } catch (error) {
     if (isLayoutError(error))
       throw new IntakeError(error.code, `entry ${quoteName(path)}: ${error.message}`, { entry: path, cause: error });

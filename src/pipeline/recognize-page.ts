@@ -9,7 +9,8 @@ import type { OcrEngine, PieceReading } from './ocr-engine.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
 import type { LayoutRegion } from './layout/reading-order.ts';
 import { assembleRegions, assembleUploadedRegions } from './page-assembly.ts';
-import { layoutRegionsOf, parseUploadedLayout, type UploadedLayout } from './layout/uploaded-layout.ts';
+import { layoutRegionsOf, type UploadedLayout } from './layout/uploaded-layout.ts';
+import { readUploadedLayout } from './layout/uploaded-layout-thread.ts';
 
 export interface StageTimings {
   /** Reading and decoding the image (sharp). */
@@ -62,7 +63,8 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   signal?.throwIfAborted();
 
   start = performance.now();
-  const uploaded: UploadedLayout | null = options.layout ?? (options.layoutXml ? parseUploadedLayout(options.layoutXml, raster) : null);
+  const uploaded: UploadedLayout | null =
+    options.layout ?? (options.layoutXml ? await readUploadedLayout(options.layoutXml, raster) : null);
   let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(raster);
   // A page scanned upside down or sideways is laid out and read turned upright (recognition/page-turn.ts).
   let turn: PageTurn = 0;

@@ -9,9 +9,11 @@ import {
   LayoutError,
   layoutRegionsOf,
   MAX_LAYOUT_BYTES,
+  MAX_LAYOUT_REGIONS,
   parseUploadedLayout,
   type LayoutErrorCode,
 } from '../../src/pipeline/layout/uploaded-layout.ts';
+import { readUploadedLayout } from '../../src/pipeline/layout/uploaded-layout-thread.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/export');
 const zola = readFileSync(path.join(FIXTURES, 'cremma19_zola_f207.xml'), 'utf8'); // ALTO v4, 2530×3284
@@ -153,4 +155,42 @@ test('refused: a page of another shape, a line wholly outside the image', () => 
   const outside = `<PcGts xmlns="http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15"><Page imageWidth="100" imageHeight="200">
 <TextRegion id="r1"><TextLine id="far"><Coords points="300,10 400,10 400,40 300,40"/></TextLine></TextRegion></Page></PcGts>`;
   refused(outside, { width: 100, height: 200 }, 'layout_outside_image', /line far lies outside the 100×200 image/);
+});
+
+/** A PAGE 2019 file of `count` empty text regions, each named in the reading order. */
+function manyRegions(count: number): string {
+  const ids = Array.from({ length: count }, (_, index) => `r${index}`);
+  return (
+    '<?xml version="1.0" encoding="UTF-8"?><PcGts xmlns="http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15">' +
+    `<Page imageWidth="${KANT.width}" imageHeight="${KANT.height}"><ReadingOrder><OrderedGroup id="g">` +
+    ids.map((id, index) => `<RegionRefIndexed index="${index}" regionRef="${id}"/>`).join('') +
+    '</OrderedGroup></ReadingOrder>' +
+    ids.map((id) => `<TextRegion id="${id}"><Coords points="1,1 9,1 9,9 1,9"/></TextRegion>`).join('') +
+    '</Page></PcGts>'
+  );
+}
+
+test('refused: more text regions than the limit (their reading order used to cost the square of their number)', () => {
+  refused(manyRegions(MAX_LAYOUT_REGIONS + 1), KANT, 'layout_too_large', /has 20001 text regions; at most 20000/);
+  assert.equal(parseUploadedLayout(manyRegions(MAX_LAYOUT_REGIONS), KANT).regions.length, MAX_LAYOUT_REGIONS);
+});
+
+test('read in a thread of its own: the same layout, the same coded refusals, and the event loop turns meanwhile', async () => {
+  assert.deepEqual(await readUploadedLayout(Buffer.from(kant), KANT), parseUploadedLayout(kant, KANT));
+  await assert.rejects(readUploadedLayout(Buffer.from(manyRegions(MAX_LAYOUT_REGIONS + 1)), KANT), (error: unknown) => {
+    assert.ok(error instanceof LayoutError, String(error));
+    assert.equal(error.code, 'layout_too_large');
+    return true;
+  });
+  let turns = 0;
+  let reading = true;
+  const spin = () => {
+    if (!reading) return;
+    turns += 1;
+    setImmediate(spin);
+  };
+  setImmediate(spin);
+  await readUploadedLayout(Buffer.from(manyRegions(MAX_LAYOUT_REGIONS)), KANT);
+  reading = false;
+  assert.ok(turns > 20, `${turns} turns of the event loop while a 20 000-region file was read`);
 });

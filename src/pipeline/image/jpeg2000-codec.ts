@@ -12,7 +12,9 @@ export interface DecodedJpeg2000 {
   depth: 8 | 16;
 }
 
-export class Jpeg2000DecodeError extends Error {}
+export class Jpeg2000DecodeError extends Error {
+  override name = 'Jpeg2000DecodeError';
+}
 
 interface FrameInfo {
   width: number;

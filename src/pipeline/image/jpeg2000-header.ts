@@ -25,7 +25,9 @@ export interface Jpeg2000Header {
   density: number | null;
 }
 
-export class Jpeg2000HeaderError extends Error {}
+export class Jpeg2000HeaderError extends Error {
+  override name = 'Jpeg2000HeaderError';
+}
 
 const JP2_SIGNATURE = Buffer.from([0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20, 0x0d, 0x0a, 0x87, 0x0a]);
 const SOC_SIZ = Buffer.from([0xff, 0x4f, 0xff, 0x51]);

@@ -15,6 +15,8 @@ import { childNamed, childrenNamed, descendantsNamed, parseXml, XmlError, type X
 export const MAX_LAYOUT_BYTES = 16 * 1024 * 1024;
 /** Most text lines one layout file may hold. */
 export const MAX_LAYOUT_LINES = 20_000;
+/** Most text regions (PageXML TextRegion, ALTO TextBlock) one layout file may hold: no more than lines make sense. */
+export const MAX_LAYOUT_REGIONS = MAX_LAYOUT_LINES;
 /** Most coordinate points in one layout file (all polygons and baselines together). */
 export const MAX_LAYOUT_POINTS = 2_000_000;
 
@@ -151,13 +153,14 @@ class Reader {
     const page = childNamed(root, 'Page');
     if (!page) throw new LayoutError('layout_invalid', 'the PageXML file has no <Page>');
     this.declareSize(number(page.attributes.imageWidth), number(page.attributes.imageHeight));
-    const regions = descendantsNamed(page, 'TextRegion');
+    const regions = this.limitRegions(descendantsNamed(page, 'TextRegion'));
     const order = descendantsNamed(page, 'RegionRefIndexed')
       .sort((a, b) => Number(a.attributes.index) - Number(b.attributes.index))
       .map((ref) => ref.attributes.regionRef);
     const byId = new Map(regions.map((region) => [region.attributes.id, region]));
     const ordered = [...new Set(order)].map((id) => byId.get(id)).filter((region): region is XmlElement => region !== undefined);
-    const rest = regions.filter((region) => !ordered.includes(region));
+    const placed = new Set(ordered);
+    const rest = regions.filter((region) => !placed.has(region));
     return [...ordered, ...rest].map((region, index) => {
       const id = region.attributes.id ?? `r${index + 1}`;
       const custom = /structure\s*\{[^}]*type:\s*([^;}]+)/.exec(region.attributes.custom ?? '')?.[1]?.trim();
@@ -193,7 +196,7 @@ class Reader {
         throw new LayoutError('layout_invalid', `the ALTO file measures in ${unit} but its <Page> has no WIDTH and HEIGHT to scale from`);
     }
     this.declareSize(width, height);
-    return descendantsNamed(page, 'TextBlock').map((block, index) => {
+    return this.limitRegions(descendantsNamed(page, 'TextBlock')).map((block, index) => {
       const id = block.attributes.ID ?? `r${index + 1}`;
       return {
         id,
@@ -212,6 +215,15 @@ class Reader {
         ),
       };
     });
+  }
+
+  private limitRegions(regions: XmlElement[]): XmlElement[] {
+    if (regions.length > MAX_LAYOUT_REGIONS)
+      throw new LayoutError(
+        'layout_too_large',
+        `the layout file has ${regions.length} text regions; at most ${MAX_LAYOUT_REGIONS} are accepted`,
+      );
+    return regions;
   }
 
   /** Scale from the page size the file declares to the image (only when it declares one). */
