@@ -16,7 +16,7 @@ export const MAX_LAYOUT_BYTES = 16 * 1024 * 1024;
 /** Most text lines one layout file may hold. */
 export const MAX_LAYOUT_LINES = 20_000;
 /** Most text regions (PageXML TextRegion, ALTO TextBlock) one layout file may hold: no more than lines make sense. */
-export const MAX_LAYOUT_REGIONS = MAX_LAYOUT_LINES;
+export const MAX_LAYOUT_REGIONS = 20_000;
 /** Most coordinate points in one layout file (all polygons and baselines together). */
 export const MAX_LAYOUT_POINTS = 2_000_000;
 
