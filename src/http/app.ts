@@ -16,8 +16,11 @@ import { registerUsage } from './routes/usage.ts';
 
 export function createApp(runtime: Runtime): Koa {
   const app = new Koa();
-  // X-Forwarded-For/-Proto are believed only when an operator says a proxy sets them.
+  // X-Forwarded-For/-Proto are believed only when an operator says a proxy sets them, and then
+  // only the address the proxy itself added (the last): most proxies append to the header the
+  // client sent, so its first entry is whatever the client wrote.
   app.proxy = runtime.config.http.trustProxy;
+  app.maxIpsCount = 1;
   app.silent = true;
   const router = new Router();
   const auth = authenticate(runtime.db.pool, runtime.config.limits.rateLimit);

@@ -223,7 +223,7 @@ export function portal(runtime: Runtime): Middleware {
     const session = await pc.requireSession(ctx);
     const form = await pc.signedInForm(ctx, session);
     try {
-      await changePassword(runtime.bus, session.userId, form.get('current') ?? '', form.get('password') ?? '');
+      await changePassword(runtime.bus, session.userId, form.get('current') ?? '', form.get('password') ?? '', ctx.ip);
     } catch (error) {
       if (error instanceof PortalError) return accountPage(ctx, session, { kind: 'error', text: error.message }, 400);
       throw error;

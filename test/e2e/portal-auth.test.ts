@@ -199,6 +199,53 @@ describe('sign-in and sessions', () => {
     assert.equal((await client().signIn('throttle@example.org', TEST_PASSWORD)).status, 303);
   });
 
+  test('sign-ins sent side by side get no more password checks than the limit (each counts the others)', async () => {
+    await portalUser(runtime, baseUrl, 'acme', 'burst@example.org', TEST_PASSWORD, from());
+    const burst = await Promise.all(
+      Array.from({ length: 19 }, (_, i) => client().signIn('burst@example.org', i === 18 ? TEST_PASSWORD : `wrong guess ${i}`)),
+    );
+    const statuses = burst.map((response) => response.status);
+    const checked = statuses.filter((status) => status !== 429).length;
+    assert.ok(checked <= MAX_FAILURES_PER_EMAIL, `${checked} of 19 parallel sign-ins had their password checked: ${statuses.join(' ')}`);
+    assert.ok(
+      statuses.every((status) => status === 401 || status === 429 || status === 303),
+      statuses.join(' '),
+    );
+  });
+
+  test('the current password of a password change is throttled as a sign-in is (a stolen session cannot guess it)', async () => {
+    const c = await portalUser(runtime, baseUrl, 'acme', 'guessed@example.org', TEST_PASSWORD, from());
+    for (let i = 0; i < MAX_FAILURES_PER_EMAIL; i++) {
+      const wrong = await c.submit('/portal/settings/account', '/portal/settings/password', {
+        current: `guess ${i}`,
+        password: 'a brand new password',
+      });
+      assert.equal(wrong.status, 400);
+      assert.match(wrong.text, /current password is not right/);
+    }
+    const throttled = await c.submit('/portal/settings/account', '/portal/settings/password', {
+      current: TEST_PASSWORD,
+      password: 'a brand new password',
+    });
+    assert.equal(throttled.status, 400);
+    assert.match(throttled.text, /Too many failed attempts/);
+    assert.equal((await accountEvents()).filter((event) => event.type === 'UserSignInFailed').length >= MAX_FAILURES_PER_EMAIL, true);
+  });
+
+  test('behind the proxy, the address is the entry the proxy added (the last), not one the client wrote before it', async () => {
+    const proxy = `198.51.100.${++addresses}`;
+    for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++) {
+      const spoofed = new PortalClient(baseUrl, { 'X-Forwarded-For': `192.0.2.${i}, ${proxy}` });
+      assert.equal((await spoofed.signIn(`spray${i}@example.org`, 'password guess 1')).status, 401);
+    }
+    const next = new PortalClient(baseUrl, { 'X-Forwarded-For': `192.0.2.250, ${proxy}` });
+    assert.equal(
+      (await next.signIn('spray-last@example.org', 'password guess 1')).status,
+      429,
+      'a rotating first entry does not escape the throttle',
+    );
+  });
+
   test(`${MAX_FAILURES_PER_ADDRESS} failures from one address throttle that address, whatever the email`, async () => {
     await portalUser(runtime, baseUrl, 'acme', 'address@example.org', TEST_PASSWORD, from());
     const attacker = client();
