@@ -9,12 +9,22 @@ export type EntryPathCheck = { safe: true; path: string } | { safe: false; reaso
  * them), so `..\evil.jpg`, `C:\evil.jpg` and `\\server\share\x.jpg` are caught like their
  * slash forms. The returned path uses `/` only.
  */
+/** The longest entry path (characters) and the most path segments accepted. */
+export const MAX_ENTRY_PATH_LENGTH = 1024;
+export const MAX_ENTRY_PATH_DEPTH = 64;
+
 export function checkEntryPath(name: string): EntryPathCheck {
   if (name.length === 0) return { safe: false, reason: 'has an empty name' };
   const path = name.replace(/\\/g, '/');
   if (path.startsWith('/')) return { safe: false, reason: 'is an absolute path' };
   if (/^[A-Za-z]:/.test(path)) return { safe: false, reason: 'is an absolute path (drive letter)' };
   if (path.split('/').includes('..')) return { safe: false, reason: 'climbs out of the archive (`..`)' };
+  // No scan needs more; a longer path only makes every later step (page order above all) slower.
+  if (path.length > MAX_ENTRY_PATH_LENGTH)
+    return { safe: false, reason: `is ${path.length} characters long; at most ${MAX_ENTRY_PATH_LENGTH} are accepted` };
+  const depth = path.split('/').length;
+  if (depth > MAX_ENTRY_PATH_DEPTH)
+    return { safe: false, reason: `is ${depth} folders deep; at most ${MAX_ENTRY_PATH_DEPTH} are accepted` };
   return { safe: true, path };
 }
 

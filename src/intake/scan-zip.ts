@@ -204,7 +204,11 @@ function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: stri
     function checkEntry(entry: Entry): Candidate | null {
       const name = entryName(entry);
       const checked = checkEntryPath(name);
-      if (!checked.safe) throw new IntakeError('unsafe_path', `entry ${quoteName(name)} ${checked.reason}`, { entry: name });
+      if (!checked.safe) {
+        // A name refused for its length is not echoed whole.
+        const shown = name.length > 256 ? `${name.slice(0, 256)}…` : name;
+        throw new IntakeError('unsafe_path', `entry ${quoteName(shown)} ${checked.reason}`, { entry: shown });
+      }
       const path = checked.path;
       if (isDirectoryEntry(entry, path) || isJunkPath(path)) return null;
       if (isSymbolicLink(entry)) throw new IntakeError('unsafe_path', `entry ${quoteName(path)} is a symbolic link`, { entry: path });
