@@ -4,6 +4,8 @@
 // 2 a usage error, 3 the job was cancelled, 4 the service refused or could not be reached,
 // 130 interrupted (Ctrl-C while waiting leaves the job running).
 import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { HwrApiError, HwrClient } from '../client/client.ts';
 import { prepareScan, ScanInputError } from '../client/scan-input.ts';
@@ -118,6 +120,16 @@ function checkOptions(parsed: ParsedArgs, allowed: string[]): void {
   }
 }
 
+/** `--out` is checked before anything is sent: a folder that is not there failed only after the job was done (and billed). */
+async function checkWritable(file: string): Promise<void> {
+  const folder = path.dirname(path.resolve(file));
+  try {
+    await access(folder, constants.W_OK);
+  } catch {
+    throw new UsageError(`--out ${file}: the folder ${folder} does not exist or cannot be written to`);
+  }
+}
+
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 
 const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Context) => Promise<number>> = {
@@ -131,6 +143,7 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
       webhook_url: option(parsed, 'webhook-url'),
     };
     const out = option(parsed, 'out');
+    if (out !== undefined) await checkWritable(out);
     const wait = parsed.options.wait === true || out !== undefined;
     const idempotencyKey = option(parsed, 'idempotency-key') ?? randomUUID();
     const scan = await prepareScan(parsed.positionals);
@@ -139,11 +152,10 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
       view ? view.note(text, json) : context.tty ? process.stderr.write(`${text}\n`) : undefined;
     try {
       if (scan.images > 0)
-        say(`zipped ${scan.images} image${scan.images === 1 ? '' : 's'} (${formatBytes(scan.bytes)})`, {
-          event: 'zipped',
-          images: scan.images,
-          bytes: scan.bytes,
-        });
+        say(
+          `zipped ${scan.images} image${scan.images === 1 ? '' : 's'}${scan.layouts > 0 ? ` and ${scan.layouts} layout file${scan.layouts === 1 ? '' : 's'}` : ''} (${formatBytes(scan.bytes)})`,
+          { event: 'zipped', images: scan.images, layouts: scan.layouts, bytes: scan.bytes },
+        );
       const interrupt = new AbortController();
       const onSigint = () => interrupt.abort();
       process.once('SIGINT', onSigint);
@@ -188,6 +200,7 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
     checkOptions(parsed, ['wait', 'out']);
     const jobId = jobIdOf(parsed);
     const out = option(parsed, 'out');
+    if (out !== undefined) await checkWritable(out);
     if (parsed.options.wait !== true && out === undefined) {
       print(await context.client.status(jobId));
       return EXIT.done;
@@ -204,6 +217,7 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
     checkOptions(parsed, ['out']);
     const jobId = jobIdOf(parsed);
     const file = option(parsed, 'out') ?? `${jobId}.zip`;
+    await checkWritable(file);
     const saved = await context.client.downloadResult(jobId, file);
     if (context.tty) process.stderr.write(`saved ${saved.path} (${formatBytes(saved.bytes)})\n`);
     else print({ event: 'downloaded', job_id: jobId, path: saved.path, bytes: saved.bytes });

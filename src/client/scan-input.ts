@@ -20,6 +20,8 @@ export interface ScanInput {
   filename: string;
   /** Images zipped here (0 for a ZIP given as it is). */
   images: number;
+  /** Layout files zipped with their images: `p1.xml` beside `p1.jpg` (docs/intake.md, "Bring your own layout"). */
+  layouts: number;
   bytes: number;
   /** Removes a temp ZIP (nothing for a given one). */
   cleanUp(): Promise<void>;
@@ -34,7 +36,7 @@ export async function prepareScan(paths: string[]): Promise<ScanInput> {
     if (paths.length > 1) throw new ScanInputError('a ZIP is uploaded as it is: give it alone, or give images and folders');
     const info = await statOrThrow(zips[0]);
     if (!info.isFile()) throw new ScanInputError(`${zips[0]} is not a file`);
-    return { zipPath: zips[0], filename: path.basename(zips[0]), images: 0, bytes: info.size, cleanUp: async () => {} };
+    return { zipPath: zips[0], filename: path.basename(zips[0]), images: 0, layouts: 0, bytes: info.size, cleanUp: async () => {} };
   }
   const entries: { name: string; file: string }[] = [];
   for (const given of paths) {
@@ -55,11 +57,13 @@ export async function prepareScan(paths: string[]): Promise<ScanInput> {
       throw new ScanInputError(`two pages would be named ${entry.name} (${other} and ${entry.file}); give their folder instead`);
     seen.set(entry.name, entry.file);
   }
+  const layouts = await layoutsBeside(entries);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'hwr-submit-'));
   const zipPath = path.join(dir, 'scan.zip');
   const zip = new yazl.ZipFile();
   // Scans are already compressed images: store them.
   for (const entry of sortPathsNaturally(entries, (item) => item.name)) zip.addFile(entry.file, entry.name, { compress: false });
+  for (const layout of layouts) zip.addFile(layout.file, layout.name);
   zip.end();
   await pipeline(zip.outputStream, createWriteStream(zipPath));
   const name = paths.length === 1 ? `${path.basename(path.resolve(paths[0])).replace(/\.[^.]*$/, '')}.zip` : 'scan.zip';
@@ -67,6 +71,7 @@ export async function prepareScan(paths: string[]): Promise<ScanInput> {
     zipPath,
     filename: name,
     images: entries.length,
+    layouts: layouts.length,
     bytes: (await stat(zipPath)).size,
     cleanUp: () => rm(dir, { recursive: true, force: true }),
   };
@@ -82,6 +87,25 @@ async function imagesUnder(folder: string): Promise<string[]> {
     if (IMAGE_EXTENSIONS.has(path.extname(entry.name).toLowerCase())) found.push(file);
   }
   return found;
+}
+
+/**
+ * The page's own layout file, where an image has one beside it with the same name and `.xml`
+ * (`p1.jpg`, `p1.xml`), named as its image is in the ZIP: the service then keeps its regions and
+ * lines. Not when two images share the name (`p1.jpg` and `p1.png`): whose layout would it be?
+ */
+async function layoutsBeside(images: { name: string; file: string }[]): Promise<{ name: string; file: string }[]> {
+  const stem = (file: string) => file.slice(0, file.length - path.extname(file).length);
+  const byStem = new Map<string, { name: string; file: string }[]>();
+  for (const image of images) byStem.set(stem(image.file), [...(byStem.get(stem(image.file)) ?? []), image]);
+  const layouts: { name: string; file: string }[] = [];
+  for (const [fileStem, sharing] of byStem) {
+    if (sharing.length !== 1) continue;
+    const xml = `${fileStem}.xml`;
+    const info = await stat(xml).catch(() => null);
+    if (info?.isFile()) layouts.push({ name: `${stem(sharing[0].name)}.xml`, file: xml });
+  }
+  return layouts;
 }
 
 async function statOrThrow(file: string) {

@@ -115,6 +115,8 @@ describe('hwr submit on real scans', () => {
     await mkdir(dir);
     await copyFile(path.join(root, 'test/fixtures/export/fondue_en_print_dracula_page_51.png'), path.join(dir, '10_dracula.png'));
     await copyFile(path.join(root, 'test/fixtures/export/cremma19_zola_f207.jpg'), path.join(dir, '2_zola.jpg'));
+    // Zola's own layout beside its image: it goes with it, and the page keeps its lines.
+    await copyFile(path.join(root, 'test/fixtures/export/cremma19_zola_f207.xml'), path.join(dir, '2_zola.xml'));
     await copyFile(path.join(root, 'test/fixtures/jpeg2000/copiste-lines.jp2'), path.join(dir, '11_copiste.jp2'));
     const out = path.join(work, 'r.zip');
     const run = await hwr(['submit', dir, '--wait', '--out', out, '--pdf-format', 'pdfa-2b'], {
@@ -123,7 +125,7 @@ describe('hwr submit on real scans', () => {
     });
     assert.equal(run.code, 0, run.stderr);
     const lines = jsonLines(run.stdout);
-    assert.deepEqual(lines[0], { event: 'zipped', images: 3, bytes: lines[0].bytes });
+    assert.deepEqual(lines[0], { event: 'zipped', images: 3, layouts: 1, bytes: lines[0].bytes });
     assert.equal(lines[1].event, 'submitted');
     assert.equal(lines[1].page_count, 3);
     const progress = lines.filter((line) => line.event === 'progress');
@@ -148,6 +150,10 @@ describe('hwr submit on real scans', () => {
       [1, 2, 3],
     );
     assert.match(JSON.stringify(checked.manifest), /2_zola\.jpg[\s\S]*10_dracula\.png[\s\S]*11_copiste\.jp2/);
+    assert.deepEqual(
+      checked.manifest.pages.map((page) => (page as { layout_source?: string }).layout_source),
+      ['uploaded', 'detected', 'detected'],
+    );
   });
 });
 
@@ -163,6 +169,13 @@ describe('hwr submit and the other client commands against the scripted service'
     const usage = await hwr(['submit', '--tier', 'gold', dir]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /--tier must be one of cheap, balanced, best/);
+    // --out into a folder that is not there: refused before anything is sent (it failed after the job, billed).
+    const jobCount = async () => (await service.runtime.db.pool.query('select count(*)::int as n from job_status')).rows[0].n as number;
+    const before = await jobCount();
+    const nowhere = await hwr(['submit', dir, '--out', path.join(work, 'no-such-folder', 'r.zip')]);
+    assert.equal(nowhere.code, 2, nowhere.stderr);
+    assert.match(nowhere.stderr, /--out .*no-such-folder.* does not exist or cannot be written to/);
+    assert.equal(await jobCount(), before, 'no job was submitted');
     const nothing = await hwr(['submit', path.join(work, 'missing')]);
     assert.equal(nothing.code, 2);
     assert.match(nothing.stderr, /no such file or folder/);
