@@ -66,16 +66,16 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     pc.render(
       ctx,
       `Job ${job.job_id}`,
-      html`<dl><dt>State</dt><dd class="state-${job.state}">${job.state}</dd>
+      html`<div data-live-job><dl><dt>State</dt><dd class="state-${job.state}">${job.state}</dd>
 <dt>Pages done</dt><dd>${job.pages_done} / ${job.page_count}</dd><dt>Step</dt><dd>${job.current_step ?? '—'}</dd>
-<dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd><dt>Result kept until</dt><dd>${time(job.expires_at)}</dd></dl>
+<dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd>${job.state === 'failed' || job.state === 'cancelled' ? '' : html`<dt>Result kept until</dt><dd>${time(job.expires_at)}</dd>`}</dl>
 ${job.error_message ? notice('error', job.error_message) : ''}${job.warning_message ? notice('ok', job.warning_message) : ''}
 ${job.state === 'queued' || job.state === 'processing' ? html`<form method="post" action="/portal/jobs/${job.job_id}/cancel" data-confirm="Cancel this job? Its pages stop being processed.">${csrfField(session.csrfToken)}<button type="submit" class="danger">Cancel the job</button></form>` : ''}
 ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
 <h2>Pages</h2><ul class="thumbs">${thumbnails}</ul>
 <h2>Event timeline</h2>
 <table><thead><tr><th scope="col">#</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Data</th><th scope="col">Actor</th></tr></thead><tbody>${timeline}</tbody></table>
-<p><a href="/portal/jobs">All jobs</a></p>`,
+</div><p><a href="/portal/jobs">All jobs</a></p>`,
       session,
       'jobs',
     );

@@ -64,12 +64,17 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
         if (error instanceof BlobNotFoundError) throw new PortalHttpError(410, 'The page image is no longer stored.');
         throw error;
       }
-      // rotate(): EXIF orientation applied, as recognition saw the page.
-      body = await (await openImage(source, { page: 0, limitInputPixels: runtime.config.limits.maxImagePixels }))
-        .rotate()
-        .resize({ width, withoutEnlargement: true })
-        .jpeg({ quality: 80 })
-        .toBuffer();
+      try {
+        // rotate(): EXIF orientation applied, as recognition saw the page.
+        body = await (await openImage(source, { page: 0, limitInputPixels: runtime.config.limits.maxImagePixels }))
+          .rotate()
+          .resize({ width, withoutEnlargement: true })
+          .jpeg({ quality: 80 })
+          .toBuffer();
+      } catch (error) {
+        // The page that failed its job for being unreadable is no more readable here: say so, not 500.
+        throw new PortalHttpError(422, `The page image cannot be shown: ${(error as Error).message.split('\n')[0]}`);
+      }
       images.set(cacheKey, body);
     }
     ctx.type = 'image/jpeg';
@@ -94,7 +99,7 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
       pc.render(
         ctx,
         `Page ${page.page_number}: ${page.name}`,
-        html`<p>${page.completed ? 'The page result is no longer stored.' : 'This page is not recognised yet.'}</p>
+        html`<p>${page.completed ? 'The page result is no longer stored.' : job.state === 'failed' || job.state === 'cancelled' ? `This page was not read: the job ${job.state === 'failed' ? 'failed' : 'was cancelled'} first.` : 'This page is not recognised yet.'}</p>
 <img class="page-only" src="${base}/image?w=1200" alt="${`Page ${page.page_number}`}">${nav}`,
         session,
         'jobs',

@@ -1,6 +1,7 @@
 // The portal's page viewer on real recognition, in a real browser: a ZIP of two real scans
 // submitted with a key made in the portal, processed by the real pipelines (ONNX layout and
-// recognition; no LLM), watched to done in the jobs list, and a recognised line checked in the
+// recognition; no LLM), watched to done on its own page (which refreshes itself) and in the jobs
+// list, and a recognised line checked in the
 // viewer: its text is the page result's, and selecting it draws its polygon highlighted.
 // Skips, saying why, only when no Chromium is installed. Screenshots as portal-browser.test.ts.
 import assert from 'node:assert/strict';
@@ -61,9 +62,13 @@ test('two real pages recognised, seen in the portal viewer in a real browser', {
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
+  // The job's own page follows the job to its end without a reload (it stayed at "processing").
+  await page.goto(`${baseUrl}/portal/jobs/${jobId}`);
+  await page.locator('[data-live-job] .state-done, [data-live-job] .state-failed').waitFor({ timeout: 500_000 });
+  assert.equal(await page.locator('[data-live-job]').count(), 1);
   await page.goto(`${baseUrl}/portal/jobs`);
   const row = page.locator('tr', { has: page.locator(`a[href="/portal/jobs/${jobId}"]`) });
-  await row.locator('.state-done, .state-failed').waitFor({ timeout: 500_000 });
+  await row.locator('.state-done, .state-failed').waitFor({ timeout: 10_000 });
   const status = (await (await fetch(`${baseUrl}/v1/process-scan/${jobId}`, { headers: { 'X-API-Key': key } })).json()) as {
     state: string;
     error?: unknown;

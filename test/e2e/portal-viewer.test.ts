@@ -87,6 +87,21 @@ describe('portal page viewer', () => {
     assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 160, Math.round((160 * 192) / 1261)]);
   });
 
+  test('a page image that cannot be decoded answers 422 with the reason, not 500', async () => {
+    // Its header is whole (intake measures it), its pixels are cut off half way.
+    const page = await readFile(path.resolve(import.meta.dirname, '../fixtures/pages/copiste_wikitexte_0219_2.jpg'));
+    const submitted = await client.submit(await makeZip([{ name: 'cut.jpg', data: page.subarray(0, page.length >> 1) }]), {
+      key: acme.key,
+    });
+    const jobId = submitted.body.job_id;
+    await waitForState(client, { key: acme.key }, jobId, ['done', 'failed']);
+    const response = await fetch(`${baseUrl}/portal/jobs/${jobId}/pages/1/image?w=160`, {
+      headers: { Cookie: `hwr_session=${user.cookies.get('hwr_session')}` },
+    });
+    assert.equal(response.status, 422);
+    assert.match(await response.text(), /The page image cannot be shown/);
+  });
+
   test("another account's user finds neither the page nor its image", async () => {
     const rival = await portalUser(runtime, baseUrl, 'rival', 'rival-viewer@example.org');
     assert.equal((await rival.get(`/portal/jobs/${jobId}/pages/1`)).status, 404);
