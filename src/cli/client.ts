@@ -90,8 +90,7 @@ function connect(parsed: ParsedArgs): Context {
   const client = new HwrClient({
     url,
     apiKey,
-    onRetry: ({ attempt, waitMs, reason }) =>
-      process.stderr.write(`hwr: ${reason}; retrying in ${formatDuration(waitMs)} (retry ${attempt})\n`),
+    onRetry: ({ attempt, waitMs, reason }) => aside(`hwr: ${reason}; retrying in ${formatDuration(waitMs)} (retry ${attempt})`),
   });
   return { client, url, tty };
 }
@@ -244,8 +243,17 @@ const COMMANDS: Record<keyof typeof USAGES, (parsed: ParsedArgs, context: Contex
   },
 };
 
+/** The progress view on screen, if any: lines for the person go above its bar rather than into it. */
+let shownView: ProgressView | null = null;
+
+function aside(text: string): void {
+  if (shownView) shownView.aside(text);
+  else process.stderr.write(`${text}\n`);
+}
+
 function viewFor(context: Context): ProgressView {
-  return context.tty ? terminalView(process.stderr) : jsonLinesView(process.stdout);
+  shownView = context.tty ? terminalView(process.stderr) : jsonLinesView(process.stdout);
+  return shownView;
 }
 
 /**
@@ -259,9 +267,20 @@ async function follow(context: Context, view: ProgressView, jobId: string, out: 
   const started = Date.now();
   let final: JobStatus;
   try {
-    final = await context.client.wait(jobId, { signal: interrupt.signal, onChange: (status) => view.update(status) });
+    final = await context.client.wait(jobId, {
+      signal: interrupt.signal,
+      onChange: (status) => view.update(status),
+      onOutage: (reason) => aside(`hwr: the service does not answer (${reason}); job ${jobId} goes on there: waiting up to 5 minutes`),
+    });
   } catch (error) {
-    if (!interrupt.signal.aborted) throw error;
+    if (!interrupt.signal.aborted) {
+      view.close();
+      process.stderr.write(
+        `hwr: stopped following job ${jobId} (${error instanceof Error ? error.message : String(error)}); it may still be running: follow it again with \`hwr status ${jobId} --wait\`.\n`,
+      );
+      if (!context.tty) print({ event: 'interrupted', job_id: jobId, reason: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
     view.close();
     process.stderr.write(
       `hwr: stopped following; job ${jobId} keeps running. Follow it again with \`hwr status ${jobId} --wait\`, cancel it with \`hwr cancel ${jobId}\`.\n`,

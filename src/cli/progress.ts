@@ -8,6 +8,8 @@ export interface ProgressView {
   update(status: JobStatus): void;
   /** A line of its own (the bar is redrawn below it on a terminal). */
   note(text: string, json: Record<string, unknown>): void;
+  /** A line for the person only (retries, the service away), always on stderr, never in the JSON lines; the bar is redrawn below it. */
+  aside(text: string): void;
   /** The last status: the bar is finished and left on screen. */
   finish(status: JobStatus): void;
   close(): void;
@@ -80,6 +82,11 @@ export function terminalView(stream: NodeJS.WriteStream): ProgressView {
       stream.write(`${text}\n`);
       draw();
     },
+    aside(text) {
+      clearLine();
+      process.stderr.write(`${text}\n`);
+      draw();
+    },
     finish(status) {
       clearInterval(timer);
       last = status;
@@ -113,6 +120,7 @@ export function jsonLinesView(stream: NodeJS.WriteStream): ProgressView {
   return {
     update: (status) => line(progress(status)),
     note: (_text, json) => line(json),
+    aside: (text) => process.stderr.write(`${text}\n`),
     finish: () => {},
     close: () => {},
   };

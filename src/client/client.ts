@@ -37,7 +37,25 @@ export interface WaitOptions {
   onChange?: (status: JobStatus) => void;
   /** Poll interval; default 1000 ms. */
   intervalMs?: number;
+  /**
+   * How long the service may stay unreachable (network errors, 502/503/504 after a request's own
+   * retries) while the job is followed; default 5 minutes. A restart or a deploy takes seconds to
+   * a minute, and the job goes on meanwhile: giving up after one request's retries (about 15 s)
+   * left a user with an error for a job that then finished.
+   */
+  outageMs?: number;
+  /** Called once when the service stops answering, with the reason. */
+  onOutage?: (reason: string) => void;
   signal?: AbortSignal;
+}
+
+const DEFAULT_OUTAGE_MS = 5 * 60_000;
+const OUTAGE_POLL_MS = 3000;
+
+/** A failure of the service's reachability, not of the request: worth waiting out. */
+function isOutage(error: unknown): boolean {
+  if (error instanceof HwrApiError) return [502, 503, 504].includes(error.status);
+  return error instanceof Error && error.name !== 'AbortError';
 }
 
 /** An answer other than 2xx, with the service's problem+json body when it sent one. */
@@ -128,8 +146,22 @@ export class HwrClient {
   /** Polls until the job is done, failed or cancelled; returns its last status. */
   async wait(jobId: string, options: WaitOptions = {}): Promise<JobStatus> {
     let last = '';
+    let unreachableSince: number | null = null;
     for (;;) {
-      const status = await this.status(jobId, options.signal);
+      let status: JobStatus;
+      try {
+        status = await this.status(jobId, options.signal);
+        unreachableSince = null;
+      } catch (error) {
+        if (options.signal?.aborted || !isOutage(error)) throw error;
+        if (unreachableSince === null) {
+          unreachableSince = Date.now();
+          options.onOutage?.(causeOf(error));
+        }
+        if (Date.now() - unreachableSince > (options.outageMs ?? DEFAULT_OUTAGE_MS)) throw error;
+        await sleep(OUTAGE_POLL_MS, options.signal);
+        continue;
+      }
       const key = `${status.state}|${status.pages_done}|${status.current_step}`;
       if (key !== last) options.onChange?.(status);
       last = key;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -244,6 +245,43 @@ describe('hwr submit and the other client commands against the scripted service'
     const followed = await following.done;
     assert.equal(followed.code, 3, followed.stderr);
     assert.equal(jsonLines(followed.stdout).at(-1).event, 'cancelled');
+  });
+
+  test("--wait outlives the service being away for longer than one request's retries: it says so, waits, and ends done", async () => {
+    // A forwarder to the service that, while down, closes every connection at once (a restart).
+    let down = false;
+    const open = new Set<net.Socket>();
+    const target = new URL(service.baseUrl);
+    const forwarder = net.createServer((socket) => {
+      if (down) return socket.destroy();
+      const upstream = net.connect(Number(target.port), target.hostname);
+      socket.pipe(upstream).pipe(socket);
+      for (const end of [socket, upstream]) {
+        open.add(end);
+        end.on('close', () => open.delete(end));
+        end.on('error', () => (socket.destroy(), upstream.destroy()));
+      }
+    });
+    await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(forwarder.address() as net.AddressInfo).port}`;
+      const dir = await pagesDir('outage', ['hold-1.jpg']);
+      const waiting = start(['submit', dir, '--wait'], { HWR_URL: url });
+      await until('the job to be processing', () => waiting.stdout().includes('"state":"processing"'));
+      const jobId = jsonLines(waiting.stdout()).find((line) => line.event === 'submitted').job_id;
+      down = true;
+      for (const socket of open) socket.destroy();
+      // One request's own retries take about 15 s; the follower goes on past them.
+      await new Promise((resolve) => setTimeout(resolve, 20_000));
+      scripted.release(jobId);
+      down = false;
+      const ended = await waiting.done;
+      assert.equal(ended.code, 0, ended.stderr);
+      assert.equal(jsonLines(ended.stdout).at(-1).event, 'done');
+      assert.match(ended.stderr, new RegExp(`the service does not answer .*job ${jobId} goes on there`));
+    } finally {
+      forwarder.close();
+    }
   });
 
   test('on a terminal (script): a progress bar with pages, step, elapsed and ETA; then the saved archive', {
