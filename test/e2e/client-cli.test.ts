@@ -259,7 +259,10 @@ describe('hwr submit and the other client commands against the scripted service'
       for (const end of [socket, upstream]) {
         open.add(end);
         end.on('close', () => open.delete(end));
-        end.on('error', () => (socket.destroy(), upstream.destroy()));
+        end.on('error', () => {
+          socket.destroy();
+          upstream.destroy();
+        });
       }
     });
     await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
