@@ -61,6 +61,19 @@ export async function run(args: string[]): Promise<number> {
 }
 
 /** First start on the embedded database: an account `default` with one key, printed once. */
+/**
+ * An `hwr` command as it must be typed in another terminal to reach this server: with the
+ * settings that find its database and make its links (a setup link made without this server's
+ * PORT pointed at port 8080).
+ */
+function operatorCommand(args: string): string {
+  const settings = ['DATA_DIR', 'PORT', 'BASE_URL']
+    .filter((name) => process.env[name])
+    .map((name) => `${name}=${/^[\w./:@-]+$/.test(process.env[name]!) ? process.env[name] : `'${process.env[name]}'`} `)
+    .join('');
+  return `${settings}npm run -s hwr -- ${args}`;
+}
+
 async function bootstrapFirstAccount(runtime: Runtime): Promise<void> {
   if ((await countAccounts(runtime.db.pool)) > 0) return;
   const account = await createAccount(runtime.bus, 'default', 'bootstrap');
@@ -71,8 +84,8 @@ async function bootstrapFirstAccount(runtime: Runtime): Promise<void> {
       'First start: created account "default". These are shown ONCE; store them in a secret manager now.',
       `  API key:        ${key.key}`,
       `  Webhook secret: ${account.webhookSecret}`,
-      'Create more with `hwr keys create --account default --label NAME`.',
-      `Customer portal: ${runtime.config.baseUrl}/portal; invite its first user with \`hwr users invite --account default --email YOU@EXAMPLE.ORG\` (docs/portal.md).`,
+      `Create more with \`${operatorCommand('keys create --account default --label NAME')}\`.`,
+      `Customer portal: ${runtime.config.baseUrl}/portal; invite its first user with \`${operatorCommand('users invite --account default --email YOU@EXAMPLE.ORG')}\` (docs/portal.md).`,
       '',
     ].join('\n')}\n`,
   );

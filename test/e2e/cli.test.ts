@@ -317,6 +317,20 @@ describe('hwr serve', () => {
       assert.ok(key, printed);
       assert.match(secret ?? '', /^[0-9a-f]{64}$/);
       assert.match(printed, /shown ONCE/);
+      // The invite command as it must be typed elsewhere: this server's data folder and address (a
+      // bare `hwr users invite` made a link to port 8080, or a new empty database).
+      const invite = /invite its first user with `([^`]+)`/.exec(printed)?.[1] ?? '';
+      assert.equal(
+        invite,
+        `DATA_DIR=${embeddedDir} PORT=${port} BASE_URL=http://127.0.0.1:${port} npm run -s hwr -- users invite --account default --email YOU@EXAMPLE.ORG`,
+      );
+      const invited = await hwr(['users', 'invite', '--account', 'default', '--email', 'first@example.org'], {
+        DATABASE_URL: '',
+        DATA_DIR: embeddedDir,
+        PORT: String(port),
+        BASE_URL: `http://127.0.0.1:${port}`,
+      });
+      assert.match(invited.stdout, new RegExp(`http://127\\.0\\.0\\.1:${port}/portal/setup\\?token=`), invited.stderr);
       const client = new ApiClient(`http://127.0.0.1:${port}`);
       const usage = await client.get('/v1/usage', { key: key! });
       assert.equal(usage.status, 200);
