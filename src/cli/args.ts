@@ -17,7 +17,9 @@ export function parseArgs(args: string[], flags: readonly string[] = []): Parsed
     if (inline !== undefined) options[name] = inline;
     else if (flags.includes(name)) options[name] = true;
     else if (i + 1 < args.length) options[name] = args[++i];
-    else throw new UsageError(`--${name} needs a value`);
+    // Last on the line with no value: an option that needs one says so where it is read, and one
+    // that does not exist is reported as unknown (it was "needs a value").
+    else options[name] = true;
   }
   return { positionals, options };
 }
@@ -31,6 +33,7 @@ export class UsageError extends Error {
 
 export function stringOption(parsed: ParsedArgs, name: string): string | null {
   const value = parsed.options[name];
+  if (value === true) throw new UsageError(`--${name} needs a value`);
   return typeof value === 'string' ? value : null;
 }
 

@@ -80,6 +80,8 @@ function reportError(name: string, error: unknown): number {
 
 function connect(parsed: ParsedArgs): Context {
   const url = option(parsed, 'url') ?? process.env.HWR_URL ?? `http://localhost:${process.env.PORT || 8080}`;
+  // A URL without its scheme (`localhost:8080`) was retried five times as a network error.
+  if (!/^https?:\/\/[^/]/i.test(url)) throw new UsageError(`the service URL ${url} is not an http:// or https:// URL (--url, HWR_URL)`);
   const apiKey = option(parsed, 'key') ?? process.env.HWR_API_KEY;
   if (!apiKey) {
     throw new UsageError(

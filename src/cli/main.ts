@@ -37,6 +37,7 @@ function usage(): string {
 const [name, ...args] = process.argv.slice(2);
 const command = name ? COMMANDS[name] : undefined;
 if (!command) {
+  if (name !== undefined && name !== '--help' && name !== 'help') process.stderr.write(`hwr: unknown command ${name}\n`);
   process.stderr.write(`${usage()}\n`);
   process.exitCode = name === undefined || name === '--help' || name === 'help' ? 0 : 2;
 } else {

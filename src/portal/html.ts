@@ -55,7 +55,7 @@ ${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content
 
 export const csrfField = (token: string): Html => html`<input type="hidden" name="_csrf" value="${token}">`;
 
-export function notice(kind: 'error' | 'ok', text: string | null | undefined): Html {
+export function notice(kind: 'error' | 'warn' | 'ok', text: string | null | undefined): Html {
   if (!text) return html``;
   return html`<p class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${text}</p>`;
 }

@@ -69,7 +69,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
       html`<div data-live-job><dl><dt>State</dt><dd class="state-${job.state}">${job.state}</dd>
 <dt>Pages done</dt><dd>${job.pages_done} / ${job.page_count}</dd><dt>Step</dt><dd>${job.current_step ?? '—'}</dd>
 <dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd>${job.state === 'failed' || job.state === 'cancelled' ? '' : html`<dt>Result kept until</dt><dd>${time(job.expires_at)}</dd>`}</dl>
-${job.error_message ? notice('error', job.error_message) : ''}${job.warning_message ? notice('ok', job.warning_message) : ''}
+${job.error_message ? notice('error', job.error_message) : ''}${job.warning_message ? notice('warn', job.warning_message) : ''}
 ${job.state === 'queued' || job.state === 'processing' ? html`<form method="post" action="/portal/jobs/${job.job_id}/cancel" data-confirm="Cancel this job? Its pages stop being processed.">${csrfField(session.csrfToken)}<button type="submit" class="danger">Cancel the job</button></form>` : ''}
 ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
 <h2>Pages</h2><ul class="thumbs">${thumbnails}</ul>

@@ -177,6 +177,15 @@ describe('hwr submit and the other client commands against the scripted service'
     assert.equal(nowhere.code, 2, nowhere.stderr);
     assert.match(nowhere.stderr, /--out .*no-such-folder.* does not exist or cannot be written to/);
     assert.equal(await jobCount(), before, 'no job was submitted');
+    const bogus = await hwr(['status', '00000000-0000-4000-8000-000000000000', '--bogus']);
+    assert.equal(bogus.code, 2);
+    assert.match(bogus.stderr, /unknown option --bogus/);
+    const noScheme = await hwr(['usage'], { HWR_URL: 'localhost:8080' });
+    assert.equal(noScheme.code, 2);
+    assert.match(noScheme.stderr, /the service URL localhost:8080 is not an http:\/\/ or https:\/\/ URL/);
+    const unknown = await hwr(['frobnicate']);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /^hwr: unknown command frobnicate\nusage: hwr/);
     const nothing = await hwr(['submit', path.join(work, 'missing')]);
     assert.equal(nothing.code, 2);
     assert.match(nothing.stderr, /no such file or folder/);
