@@ -160,7 +160,16 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
     const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
     log.warn({ err: error, last_try: lastTry }, 'page failed');
     if (!lastTry) throw error;
-    await failJob(deps.bus, jobId, `page ${page} (${source.name}): ${describeError(error)}`, page, task.id);
+    // The page's own errors often start with its name already ("scan.jpg: cannot decode …").
+    const reason = describeError(error);
+    const own = `${source.name}: `;
+    await failJob(
+      deps.bus,
+      jobId,
+      `page ${page} (${source.name}): ${reason.startsWith(own) ? reason.slice(own.length) : reason}`,
+      page,
+      task.id,
+    );
   } finally {
     watch.stop();
   }

@@ -4,9 +4,12 @@
 // with scripted pipelines (jobs run, hold, fail on request).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
 import {
+  makeZip,
   createCredentials,
   pagesZip,
   startApiServer,
@@ -288,5 +291,16 @@ describe('status codes of the error table', () => {
     const response = await idle.client.get(`/v1/process-scan/${job.job_id.toUpperCase()}`, idleAuth);
     assert.equal(response.status, 200);
     assert.equal(response.body.job_id, job.job_id);
+  });
+});
+
+describe('processing → failed on a page that cannot be decoded', () => {
+  test("the reason names the page once (the decoder's message began with its name too)", async () => {
+    const whole = await readFile(path.resolve(import.meta.dirname, '../fixtures/pages/copiste_wikitexte_0219_2.jpg'));
+    const zip = await makeZip([{ name: 'decode-1.jpg', data: whole.subarray(0, whole.length >> 1) }]);
+    const { body: job } = await busy.client.submit(zip, busyAuth);
+    const failed = await waitForState(busy.client, busyAuth, job.job_id, ['done', 'failed']);
+    assert.equal(failed.state, 'failed');
+    assert.match(failed.error_message, /^page 1 \(decode-1\.jpg\): cannot decode the image \(/);
   });
 });

@@ -1,7 +1,9 @@
 // Page and export pipelines for the HTTP API tests, steered by the ZIP entry names a
 // test uploads: a page named `fail-*` fails for good, a page named `hold-*` stays in
-// processing until the test releases its job (or the job is cancelled). Everything
-// else runs through the fast test pipeline of test-pipelines.ts.
+// processing until the test releases its job (or the job is cancelled), a page named `decode-*`
+// is decoded by the real image preparation (and fails as it does when its pixels are cut off).
+// Everything else runs through the fast test pipeline of test-pipelines.ts.
+import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
 import type { ExportPipeline, PagePipeline } from '../../src/pipeline/pipeline.ts';
 import { testExportPipeline, testPagePipeline } from './test-pipelines.ts';
 
@@ -35,6 +37,10 @@ export function scriptedPipelines(): ScriptedPipelines {
         if (name.startsWith('hold-')) {
           await context.enterStep('layout');
           await heldUntilReleased(task.jobId, context.signal);
+        }
+        if (name.startsWith('decode-')) {
+          await context.enterStep('layout');
+          await prepareImage(await context.blobs.get(task.page.blobKey), { name: task.page.name, maxPixels: 100_000_000 });
         }
         if (name.startsWith('fail-')) {
           await context.enterStep('layout');
