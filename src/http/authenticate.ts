@@ -55,9 +55,11 @@ export function presentedKeyHash(ctx: Context): string {
 
 function presentedKey(ctx: Context): string | null {
   const header = ctx.get('X-API-Key').trim();
-  if (header) return header;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('Authorization'));
-  return match ? match[1] : null;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('Authorization'))?.[1] ?? null;
+  // Two different keys: neither is taken on trust (one silently won before).
+  if (header && bearer && header !== bearer)
+    throw unauthorized('X-API-Key and Authorization: Bearer carry different keys; send one key, in one of them.', 'invalid_api_key');
+  return header || bearer;
 }
 
 function unauthorized(detail: string, code: HttpProblemCode & ('missing_api_key' | 'invalid_api_key')): HttpProblem {

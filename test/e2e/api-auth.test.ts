@@ -43,6 +43,14 @@ describe('API key headers', () => {
     assert.equal(response.body.account_id, alice.accountId);
   });
 
+  test('two different keys in the two headers: 401, neither taken; the same key in both is fine', async () => {
+    const both = await client.get('/v1/usage', null, { 'X-API-Key': alice.key, Authorization: 'Bearer hwr_not_this_one' });
+    assertUnauthorized(both, 'invalid_api_key');
+    assert.match(both.body.detail, /carry different keys/);
+    const same = await client.get('/v1/usage', null, { 'X-API-Key': alice.key, Authorization: `Bearer ${alice.key}` });
+    assert.equal(same.status, 200);
+  });
+
   test('a missing key: 401 missing_api_key with WWW-Authenticate: Bearer', async () => {
     assertUnauthorized(await client.get('/v1/usage', null), 'missing_api_key');
     assertUnauthorized(await client.get('/v1/usage', null, { Authorization: 'Basic dXNlcjpwYXNz' }), 'missing_api_key');
