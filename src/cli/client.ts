@@ -318,7 +318,7 @@ async function follow(context: Context, view: ProgressView, jobId: string, out: 
   }
   const saved = await context.client.downloadResult(jobId, out);
   view.note(
-    `done: ${final.page_count} pages in ${took}; saved ${path.relative(process.cwd(), path.resolve(saved.path)) || saved.path} (${formatBytes(saved.bytes)})`,
+    `done: ${final.page_count} pages in ${took}; saved ${path.isAbsolute(out) ? out : path.relative(process.cwd(), path.resolve(saved.path)) || saved.path} (${formatBytes(saved.bytes)})`,
     {
       event: 'downloaded',
       job_id: jobId,

@@ -8,12 +8,14 @@ import { imageMetadata } from './image/open-image.ts';
  * preparation of one 48-megapixel RGB page: 1 190 MB against 175 MB above the process's own).
  */
 const JPEG2000_PIXEL_WEIGHT = 7;
+/** imageMetadata's formats for a JP2 file and a bare codestream. */
+const JPEG2000_FORMATS = new Set(['jp2', 'j2k']);
 
 /** The page's pixel count from its header (nothing decoded), weighted by its decoder's memory; 1 when unreadable, which decoding then reports. */
 export async function pagePixels(bytes: Buffer): Promise<number> {
   try {
     const { width = 1, height = 1, format } = await imageMetadata(bytes);
-    return width * height * (format === 'jp2' ? JPEG2000_PIXEL_WEIGHT : 1);
+    return width * height * (JPEG2000_FORMATS.has(String(format)) ? JPEG2000_PIXEL_WEIGHT : 1);
   } catch {
     return 1;
   }

@@ -143,6 +143,8 @@ test('sharp reads a JPEG 2000 page through openImage: 16-bit samples stay 16-bit
   assert.deepEqual(Array.from(new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2)), pattern(64, 48, 3, 65535));
   await assert.rejects(openImage(await fixture('copiste-lines.jp2'), { limitInputPixels: 1000 }), /exceeds pixel limit/);
   await assert.rejects(imageMetadata(await fixture('sycc.jp2')), /sYCC/);
+  // A bare codestream is told apart from a JP2 file (the manifest's page format).
+  assert.equal((await imageMetadata(await fixture('copiste-lines.j2k'))).format, 'j2k');
 });
 
 test('the pipeline prepares a lossless JP2 page exactly as the same page in PNG, with the JP2 resolution', async () => {

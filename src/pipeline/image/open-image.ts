@@ -5,7 +5,7 @@ import sharp, { type Metadata, type Sharp, type SharpOptions } from 'sharp';
 import { decodeJpeg2000 } from './jpeg2000-decode.ts';
 import { bufferReader, isJpeg2000, readJpeg2000Header, unsupportedJpeg2000 } from './jpeg2000-header.ts';
 
-/** The image's header as sharp's `metadata()` gives it; for JPEG 2000, without decoding (format `jp2`). */
+/** The image's header as sharp's `metadata()` gives it; for JPEG 2000, without decoding (format `jp2`, or `j2k` for a bare codestream). */
 export async function imageMetadata(bytes: Buffer): Promise<Metadata> {
   if (!isJpeg2000(bytes)) return sharp(bytes).metadata();
   const header = await readJpeg2000Header(bufferReader(bytes));
@@ -13,7 +13,7 @@ export async function imageMetadata(bytes: Buffer): Promise<Metadata> {
   if (unsupported) throw new Error(`a JPEG 2000 image sharp cannot be given: ${unsupported}`);
   const channels = header.palette ? 3 : header.components;
   return {
-    format: 'jp2',
+    format: header.container,
     width: header.width,
     height: header.height,
     channels: channels as Metadata['channels'],

@@ -12,7 +12,7 @@ import { imageMetadata, openImage } from './open-image.ts';
 import type { RgbImage } from './raster.ts';
 
 /** Raster formats a scan arrives in. Vector or document formats (SVG, PDF) are refused. */
-const ACCEPTED_FORMATS = new Set(['jpeg', 'png', 'tiff', 'webp', 'jp2', 'heif', 'gif']);
+const ACCEPTED_FORMATS = new Set(['jpeg', 'png', 'tiff', 'webp', 'jp2', 'j2k', 'heif', 'gif']);
 /** A side longer than this is not a page (2.5 m at 300 dpi), whatever the pixel budget. */
 const MAX_SIDE = 30_000;
 const MIN_SIDE = 16;
