@@ -437,11 +437,17 @@ async function checkImageHeader(
   return { width: swap ? height : width, height: swap ? width : height };
 }
 
+const JPEG2000_HEAD_BYTES = 1024 * 1024;
+
 /** A JPEG 2000 image's size from its headers (sharp cannot read it); a variant we cannot read is refused here. */
 async function jpeg2000Size(file: string, path: string): Promise<{ width: number; height: number; pages: number }> {
   const handle = await open(file, 'r');
   try {
+    // The headers are in the first bytes of any real file: read them once, and the file only past them.
+    const head = Buffer.alloc(JPEG2000_HEAD_BYTES);
+    const headLength = (await handle.read(head, 0, head.length, 0)).bytesRead;
     const read: ByteReader = async (offset, length) => {
+      if (offset + length <= headLength) return head.subarray(offset, offset + length);
       const buffer = Buffer.alloc(length);
       const { bytesRead } = await handle.read(buffer, 0, length, offset);
       return buffer.subarray(0, bytesRead);

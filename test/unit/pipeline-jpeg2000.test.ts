@@ -10,6 +10,7 @@ import { PipelineError } from '../../src/pipeline/errors.ts';
 import { decodeJpeg2000, Jpeg2000DecodeError } from '../../src/pipeline/image/jpeg2000-decode.ts';
 import {
   bufferReader,
+  type ByteReader,
   isJpeg2000,
   Jpeg2000HeaderError,
   readJpeg2000Header,
@@ -78,6 +79,26 @@ test('damaged headers are errors, and the variants we cannot read say why', asyn
   const subsampled = Buffer.from(codestream);
   subsampled[4 + 38 + 1] = 2;
   assert.match(unsupportedJpeg2000(await readJpeg2000Header(bufferReader(subsampled))) ?? '', /subsampled/);
+});
+
+test('a file of many small boxes is refused after the box budget, counted over all levels (each box is a read at intake)', async () => {
+  const box = (type: string, content: Buffer) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(8 + content.length);
+    head.write(type, 4, 'latin1');
+    return Buffer.concat([head, content]);
+  };
+  const res = box('res ', Buffer.concat(Array.from({ length: 1000 }, () => box('free', Buffer.alloc(0)))));
+  const jp2 = await fixture('copiste-lines.jp2');
+  // The real file's signature and ftyp, then a jp2h of 20 000 empty boxes in 20 'res ' boxes (each under 10 000).
+  const flood = Buffer.concat([jp2.subarray(0, 32), box('jp2h', Buffer.concat(Array.from({ length: 20 }, () => res)))]);
+  let reads = 0;
+  const counting: ByteReader = async (offset, length) => {
+    reads += 1;
+    return flood.subarray(offset, offset + length);
+  };
+  await assert.rejects(readJpeg2000Header(counting), /more than 10000 boxes/);
+  assert.ok(reads <= 10_002, `${reads} reads`);
 });
 
 test('lossless files decode to their exact samples: 8-bit grey, 16-bit RGB, 4-bit grey stretched to 0..255', async () => {

@@ -31,7 +31,7 @@ export class Jpeg2000HeaderError extends Error {
 
 const JP2_SIGNATURE = Buffer.from([0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20, 0x0d, 0x0a, 0x87, 0x0a]);
 const SOC_SIZ = Buffer.from([0xff, 0x4f, 0xff, 0x51]);
-/** More boxes than this at one level are not a real file. */
+/** More boxes than this in one file, at all levels together, are not a real file (each costs a read). */
 const MAX_BOXES = 10_000;
 
 export function isJpeg2000(head: Buffer): boolean {
@@ -53,16 +53,17 @@ export async function readJpeg2000Header(read: ByteReader): Promise<Jpeg2000Head
   let captureDensity: number | null = null;
   let displayDensity: number | null = null;
   let codestream: number | null = null;
-  for (const box of await readBoxes(read, 12, Number.POSITIVE_INFINITY)) {
+  const budget = { boxes: MAX_BOXES };
+  for (const box of await readBoxes(read, 12, Number.POSITIVE_INFINITY, budget)) {
     if (box.type === 'jp2h') {
-      for (const inner of await readBoxes(read, box.contentStart, box.end)) {
+      for (const inner of await readBoxes(read, box.contentStart, box.end, budget)) {
         if (inner.type === 'pclr') palette = true;
         if (inner.type === 'colr' && enumeratedColourSpace === null) {
           const colr = await read(inner.contentStart, 7);
           if (colr.length === 7 && colr[0] === 1) enumeratedColourSpace = colr.readUInt32BE(3);
         }
         if (inner.type === 'res ') {
-          for (const resolution of await readBoxes(read, inner.contentStart, inner.end)) {
+          for (const resolution of await readBoxes(read, inner.contentStart, inner.end, budget)) {
             if (resolution.type === 'resc') captureDensity = await readResolution(read, resolution.contentStart);
             if (resolution.type === 'resd') displayDensity = await readResolution(read, resolution.contentStart);
           }
@@ -87,10 +88,11 @@ interface Box {
   end: number;
 }
 
-async function readBoxes(read: ByteReader, start: number, end: number): Promise<Box[]> {
+async function readBoxes(read: ByteReader, start: number, end: number, budget: { boxes: number }): Promise<Box[]> {
   const boxes: Box[] = [];
   let offset = start;
-  while (offset < end && boxes.length < MAX_BOXES) {
+  while (offset < end) {
+    if ((budget.boxes -= 1) < 0) throw new Jpeg2000HeaderError(`the file has more than ${MAX_BOXES} boxes`);
     const header = await read(offset, 16);
     if (header.length === 0 && end === Number.POSITIVE_INFINITY) break;
     if (header.length < 8) throw new Jpeg2000HeaderError(`a box header at byte ${offset} is cut short`);
