@@ -88,11 +88,19 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Fast shutdown (SIGINT) of a postmaster this process did not start, waiting until it is gone (at most 60 s, then SIGQUIT). */
+/** Fast shutdown (SIGINT) of a postmaster this process did not start, waiting until it is gone (60 s, then SIGQUIT, then 30 s more). */
 async function stopOrphan(pid: number): Promise<void> {
-  process.kill(pid, 'SIGINT');
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      process.kill(pid, name);
+    } catch {
+      // gone already
+    }
+  };
+  signal('SIGINT');
   for (let waited = 0; isAlive(pid); waited += 100) {
-    if (waited === 60_000) process.kill(pid, 'SIGQUIT');
+    if (waited === 60_000) signal('SIGQUIT');
+    if (waited === 90_000) throw new Error(`the embedded PostgreSQL left running (pid ${pid}) does not stop; stop it, or set DATABASE_URL`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -237,6 +245,9 @@ async function spawnServer(options: {
 }): Promise<ChildProcess> {
   const server = spawn(options.binary, ['-D', options.clusterDir, '-p', String(options.port), ...options.flags], {
     ...options.ids,
+    // A process group of its own: Ctrl-C in the terminal reaches hwr, which drains and then stops
+    // the server, rather than the server at once under the requests still in flight.
+    detached: true,
     cwd: '/',
     env: { ...process.env, LC_MESSAGES: 'C' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -272,7 +283,17 @@ async function superviseServer(launch: () => Promise<ChildProcess>, say: (line: 
   let stopping = false;
   let current = await launch();
   let restarting: Promise<void> | null = null;
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+  // The wait between tries ends at once when `stop` is called (an unref'd timer let the process
+  // exit mid-await, code 13, with the server neither restarted nor stopped).
+  let wake = () => {};
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   const watch = (server: ChildProcess) =>
     server.once('exit', (code, signal) => {
       if (stopping) return;
@@ -298,6 +319,7 @@ async function superviseServer(launch: () => Promise<ChildProcess>, say: (line: 
   return {
     async stop() {
       stopping = true;
+      wake();
       await restarting;
       if (current.exitCode !== null || current.signalCode !== null) return;
       const exited = new Promise((resolve) => current.once('exit', resolve));
