@@ -516,7 +516,7 @@ async function storeLayout(
     throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
   const xml = Buffer.concat(chunks);
   try {
-    await readUploadedLayout(xml, imageSize);
+    await readUploadedLayout(xml, imageSize, options.signal);
   } catch (error) {
     if (isLayoutError(error))
       throw new IntakeError(error.code, `entry ${quoteName(path)}: ${error.message}`, { entry: path, cause: error });

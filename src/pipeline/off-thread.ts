@@ -1,7 +1,8 @@
 // Work that would hold the event loop (WebAssembly decoding, parsing a large uploaded XML file)
 // runs in a worker thread of its own, one per call: `runInThread` starts the worker module with
 // `data` and waits for its one answer, which the module gives with `answerFromThread`. A thread
-// that has not answered in `timeoutMs` is stopped. Errors come back as their name, code and
+// that has not answered in `timeoutMs`, or whose `signal` aborts (a cancelled job, a task handed
+// back at shutdown), is stopped. Errors come back as their name, code and
 // message, for the caller to turn into its own error types.
 import { parentPort, Worker, workerData } from 'node:worker_threads';
 
@@ -26,27 +27,41 @@ export class ThreadFailure extends Error {
 export function runInThread<T>(
   module: URL,
   data: unknown,
-  options: { name: string; timeoutMs: number; transfer?: ArrayBuffer[] },
+  options: { name: string; timeoutMs: number; transfer?: ArrayBuffer[]; signal?: AbortSignal },
 ): Promise<T> {
+  const { signal } = options;
+  if (signal?.aborted) return Promise.reject(signal.reason);
   const worker = new Worker(module, { name: options.name, workerData: data, transferList: options.transfer ?? [] });
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new ThreadFailure(`took longer than ${options.timeoutMs} ms and was stopped`));
-      void worker.terminate();
-    }, options.timeoutMs);
-    worker.once('message', (reply: ThreadReply<T>) => {
+    const end = (settle: () => void) => {
       clearTimeout(timer);
-      if (reply.ok) resolve(reply.value);
-      else reject(new ThreadFailure(reply.error.message, reply.error));
-    });
+      signal?.removeEventListener('abort', onAbort);
+      settle();
+    };
+    const stop = (reason: unknown) =>
+      end(() => {
+        reject(reason);
+        void worker.terminate();
+      });
+    const onAbort = () => stop(signal?.reason);
+    const timer = setTimeout(() => stop(new ThreadFailure(`took longer than ${options.timeoutMs} ms and was stopped`)), options.timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    worker.once('message', (reply: ThreadReply<T>) =>
+      end(() => (reply.ok ? resolve(reply.value) : reject(new ThreadFailure(reply.error.message, reply.error)))),
+    );
     worker.once('error', (error) => {
-      clearTimeout(timer);
-      reject(new ThreadFailure(`the thread failed (${error.message})`));
+      const code = (error as { code?: unknown }).code;
+      end(() =>
+        reject(
+          new ThreadFailure(`the thread failed (${error.message})`, {
+            name: error.name,
+            code: typeof code === 'string' ? code : null,
+            message: error.message,
+          }),
+        ),
+      );
     });
-    worker.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new ThreadFailure(`the thread ended without an answer (exit code ${code})`));
-    });
+    worker.once('exit', (code) => end(() => reject(new ThreadFailure(`the thread ended without an answer (exit code ${code})`))));
   });
 }
 

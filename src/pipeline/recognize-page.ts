@@ -58,13 +58,13 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   let start = performance.now();
   // No binding keeps the page as decoded once a turned copy replaces it: a page read turned holds
   // one raster while it is read, as the pixel budget counts it (pixel-budget.ts).
-  let { raster, ...decoded } = await prepareImage(bytes, { name: options.name, maxPixels: options.maxPixels });
+  let { raster, ...decoded } = await prepareImage(bytes, { name: options.name, maxPixels: options.maxPixels, signal });
   const decodeMs = performance.now() - start;
   signal?.throwIfAborted();
 
   start = performance.now();
   const uploaded: UploadedLayout | null =
-    options.layout ?? (options.layoutXml ? await readUploadedLayout(options.layoutXml, raster) : null);
+    options.layout ?? (options.layoutXml ? await readUploadedLayout(options.layoutXml, raster, signal) : null);
   let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(raster);
   // A page scanned upside down or sideways is laid out and read turned upright (recognition/page-turn.ts).
   let turn: PageTurn = 0;

@@ -151,6 +151,12 @@ test('decoding runs in a thread of its own: the event loop turns while a page de
   // On the main thread the decode held the loop: a turn or two around its awaits.
   assert.ok(turns > 20, `${turns} turns of the event loop while decoding`);
   await assert.rejects(decodeJpeg2000(await fixture('copiste-lines.jp2'), { timeoutMs: 1 }), /took longer than 1 ms and was stopped/);
+  // A decode already under way when its task ends (a cancelled job) is stopped with the task's reason.
+  const task = new AbortController();
+  const underWay = decodeJpeg2000(await fixture('copiste-lines.jp2'), { signal: task.signal });
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  task.abort(new Error('task handed back'));
+  await assert.rejects(underWay, /task handed back/);
 });
 
 test('sharp reads a JPEG 2000 page through openImage: 16-bit samples stay 16-bit, the pixel limit holds before decoding', async () => {

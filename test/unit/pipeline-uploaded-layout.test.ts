@@ -176,7 +176,10 @@ test('refused: more text regions than the limit (their reading order used to cos
 });
 
 test('read in a thread of its own: the same layout, the same coded refusals, and the event loop turns meanwhile', async () => {
+  // A small file is read on the calling thread, a large one in a thread: the same layout either way.
   assert.deepEqual(await readUploadedLayout(Buffer.from(kant), KANT), parseUploadedLayout(kant, KANT));
+  const large = manyRegions(MAX_LAYOUT_REGIONS);
+  assert.deepEqual(await readUploadedLayout(Buffer.from(large), KANT), parseUploadedLayout(large, KANT));
   await assert.rejects(readUploadedLayout(Buffer.from(manyRegions(MAX_LAYOUT_REGIONS + 1)), KANT), (error: unknown) => {
     assert.ok(error instanceof LayoutError, String(error));
     assert.equal(error.code, 'layout_too_large');
@@ -193,4 +196,9 @@ test('read in a thread of its own: the same layout, the same coded refusals, and
   await readUploadedLayout(Buffer.from(manyRegions(MAX_LAYOUT_REGIONS)), KANT);
   reading = false;
   assert.ok(turns > 20, `${turns} turns of the event loop while a 20 000-region file was read`);
+  // A cancelled job stops the thread: the read ends with the signal's reason, not the layout.
+  const cancelled = new AbortController();
+  const reading2 = readUploadedLayout(Buffer.from(manyRegions(MAX_LAYOUT_REGIONS)), KANT, cancelled.signal);
+  cancelled.abort(new Error('the job was cancelled'));
+  await assert.rejects(reading2, /the job was cancelled/);
 });

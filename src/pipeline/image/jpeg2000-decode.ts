@@ -12,7 +12,10 @@ export { type DecodedJpeg2000, Jpeg2000DecodeError } from './jpeg2000-codec.ts';
 /** The longest a decode may take by default; open-image.ts gives each page time by its size. */
 const DEFAULT_TIMEOUT_MS = 120_000;
 
-export async function decodeJpeg2000(bytes: Uint8Array, options: { timeoutMs?: number } = {}): Promise<DecodedJpeg2000> {
+export async function decodeJpeg2000(
+  bytes: Uint8Array,
+  options: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<DecodedJpeg2000> {
   // A copy of its own (a Buffer may be a view of a shared pool), handed over without another copy.
   const copy = new Uint8Array(bytes);
   try {
@@ -20,10 +23,12 @@ export async function decodeJpeg2000(bytes: Uint8Array, options: { timeoutMs?: n
       name: 'hwr-jpeg2000',
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       transfer: [copy.buffer as ArrayBuffer],
+      signal: options.signal,
     });
   } catch (error) {
     if (!(error instanceof ThreadFailure)) throw error;
-    if (error.thrown && error.thrown.name !== 'Jpeg2000DecodeError') throw new Error(error.message);
+    if (error.thrown && error.thrown.name !== 'Jpeg2000DecodeError')
+      throw Object.assign(new Error(error.message, { cause: error }), { code: error.thrown.code ?? undefined });
     throw new Jpeg2000DecodeError(error.thrown ? error.message : `decoding ${error.message}`);
   }
 }

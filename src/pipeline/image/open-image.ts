@@ -25,8 +25,8 @@ export async function imageMetadata(bytes: Buffer): Promise<Metadata> {
   } as Metadata;
 }
 
-/** A sharp pipeline over the image's pixels (`options` as for `sharp(bytes, options)`). */
-export async function openImage(bytes: Buffer, options: SharpOptions = {}): Promise<Sharp> {
+/** A sharp pipeline over the image's pixels (`options` as for `sharp(bytes, options)`; `signal` stops a JPEG 2000 decode). */
+export async function openImage(bytes: Buffer, options: SharpOptions = {}, signal?: AbortSignal): Promise<Sharp> {
   if (!isJpeg2000(bytes)) return sharp(bytes, options);
   const { width: headerWidth, height: headerHeight } = await imageMetadata(bytes);
   const limit = options.limitInputPixels;
@@ -34,6 +34,6 @@ export async function openImage(bytes: Buffer, options: SharpOptions = {}): Prom
     throw new Error(`Input image exceeds pixel limit (${headerWidth}x${headerHeight}, limit ${limit})`);
   // A minute, and a second more a megapixel: five times what decoding takes here (docs/benchmarks.md).
   const timeoutMs = 60_000 + ((headerWidth ?? 0) * (headerHeight ?? 0)) / 1000;
-  const { data, width, height, channels } = await decodeJpeg2000(bytes, { timeoutMs });
+  const { data, width, height, channels } = await decodeJpeg2000(bytes, { timeoutMs, signal });
   return sharp(data, { raw: { width, height, channels }, limitInputPixels: options.limitInputPixels });
 }

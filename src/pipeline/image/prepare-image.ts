@@ -30,6 +30,8 @@ export interface PrepareImageOptions {
   name: string;
   /** Refuse images with more pixels than this (MAX_IMAGE_PIXELS). */
   maxPixels: number;
+  /** Stops a decode that runs in a thread of its own (JPEG 2000) when the page's task ends. */
+  signal?: AbortSignal;
 }
 
 export async function prepareImageFile(file: string, options: PrepareImageOptions): Promise<PreparedImage> {
@@ -63,13 +65,15 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
 
   let decoded: { data: Buffer; info: OutputInfo };
   try {
-    decoded = await (await openImage(bytes, { page: 0, limitInputPixels: maxPixels, failOn: 'truncated' }))
+    decoded = await (await openImage(bytes, { page: 0, limitInputPixels: maxPixels, failOn: 'truncated' }, options.signal))
       .autoOrient()
       .flatten({ background: '#ffffff' })
       .toColourspace('srgb')
       .raw({ depth: 'uchar' })
       .toBuffer({ resolveWithObject: true });
   } catch (error) {
+    // A decode stopped because the page's task ended is not an unreadable image.
+    if (options.signal?.aborted) throw options.signal.reason;
     throw new PipelineError('image_unreadable', `${name}: cannot decode the image (${(error as Error).message})`, { cause: error });
   }
   const { info } = decoded;
