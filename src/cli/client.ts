@@ -5,7 +5,7 @@
 // 130 interrupted (Ctrl-C while waiting leaves the job running).
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access } from 'node:fs/promises';
+import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { HwrApiError, HwrClient } from '../client/client.ts';
 import { prepareScan, ScanInputError } from '../client/scan-input.ts';
@@ -123,6 +123,7 @@ function checkOptions(parsed: ParsedArgs, allowed: string[]): void {
 
 /** `--out` is checked before anything is sent: a folder that is not there failed only after the job was done (and billed). */
 async function checkWritable(file: string): Promise<void> {
+  if ((await stat(file).catch(() => null))?.isDirectory()) throw new UsageError(`--out ${file} is a folder; name the file to write`);
   const folder = path.dirname(path.resolve(file));
   try {
     await access(folder, constants.W_OK);

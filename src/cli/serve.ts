@@ -60,7 +60,6 @@ export async function run(args: string[]): Promise<number> {
   return 0;
 }
 
-/** First start on the embedded database: an account `default` with one key, printed once. */
 /**
  * An `hwr` command as it must be typed in another terminal to reach this server: with the
  * settings that find its database and make its links (a setup link made without this server's
@@ -74,6 +73,7 @@ function operatorCommand(args: string): string {
   return `${settings}npm run -s hwr -- ${args}`;
 }
 
+/** First start on the embedded database: an account `default` with one key, printed once. */
 async function bootstrapFirstAccount(runtime: Runtime): Promise<void> {
   if ((await countAccounts(runtime.db.pool)) > 0) return;
   const account = await createAccount(runtime.bus, 'default', 'bootstrap');

@@ -55,7 +55,8 @@ const OUTAGE_POLL_MS = 3000;
 /** A failure of the service's reachability, not of the request: worth waiting out. */
 function isOutage(error: unknown): boolean {
   if (error instanceof HwrApiError) return [502, 503, 504].includes(error.status);
-  return error instanceof Error && error.name !== 'AbortError';
+  // fetch's own failure to reach the service (undici: TypeError "fetch failed", its cause the socket's error).
+  return error instanceof TypeError && error.message === 'fetch failed';
 }
 
 /** An answer other than 2xx, with the service's problem+json body when it sent one. */

@@ -96,14 +96,16 @@ async function imagesUnder(folder: string): Promise<string[]> {
  */
 async function layoutsBeside(images: { name: string; file: string }[]): Promise<{ name: string; file: string }[]> {
   const stem = (file: string) => file.slice(0, file.length - path.extname(file).length);
-  const byStem = new Map<string, { name: string; file: string }[]>();
-  for (const image of images) byStem.set(stem(image.file), [...(byStem.get(stem(image.file)) ?? []), image]);
+  // Shared stems, on disk and in the ZIP (`a/p1.png` and `b/p1.jp2` given as files are both `p1.*`).
+  const count = (keys: string[]) => keys.reduce((counts, key) => counts.set(key, (counts.get(key) ?? 0) + 1), new Map<string, number>());
+  const onDisk = count(images.map((image) => stem(image.file)));
+  const inZip = count(images.map((image) => stem(image.name)));
   const layouts: { name: string; file: string }[] = [];
-  for (const [fileStem, sharing] of byStem) {
-    if (sharing.length !== 1) continue;
-    const xml = `${fileStem}.xml`;
+  for (const image of images) {
+    if (onDisk.get(stem(image.file)) !== 1 || inZip.get(stem(image.name)) !== 1) continue;
+    const xml = `${stem(image.file)}.xml`;
     const info = await stat(xml).catch(() => null);
-    if (info?.isFile()) layouts.push({ name: `${stem(sharing[0].name)}.xml`, file: xml });
+    if (info?.isFile()) layouts.push({ name: `${stem(image.name)}.xml`, file: xml });
   }
   return layouts;
 }

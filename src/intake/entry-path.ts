@@ -9,7 +9,7 @@ export type EntryPathCheck = { safe: true; path: string } | { safe: false; reaso
  * them), so `..\evil.jpg`, `C:\evil.jpg` and `\\server\share\x.jpg` are caught like their
  * slash forms. The returned path uses `/` only.
  */
-/** The longest entry path (characters) and the most path segments accepted. */
+/** The longest entry path (characters) and the most folders above a file accepted. */
 export const MAX_ENTRY_PATH_LENGTH = 1024;
 export const MAX_ENTRY_PATH_DEPTH = 64;
 
@@ -22,9 +22,9 @@ export function checkEntryPath(name: string): EntryPathCheck {
   // No scan needs more; a longer path only makes every later step (page order above all) slower.
   if (path.length > MAX_ENTRY_PATH_LENGTH)
     return { safe: false, reason: `is ${path.length} characters long; at most ${MAX_ENTRY_PATH_LENGTH} are accepted` };
-  const depth = path.split('/').length;
-  if (depth > MAX_ENTRY_PATH_DEPTH)
-    return { safe: false, reason: `is ${depth} folders deep; at most ${MAX_ENTRY_PATH_DEPTH} are accepted` };
+  const folders = path.split('/').length - 1;
+  if (folders > MAX_ENTRY_PATH_DEPTH)
+    return { safe: false, reason: `is ${folders} folders deep; at most ${MAX_ENTRY_PATH_DEPTH} are accepted` };
   return { safe: true, path };
 }
 

@@ -163,8 +163,13 @@ export async function checkSignIn(bus: CommandBus, rawEmail: string, password: s
     [email, address, since],
   );
   const { by_email, by_address } = counts.rows[0];
-  // The counts include this attempt.
-  if (Number(by_email) > MAX_FAILURES_PER_EMAIL || Number(by_address) > MAX_FAILURES_PER_ADDRESS) return { ok: false, reason: 'throttled' };
+  // The counts include this attempt. A throttled one checks no password, so it is no failure:
+  // its row goes (the attempts racing with it have counted it already), and waiting out the
+  // window works even for a user who kept trying.
+  if (Number(by_email) > MAX_FAILURES_PER_EMAIL || Number(by_address) > MAX_FAILURES_PER_ADDRESS) {
+    await pool.query('delete from portal_sign_in_attempts where id = $1', [attempt.rows[0].id]);
+    return { ok: false, reason: 'throttled' };
+  }
   const user = await findUserByEmail(pool, email);
   const stored = user ? await passwordHashOf(bus, user.user_id) : undefined;
   const ok = user && stored ? await verifyPassword(password.slice(0, 1024), stored) : await verifyDecoy(password.slice(0, 1024));

@@ -192,6 +192,11 @@ describe('sign-in and sessions', () => {
     // Ten wrong passwords in all: every one refused, no session.
     for (let i = 0; i < 10 - MAX_FAILURES_PER_EMAIL; i++)
       assert.equal((await client().signIn('throttle@example.org', `wrong ${i}`)).status, 429);
+    // A throttled attempt checks no password and is no failure: trying on does not lengthen the wait.
+    const { rows } = await runtime.db.pool.query(
+      "select count(*)::int as n from portal_sign_in_attempts where email = 'throttle@example.org' and not ok",
+    );
+    assert.equal(rows[0].n, MAX_FAILURES_PER_EMAIL);
     // After the window (failures aged here), the right password works again.
     await runtime.db.pool.query(
       "update portal_sign_in_attempts set attempted_at = attempted_at - interval '16 minutes' where email = 'throttle@example.org'",

@@ -45,7 +45,7 @@ const openJpeg = require('@cornerstonejs/codec-openjpeg/decodewasmjs') as OpenJp
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** OpenJPEG's OPJ_COLOR_SPACE values that the decoder reports. */
-const COLOUR_SPACE_NAMES: Record<number, string> = { 3: 'sYCC', 4: 'e-YCC', 5: 'CMYK' };
+const OPENJPEG_COLOUR_SPACES: Record<number, string> = { 3: 'sYCC', 4: 'e-YCC', 5: 'CMYK' };
 
 export async function decodeInThisThread(bytes: Uint8Array): Promise<DecodedJpeg2000> {
   // OpenJPEG reports its progress on stdout; the service's stdout is its JSON log.
@@ -60,7 +60,7 @@ export async function decodeInThisThread(bytes: Uint8Array): Promise<DecodedJpeg
     }
     const frame = decoder.getFrameInfo();
     if (frame.width <= 0 || frame.height <= 0) throw new Jpeg2000DecodeError('OpenJPEG could not decode the codestream');
-    const colourSpace = COLOUR_SPACE_NAMES[decoder.getColorSpace()];
+    const colourSpace = OPENJPEG_COLOUR_SPACES[decoder.getColorSpace()];
     if (colourSpace) throw new Jpeg2000DecodeError(`the ${colourSpace} colour space is not supported; convert the image to RGB or grey`);
     const channels = frame.componentCount;
     if (channels < 1 || channels > 4) throw new Jpeg2000DecodeError(`${channels} components; a page image has 1 to 4`);

@@ -155,7 +155,7 @@ async function readSiz(
 
 /** JP2 enumerated colour spaces (Table I.10) read as they are: bi-level, sRGB, greyscale, e-sRGB. */
 const READABLE_COLOUR_SPACES = new Set([0, 15, 16, 17, 20]);
-const COLOUR_SPACE_NAMES: Record<number, string> = {
+const JP2_COLOUR_SPACES: Record<number, string> = {
   1: 'YCbCr',
   3: 'YCbCr',
   4: 'YCbCr',
@@ -175,7 +175,7 @@ const COLOUR_SPACE_NAMES: Record<number, string> = {
 export function unsupportedJpeg2000(header: Jpeg2000Header): string | null {
   const space = header.enumeratedColourSpace;
   if (space !== null && !READABLE_COLOUR_SPACES.has(space))
-    return `its colour space is ${COLOUR_SPACE_NAMES[space] ?? `number ${space}`}; convert it to RGB or grey`;
+    return `its colour space is ${JP2_COLOUR_SPACES[space] ?? `number ${space}`}; convert it to RGB or grey`;
   if (header.subsampled) return 'its components are subsampled; convert it to RGB or grey without subsampling';
   if (header.bitsPerSample > 16) return `it has ${header.bitsPerSample} bits a sample; at most 16 are supported`;
   if (!header.palette && header.components > 4) return `it has ${header.components} components; a page image has 1 to 4`;
