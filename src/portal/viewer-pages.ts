@@ -9,6 +9,7 @@ import type { Context } from 'koa';
 import { readJobStatus } from '../../projections/job-status.ts';
 import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { LruCache } from '../use-cases/lru-cache.ts';
+import { isJpeg2000 } from '../pipeline/image/jpeg2000-header.ts';
 import { openImage } from '../pipeline/image/open-image.ts';
 import type { PageResult, Point } from '../pipeline/page-result.ts';
 import { html, type Html } from './html.ts';
@@ -20,6 +21,17 @@ export const LOW_CONFIDENCE = 0.5;
 /** Widths an image is served at (thumbnail, viewer); anything else is refused. */
 export const IMAGE_WIDTHS = [160, 1200] as const;
 const IMAGES_KEPT = 64;
+
+/**
+ * A JPEG 2000 page is decoded whole (about 25 bytes a pixel) for any width, outside the workers'
+ * pixel budget: the viewer decodes one at a time, so a page of thumbnails cannot decode dozens at once.
+ */
+let jpeg2000Queue: Promise<unknown> = Promise.resolve();
+function oneJpeg2000AtATime<T>(work: () => Promise<T>): Promise<T> {
+  const run = jpeg2000Queue.then(work, work);
+  jpeg2000Queue = run.catch(() => {});
+  return run;
+}
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const points = (polygon: readonly Point[]): string => polygon.map(([x, y]) => `${Math.round(x)},${Math.round(y)}`).join(' ');
@@ -64,14 +76,18 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
         if (error instanceof BlobNotFoundError) throw new PortalHttpError(410, 'The page image is no longer stored.');
         throw error;
       }
-      try {
+      const scaled = async () =>
         // rotate(): EXIF orientation applied, as recognition saw the page.
-        body = await (await openImage(source, { page: 0, limitInputPixels: runtime.config.limits.maxImagePixels }))
+        (await openImage(source, { page: 0, limitInputPixels: runtime.config.limits.maxImagePixels }))
           .rotate()
           .resize({ width, withoutEnlargement: true })
           .jpeg({ quality: 80 })
           .toBuffer();
+      try {
+        body = isJpeg2000(source) ? await oneJpeg2000AtATime(scaled) : await scaled();
       } catch (error) {
+        // A thread out of memory is the server's trouble, not the image's.
+        if ((error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') throw error;
         // The page that failed its job for being unreadable is no more readable here: say so, not 500.
         throw new PortalHttpError(422, `The page image cannot be shown: ${(error as Error).message.split('\n')[0]}`);
       }
