@@ -36,45 +36,24 @@ for (const [type, on] of [
 ]) {
   document.addEventListener(type, (event) => highlight(event, on));
 }
-// A job's page: while the job is queued or processing, its state, pages and timeline refresh
-// themselves every few seconds, as the jobs list does; without script, reload.
-const liveJob = document.querySelector('[data-live-job]');
-if (liveJob) {
-  let current = liveJob;
+// While the page shows a queued or processing job, the part `selector` finds refreshes itself
+// every 2 seconds (the same page fetched again, that part swapped in); without script, reload.
+// The jobs list swaps its rows in, a job's page its state, pages and timeline.
+const keepLive = (selector) => {
   const refresh = async () => {
-    if (!current.querySelector('.state-queued, .state-processing')) return;
+    const current = document.querySelector(selector);
+    if (!current?.querySelector('.state-queued, .state-processing')) return;
     try {
       const response = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
       if (response.ok && response.url === location.href) {
-        const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('[data-live-job]');
-        if (next) {
-          const imported = document.importNode(next, true);
-          current.replaceWith(imported);
-          current = imported;
-        }
+        const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector(selector);
+        if (next) current.replaceWith(document.importNode(next, true));
       }
     } finally {
       setTimeout(refresh, 2000);
     }
   };
-  setTimeout(refresh, 2000);
-}
-// Jobs list: while a job on the page is queued or processing, the table refreshes itself
-// every few seconds (the same page fetched again, its rows swapped in); without script, reload.
-const live = document.querySelector('table[data-live]');
-if (live) {
-  const refresh = async () => {
-    if (!live.querySelector('.state-queued, .state-processing')) return;
-    try {
-      const response = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
-      if (response.ok && response.url === location.href) {
-        const next = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('table[data-live] tbody');
-        const body = live.querySelector('tbody');
-        if (next && body) body.replaceWith(document.importNode(next, true));
-      }
-    } finally {
-      setTimeout(refresh, 2000);
-    }
-  };
-  setTimeout(refresh, 2000);
-}
+  if (document.querySelector(selector)) setTimeout(refresh, 2000);
+};
+keepLive('table[data-live] tbody');
+keepLive('[data-live-job]');
