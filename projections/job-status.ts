@@ -212,13 +212,16 @@ export interface JobListRow {
   current_step: string | null;
   created_at: Date;
   finished_at: Date | null;
+  /** The name of the job's first page (its path in the ZIP), to tell jobs apart by. */
+  first_page: string | null;
 }
 
 /** An account's jobs, newest first, one page of a list. */
 export async function listAccountJobs(db: Queryable, accountId: string, limit: number, offset: number): Promise<JobListRow[]> {
   const result = await db.query<JobListRow>(
-    `select job_id, state, page_count, pages_done, current_step, created_at, finished_at from job_status
-     where account_id = $1 order by created_at desc, job_id desc limit $2 offset $3`,
+    `select job_id, state, page_count, pages_done, current_step, created_at, finished_at,
+            (select name from job_pages p where p.job_id = job_status.job_id and p.page_number = 1) as first_page
+     from job_status where account_id = $1 order by created_at desc, job_id desc limit $2 offset $3`,
     [accountId, limit, offset],
   );
   return result.rows;

@@ -25,7 +25,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     const rows = listed.slice(0, JOBS_PER_PAGE).map(
       (
         job,
-      ) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a></td><td class="state-${job.state}">${job.state}</td>
+      ) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a>${job.first_page ? html`<br><span class="muted">${job.first_page}${job.page_count > 1 ? ` and ${job.page_count - 1} more` : ''}</span>` : ''}</td><td class="state-${job.state}">${job.state}</td>
 <td>${job.pages_done} / ${job.page_count}</td><td>${job.current_step ?? '—'}</td><td>${time(job.created_at)}</td><td>${time(job.finished_at)}</td></tr>`,
     );
     pc.render(

@@ -36,6 +36,9 @@ describe('portal jobs', () => {
     assert.deepEqual(order, [jobIds[1], jobIds[0]]);
     assert.match(list.text, /class="state-done">done<\/td>\s*<td>2 \/ 2<\/td>/);
     assert.match(list.text, /class="state-done">done<\/td>\s*<td>1 \/ 1<\/td>/);
+    // Each job is told apart by its first page's name (the ids alone said nothing to a customer).
+    assert.match(list.text, new RegExp(`${jobIds[1]}</code></a><br><span class="muted">1\\.jpg and 1 more</span>`));
+    assert.match(list.text, new RegExp(`${jobIds[0]}</code></a><br><span class="muted">1\\.jpg</span>`));
   });
 
   test('a job page shows status, every event of the timeline, and the result downloads with the session', async () => {
