@@ -26,8 +26,9 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
       const bytes = await context.blobs.get(task.page.blobKey);
       // The page's own layout from the ZIP (checked at intake); events before it have none.
       const layoutXml = task.page.layoutBlobKey ? await context.blobs.get(task.page.layoutBlobKey) : undefined;
+      const weight = await pagePixels(bytes);
       const { page, timings } = await pixels.run(
-        await pagePixels(bytes),
+        weight,
         () =>
           recognizePage(engine, bytes, {
             name: task.page.name,
@@ -55,6 +56,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
         signal,
         log: context.log,
         ...(context.deadline === undefined ? {} : { deadline: context.deadline }),
+        admitDecode: (decode) => pixels.run(weight, decode, signal),
       });
       signal.throwIfAborted();
       return corrected;

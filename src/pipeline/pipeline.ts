@@ -81,4 +81,9 @@ export interface CorrectionInput {
   log: Logger;
   /** No provider call starts, and no retry waits, past this (epoch ms; PageContext.deadline). */
   deadline?: number;
+  /**
+   * Runs the page image's decode for the `best` tier under the process's pixel budget (the page
+   * pipeline's), as the recognition's decode was: a JPEG 2000 page is a whole decode again.
+   */
+  admitDecode?: <T>(decode: () => Promise<T>) => Promise<T>;
 }

@@ -122,6 +122,22 @@ test('each tier calls its model with the preset, the answer schema and every lin
   }
 });
 
+test('the best tier decodes its page image through the admission it is given (the pixel budget), once', async () => {
+  let admitted = 0;
+  await corrector().correct(buildPage(HOOKER_RECOGNISED), {
+    options: jobOptions('best'),
+    imageBlobKey: IMAGE_KEY,
+    blobs,
+    signal: new AbortController().signal,
+    log: createLogger('silent'),
+    admitDecode: (decode) => {
+      admitted += 1;
+      return decode();
+    },
+  });
+  assert.equal(admitted, 1);
+});
+
 test('the best tier sends no image when GEMINI_BEST_TIER_IMAGE=0', async () => {
   await correct(buildPage(HOOKER_RECOGNISED), 'best', 'generic', corrector({ GEMINI_BEST_TIER_IMAGE: '0' }));
   assert.equal(server.requests[0].image, null);

@@ -115,7 +115,8 @@ function resolvePreset(name: string, log: Logger): Preset {
 
 async function pageImage(input: CorrectionInput, turn: PageTurn): Promise<PageImage | null> {
   try {
-    return await loadPageImage(input.blobs, input.imageBlobKey, turn);
+    const load = () => loadPageImage(input.blobs, input.imageBlobKey, turn);
+    return await (input.admitDecode ? input.admitDecode(load) : load());
   } catch (error) {
     input.log.warn(
       { err: error instanceof Error ? error.message : String(error), blob_key: input.imageBlobKey },
