@@ -12,6 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { processAlive } from '../process-alive.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -73,19 +74,9 @@ const ownerFile = (requested: string): string => `${requested}.owner`;
 /** The running postmaster's pid when the process that started it is gone; null when it lives, or no owner is known (a cluster started before owners were recorded). */
 async function orphanedPostmaster(requested: string, clusterDir: string): Promise<number | null> {
   const owner = Number((await readFile(ownerFile(requested), 'utf8').catch(() => '')).trim());
-  if (!Number.isInteger(owner) || owner <= 0 || isAlive(owner)) return null;
+  if (!Number.isInteger(owner) || owner <= 0 || processAlive(owner)) return null;
   const postmaster = Number((await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
   return Number.isInteger(postmaster) && postmaster > 0 ? postmaster : null;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, and another user's.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Fast shutdown (SIGINT) of a postmaster this process did not start, waiting until it is gone (60 s, then SIGQUIT, then 30 s more). */
@@ -98,7 +89,7 @@ async function stopOrphan(pid: number): Promise<void> {
     }
   };
   signal('SIGINT');
-  for (let waited = 0; isAlive(pid); waited += 100) {
+  for (let waited = 0; processAlive(pid); waited += 100) {
     if (waited === 60_000) signal('SIGQUIT');
     if (waited === 90_000) throw new Error(`the embedded PostgreSQL left running (pid ${pid}) does not stop; stop it, or set DATABASE_URL`);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -3,6 +3,7 @@
 // including BigTIFF, WebP), and JPEG 2000 (a JP2 file or a bare codestream), which they read
 // through OpenJPEG (src/pipeline/image/open-image.ts). Other image formats are recognised only
 // to give a precise refusal ("GIF is not supported") instead of "not an image".
+import { jpeg2000Container } from '../pipeline/image/jpeg2000-header.ts';
 
 export const ACCEPTED_IMAGE_FORMATS = ['jpeg', 'png', 'tiff', 'webp', 'jp2', 'j2k'] as const;
 export type ImageFormat = (typeof ACCEPTED_IMAGE_FORMATS)[number];
@@ -56,8 +57,8 @@ export function detectImageType(head: Buffer): ImageTypeResult {
   if (ascii(head, 0, 2) === 'BM' && head.length >= 18 && BMP_DIB_HEADER_SIZES.has(head.readUInt32LE(14))) {
     return unsupported('bmp');
   }
-  if (startsWith(head, [0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20, 0x0d, 0x0a, 0x87, 0x0a])) return image('jp2');
-  if (startsWith(head, [0xff, 0x4f, 0xff, 0x51])) return image('j2k');
+  const jpeg2000 = jpeg2000Container(head);
+  if (jpeg2000) return image(jpeg2000);
   if (startsWith(head, [0xff, 0x0a])) return unsupported('jpeg-xl');
   if (startsWith(head, [0x00, 0x00, 0x00, 0x0c, 0x4a, 0x58, 0x4c, 0x20, 0x0d, 0x0a, 0x87, 0x0a])) return unsupported('jpeg-xl');
   if (ascii(head, 4, 8) === 'ftyp') {

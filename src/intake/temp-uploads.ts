@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { newestModification } from '../blobs/filesystem-blob-store.ts';
 import type { Logger } from '../logger.ts';
+import { processAlive } from '../process-alive.ts';
 
 /** Leftovers whose owner cannot be checked (another host, the layout before this one) go after this long untouched. */
 export const FOREIGN_TEMP_UPLOAD_AGE_MS = 3600_000;
@@ -54,14 +55,4 @@ export async function removeStaleTempUploads(dataDir: string, log?: Logger, now 
   }
   if (removed.length > 0) log?.warn({ removed }, 'temporary uploads left by a stopped process removed');
   return removed;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, owned by someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

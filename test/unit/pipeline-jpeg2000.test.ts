@@ -18,6 +18,7 @@ import {
 } from '../../src/pipeline/image/jpeg2000-header.ts';
 import { imageMetadata, openImage } from '../../src/pipeline/image/open-image.ts';
 import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
+import { turnsDuring } from '../support/event-loop-turns.ts';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/jpeg2000');
 const fixture = (name: string) => readFile(path.join(fixtures, name));
@@ -137,16 +138,8 @@ test('a damaged codestream is a decode error, not a crash or a blank page', asyn
 });
 
 test('decoding runs in a thread of its own: the event loop turns while a page decodes, and a decode past its time is stopped', async () => {
-  let turns = 0;
-  let decoding = true;
-  const spin = () => {
-    if (!decoding) return;
-    turns += 1;
-    setImmediate(spin);
-  };
-  setImmediate(spin);
-  const decoded = await decodeJpeg2000(await fixture('copiste-lines.jp2'));
-  decoding = false;
+  const page = await fixture('copiste-lines.jp2');
+  const { value: decoded, turns } = await turnsDuring(() => decodeJpeg2000(page));
   assert.equal(decoded.width, 1261);
   // On the main thread the decode held the loop: a turn or two around its awaits.
   assert.ok(turns > 20, `${turns} turns of the event loop while decoding`);

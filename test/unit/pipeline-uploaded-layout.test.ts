@@ -14,6 +14,7 @@ import {
   type LayoutErrorCode,
 } from '../../src/pipeline/layout/uploaded-layout.ts';
 import { readUploadedLayout } from '../../src/pipeline/layout/uploaded-layout-thread.ts';
+import { turnsDuring } from '../support/event-loop-turns.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/export');
 const zola = readFileSync(path.join(FIXTURES, 'cremma19_zola_f207.xml'), 'utf8'); // ALTO v4, 2530×3284
@@ -185,16 +186,8 @@ test('read in a thread of its own: the same layout, the same coded refusals, and
     assert.equal(error.code, 'layout_too_large');
     return true;
   });
-  let turns = 0;
-  let reading = true;
-  const spin = () => {
-    if (!reading) return;
-    turns += 1;
-    setImmediate(spin);
-  };
-  setImmediate(spin);
-  await readUploadedLayout(Buffer.from(manyRegions(MAX_LAYOUT_REGIONS)), KANT);
-  reading = false;
+  const file = Buffer.from(manyRegions(MAX_LAYOUT_REGIONS));
+  const { turns } = await turnsDuring(() => readUploadedLayout(file, KANT));
   assert.ok(turns > 20, `${turns} turns of the event loop while a 20 000-region file was read`);
   // A cancelled job stops the thread: the read ends with the signal's reason, not the layout.
   const cancelled = new AbortController();

@@ -34,8 +34,15 @@ const SOC_SIZ = Buffer.from([0xff, 0x4f, 0xff, 0x51]);
 /** More boxes than this in one file, at all levels together, are not a real file (each costs a read). */
 const MAX_BOXES = 10_000;
 
+/** `jp2` for a JP2 file's signature box, `j2k` for a bare codestream's SOC and SIZ markers, else null. */
+export function jpeg2000Container(head: Buffer): Jpeg2000Header['container'] | null {
+  if (head.subarray(0, 12).equals(JP2_SIGNATURE)) return 'jp2';
+  if (head.subarray(0, 4).equals(SOC_SIZ)) return 'j2k';
+  return null;
+}
+
 export function isJpeg2000(head: Buffer): boolean {
-  return head.subarray(0, 12).equals(JP2_SIGNATURE) || head.subarray(0, 4).equals(SOC_SIZ);
+  return jpeg2000Container(head) !== null;
 }
 
 export function bufferReader(bytes: Buffer): ByteReader {
