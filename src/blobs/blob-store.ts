@@ -47,6 +47,12 @@ export interface BlobStore {
    * multipart uploads are the bucket's lifecycle rule's to abort (docs/deployment.md).
    */
   removeStalledWrites?(prefix: string, before: Date): Promise<string[]>;
+  /**
+   * Checks that the store answers (a remote store's bucket, credentials and rights), rejecting
+   * with StorageUnavailableError while it cannot be reached; absent where there is nothing remote
+   * to check (the filesystem).
+   */
+  check?(): Promise<void>;
 }
 
 export interface PresignOptions {

@@ -6,7 +6,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { PassThrough, Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectsCommand,
@@ -20,6 +20,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { assertSafeKey, BlobNotFoundError, type BlobEntry, type BlobInfo, type BlobStore, type PresignOptions } from './blob-store.ts';
+import { StorageUnavailableError } from './storage-unavailable.ts';
 
 /** Multipart part size (S3's minimum is 5 MiB) and parts in flight: at most 32 MiB buffered per upload. */
 const PART_SIZE = 8 * 1024 * 1024;
@@ -116,7 +117,7 @@ export class S3BlobStore implements BlobStore {
       // The source's own failure is the cause; a failed abort of the multipart upload (some
       // servers lack AbortMultipartUpload) would otherwise hide it. Parts an abort could not
       // remove are left to the bucket's lifecycle rule (docs/deployment.md).
-      throw sourceError ?? error;
+      throw sourceError ?? unavailableIfPassing(error);
     }
     return { bytes };
   }
@@ -129,12 +130,16 @@ export class S3BlobStore implements BlobStore {
 
   async get(key: string): Promise<Buffer> {
     const body = await this.getBody(key);
-    return Buffer.from(await body.transformToByteArray());
+    return Buffer.from(await storageCall(() => body.transformToByteArray()));
   }
 
   async stream(key: string): Promise<Readable> {
-    const body = await this.getBody(key);
-    return body as unknown as Readable;
+    const body = (await this.getBody(key)) as unknown as Readable;
+    // A connection lost mid-body is the store's failure, not the blob's.
+    const guarded = new PassThrough();
+    body.on('error', (error) => guarded.destroy(unavailableIfPassing(error) as Error));
+    guarded.on('close', () => body.destroy());
+    return body.pipe(guarded);
   }
 
   private async getBody(key: string) {
@@ -143,7 +148,7 @@ export class S3BlobStore implements BlobStore {
       if (!answer.Body) throw new BlobNotFoundError(key);
       return answer.Body;
     } catch (error) {
-      throw isNotFound(error) ? new BlobNotFoundError(key) : error;
+      throw isNotFound(error) ? new BlobNotFoundError(key) : unavailableIfPassing(error);
     }
   }
 
@@ -158,7 +163,7 @@ export class S3BlobStore implements BlobStore {
       return { bytes: answer.ContentLength ?? 0, lastModified: answer.LastModified ?? null };
     } catch (error) {
       if (isNotFound(error)) return null;
-      throw error;
+      throw unavailableIfPassing(error);
     }
   }
 
@@ -167,8 +172,8 @@ export class S3BlobStore implements BlobStore {
     const names = new Set<string>();
     let token: string | undefined;
     do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, Delimiter: '/', ContinuationToken: token }),
+      const page = await storageCall(() =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, Delimiter: '/', ContinuationToken: token })),
       );
       for (const object of page.Contents ?? []) if (object.Key) names.add(object.Key.slice(base.length));
       for (const common of page.CommonPrefixes ?? []) if (common.Prefix) names.add(common.Prefix.slice(base.length).replace(/\/$/, ''));
@@ -198,8 +203,10 @@ export class S3BlobStore implements BlobStore {
     let batch: string[] = [this.objectKey(prefix)];
     const flush = async () => {
       if (batch.length === 0) return;
-      const answer = await this.client.send(
-        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
+      const answer = await storageCall(() =>
+        this.client.send(
+          new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
+        ),
       );
       const failed = (answer.Errors ?? []).filter((error) => error.Code !== 'NoSuchKey');
       if (failed.length > 0)
@@ -218,7 +225,9 @@ export class S3BlobStore implements BlobStore {
     const base = `${this.objectKey(prefix)}/`;
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, ContinuationToken: token }));
+      const page = await storageCall(() =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, ContinuationToken: token })),
+      );
       yield* page.Contents ?? [];
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
@@ -285,7 +294,7 @@ export class S3BlobStore implements BlobStore {
       (answer.Body as Readable | undefined)?.destroy?.();
     } catch (error) {
       if ((error as { name?: string }).name === 'NoSuchKey') return;
-      throw error;
+      throw unavailableIfPassing(error);
     }
   }
 
@@ -305,4 +314,42 @@ function normalizePrefix(prefix: string): string {
 function isNotFound(error: unknown): boolean {
   const candidate = error as { name?: string; Code?: string };
   return candidate?.name === 'NoSuchKey' || candidate?.name === 'NotFound' || candidate?.Code === 'NoSuchKey';
+}
+
+/** Socket and DNS failures under a call: the store (or the way to it) is away for now. */
+const PASSING_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
+/** The SDK's timeouts (connectionTimeout, requestTimeout) and S3's answers that ask for a retry later. */
+const PASSING_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'SlowDown', 'ServiceUnavailable', 'InternalError', 'Throttling']);
+
+/**
+ * A failure of the store rather than of the call (docs/reliability.md): the connection refused,
+ * reset or silent, a name that did not resolve, a 5xx or 503 SlowDown after the SDK's own retries,
+ * as StorageUnavailableError; any other error as it is.
+ */
+function unavailableIfPassing(error: unknown): unknown {
+  if (!(error instanceof Error) || error instanceof StorageUnavailableError) return error;
+  const { code, $metadata } = error as { code?: unknown; $metadata?: { httpStatusCode?: number } };
+  const status = $metadata?.httpStatusCode;
+  const passing =
+    (typeof code === 'string' && PASSING_CODES.has(code)) || PASSING_NAMES.has(error.name) || (typeof status === 'number' && status >= 500);
+  return passing ? new StorageUnavailableError(`the object store is unavailable: ${error.message || error.name}`, { cause: error }) : error;
+}
+
+async function storageCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw unavailableIfPassing(error);
+  }
 }

@@ -39,6 +39,15 @@ const databaseUnavailable = {
   headers: retryAfter,
 };
 
+/** An operation that reads stored files as well (the result). */
+const databaseOrStorageUnavailable = {
+  ...problem(
+    'database_unavailable or storage_unavailable: the service cannot reach its database, or its file storage (an S3 bucket), ' +
+      'at the moment; retry after Retry-After seconds.',
+  ),
+  headers: retryAfter,
+};
+
 const JOB_ID_PARAMETER = { name: 'job_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The job id (a UUID).' };
 
 export function openApiDocument(baseUrl: string) {
@@ -118,7 +127,8 @@ export function openApiDocument(baseUrl: string) {
             '503': {
               ...problem(
                 'insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); database_unavailable: ' +
-                  'the service cannot reach its database at the moment (any route may answer so); retry after Retry-After seconds.',
+                  'the service cannot reach its database at the moment (any route may answer so); storage_unavailable: it cannot ' +
+                  'reach its file storage (an S3 bucket) at the moment; retry after Retry-After seconds.',
               ),
               headers: retryAfter,
             },
@@ -187,7 +197,7 @@ export function openApiDocument(baseUrl: string) {
             },
             '401': unauthorized,
             '429': rateLimited,
-            '503': databaseUnavailable,
+            '503': databaseOrStorageUnavailable,
             '404': problem('Unknown job, or another account’s.'),
             '409': problem(
               'job_not_done (retryable): the job is queued or processing, poll until it is done; job_failed or job_cancelled (not retryable): the job ended without a result.',

@@ -5,6 +5,7 @@
 import type { Context, Next } from 'koa';
 import { CodedError, type ErrorCatalog, type ErrorShape, type ErrorSpec, isCodedError } from '../../domain/errors.ts';
 import { REJECTION_ERRORS, type RejectionCode } from '../../domain/rejections.ts';
+import { isStorageUnavailable } from '../blobs/storage-unavailable.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { INTAKE_ERRORS } from '../intake/intake-error.ts';
 
@@ -41,9 +42,11 @@ export const HTTP_PROBLEMS = {
   insufficient_storage: { status: 503, retryable: true, title: 'Service unavailable' },
   /** The database could not be reached or went away under the request (a restart, a failover, a partition). */
   database_unavailable: { status: 503, retryable: true, title: 'Service unavailable' },
+  /** The blob store (S3) could not be reached or failed under the request (a restart, a partition, throttling). */
+  storage_unavailable: { status: 503, retryable: true, title: 'Service unavailable' },
 } as const satisfies ErrorCatalog<string, number>;
 
-/** Retry-After of a `database_unavailable` answer: a restart or failover takes seconds. */
+/** Retry-After of a `database_unavailable` or `storage_unavailable` answer: a restart or failover takes seconds. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export type HttpProblemCode = keyof typeof HTTP_PROBLEMS;
@@ -142,6 +145,12 @@ export async function problemMiddleware(ctx: Context, next: Next): Promise<void>
     if (!problem && isDatabaseUnavailable(error)) {
       ctx.state.log?.warn({ err: error }, 'request failed: the database is unavailable');
       problem = new HttpProblem('database_unavailable', 'The service cannot reach its database at the moment; it is safe to retry.', {
+        headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+      });
+    }
+    if (!problem && isStorageUnavailable(error)) {
+      ctx.state.log?.warn({ err: error }, 'request failed: the blob store is unavailable');
+      problem = new HttpProblem('storage_unavailable', 'The service cannot reach its file storage at the moment; it is safe to retry.', {
         headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
       });
     }

@@ -1,6 +1,6 @@
 // Counts pages and times their steps around any page pipeline (runtime.ts wraps the one it runs).
-import { isDatabaseUnavailable } from '../db/database.ts';
 import type { PagePipeline } from '../pipeline/pipeline.ts';
+import { isOutage } from '../workers/riding-out-outages.ts';
 import { pageStepDuration, pagesFailed, pagesProcessed } from './metrics.ts';
 
 export function measuredPagePipeline(pipeline: PagePipeline): PagePipeline {
@@ -27,9 +27,9 @@ export function measuredPagePipeline(pipeline: PagePipeline): PagePipeline {
         pagesProcessed.inc();
         return result;
       } catch (error) {
-        // A cancelled job, a task handed back at shutdown, or the database going away under a step
-        // write (the task waits for it and runs again: docs/reliability.md) is not a failure of the page.
-        if (!context.signal.aborted && !isDatabaseUnavailable(error)) {
+        // A cancelled job, a task handed back at shutdown, or the database or the blob store going
+        // away (the task waits for it and runs again: docs/reliability.md) is not a failure of the page.
+        if (!context.signal.aborted && !isOutage(error)) {
           endStep();
           pagesFailed.inc();
         }

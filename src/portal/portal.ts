@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
+import { isStorageUnavailable } from '../blobs/storage-unavailable.ts';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { DATABASE_RETRY_AFTER_SECONDS } from '../http/problem.ts';
 import type { Runtime } from '../runtime.ts';
@@ -262,14 +263,15 @@ export function portal(runtime: Runtime): Middleware {
       });
     } catch (error) {
       if (error instanceof SignInRequired) return redirect(ctx, `/portal/sign-in`);
-      if (isDatabaseUnavailable(error)) {
-        // As the API's database_unavailable: a moment's outage, not a failure of the page.
-        runtime.log.warn({ err: error, path: ctx.path }, 'portal page failed: the database is unavailable');
+      if (isDatabaseUnavailable(error) || isStorageUnavailable(error)) {
+        // As the API's database_unavailable and storage_unavailable: a moment's outage, not a failure of the page.
+        const away = isStorageUnavailable(error) ? 'file storage' : 'database';
+        runtime.log.warn({ err: error, path: ctx.path }, `portal page failed: the ${away} is unavailable`);
         ctx.set('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
         render(
           ctx,
           'Unavailable',
-          notice('error', 'The service cannot reach its database at the moment. Try again in a few seconds.'),
+          notice('error', `The service cannot reach its ${away} at the moment. Try again in a few seconds.`),
           null,
           undefined,
           503,

@@ -6,9 +6,9 @@ import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { ExportPipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
-import { isDatabaseUnavailable } from '../db/database.ts';
 import { exportsFailed } from '../metrics/metrics.ts';
-import { failJob, ridingOutDatabaseOutages } from './page-worker.ts';
+import { failJob } from './page-worker.ts';
+import { isOutage, ridingOutOutages } from './riding-out-outages.ts';
 import type { ExportTaskData } from './queues.ts';
 import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
 
@@ -18,12 +18,12 @@ export interface ExportWorkerDeps {
   pipeline: ExportPipeline;
   retryLimit: number;
   log: Logger;
-  /** How long a task waits for a database that went away under it (default 30 s). */
-  databaseOutageWaitMs?: number;
+  /** How long a task waits for the database or the blob store to come back (default 30 s). */
+  outageWaitMs?: number;
 }
 
 export function createExportHandler(deps: ExportWorkerDeps) {
-  return ridingOutDatabaseOutages<Job<ExportTaskData>>(deps, async (task) => {
+  return ridingOutOutages<Job<ExportTaskData>>(deps, async (task) => {
     const { jobId } = task.data;
     const log = deps.log.child({ job_id: jobId, task_id: task.id, attempt: task.retryCount + 1 });
     const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
@@ -68,7 +68,7 @@ export function createExportHandler(deps: ExportWorkerDeps) {
         log.info('export dropped: job has ended');
         return;
       }
-      if (isDatabaseUnavailable(error)) throw error;
+      if (isOutage(error)) throw error;
       const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
       exportsFailed.inc({ outcome: lastTry ? 'job_failed' : 'retried' });
       log.warn({ err: error, last_try: lastTry }, 'export failed');

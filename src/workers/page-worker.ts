@@ -4,10 +4,10 @@ import type { Job } from 'pg-boss';
 import { pageResultKey } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
-import { isDatabaseUnavailable, waitForDatabase } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import type { PagePipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
+import { isOutage, ridingOutOutages } from './riding-out-outages.ts';
 import type { PageTaskData } from './queues.ts';
 import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
 
@@ -17,8 +17,8 @@ export interface PageWorkerDeps {
   pipeline: PagePipeline;
   retryLimit: number;
   log: Logger;
-  /** How long a task waits for a database that went away under it (default 30 s). */
-  databaseOutageWaitMs?: number;
+  /** How long a task waits for the database or the blob store to come back (default 30 s). */
+  outageWaitMs?: number;
   /** When pg-boss expires a running page task (TASK_EXPIRE_SECONDS): the page's deadline is set from it. */
   taskExpireSeconds?: number;
 }
@@ -33,42 +33,11 @@ function pageDeadline(taskExpireSeconds: number | undefined, startedAt: number):
   return startedAt + expireMs - Math.min(30_000, expireMs / 10);
 }
 
-/** Times one attempt runs a page again after the database went away under it. */
-export const DATABASE_OUTAGE_ROUNDS = 3;
-
-/**
- * A page attempt during which the database went away (a restart, a failover) is not a page
- * failure: the handler waits for the database (at most `databaseOutageWaitMs`, default the task's
- * heartbeat, beyond which pg-boss would retry the task anyway) and runs the page again, in the
- * same attempt; every command a page sends is idempotent. Only when the database stays away is the
- * attempt spent (docs/reliability.md). The export task does the same.
- */
-export function ridingOutDatabaseOutages<T extends { signal: AbortSignal }>(
-  deps: { bus: CommandBus; log: Logger; databaseOutageWaitMs?: number },
-  attempt: (task: T) => Promise<void>,
-): (task: T) => Promise<void> {
-  return async (task) => {
-    for (let round = 1; ; round++) {
-      try {
-        return await attempt(task);
-      } catch (error) {
-        if (!isDatabaseUnavailable(error) || round > DATABASE_OUTAGE_ROUNDS || task.signal.aborted) throw error;
-        const waitMs = deps.databaseOutageWaitMs ?? 30_000;
-        deps.log.warn(
-          { err: error, round, task_id: (task as { id?: string }).id },
-          'database unavailable mid-task: waiting for it, then running the task again in the same attempt',
-        );
-        if (!(await waitForDatabase(deps.bus.db.pool, waitMs, task.signal))) throw error;
-      }
-    }
-  };
-}
-
 export function createPageHandler(deps: PageWorkerDeps) {
   return async (task: Job<PageTaskData>): Promise<void> => {
-    // Taken once per attempt: a run again after a database outage keeps the attempt's deadline.
+    // Taken once per attempt: a run again after an outage keeps the attempt's deadline.
     const deadline = pageDeadline(deps.taskExpireSeconds, Date.now());
-    return ridingOutDatabaseOutages<Job<PageTaskData>>(deps, (attempt) => runPage(deps, attempt, deadline))(task);
+    return ridingOutOutages<Job<PageTaskData>>(deps, (attempt) => runPage(deps, attempt, deadline))(task);
   };
 }
 
@@ -155,8 +124,8 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
       log.info('page task dropped: job has ended');
       return;
     }
-    // The database away is not the page's failure: ridingOutDatabaseOutages runs it again.
-    if (isDatabaseUnavailable(error)) throw error;
+    // The database or the blob store away is not the page's failure: ridingOutOutages runs it again.
+    if (isOutage(error)) throw error;
     const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
     log.warn({ err: error, last_try: lastTry }, 'page failed');
     if (!lastTry) throw error;

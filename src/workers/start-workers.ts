@@ -59,7 +59,7 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
         pipeline: deps.pagePipeline,
         retryLimit: config.workers.pageRetryLimit,
         log,
-        databaseOutageWaitMs: config.workers.heartbeatSeconds * 1000,
+        outageWaitMs: config.workers.heartbeatSeconds * 1000,
         taskExpireSeconds: config.workers.taskExpireSeconds,
       }),
     ),
@@ -75,7 +75,7 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
         pipeline: deps.exportPipeline,
         retryLimit: config.workers.pageRetryLimit,
         log,
-        databaseOutageWaitMs: config.workers.heartbeatSeconds * 1000,
+        outageWaitMs: config.workers.heartbeatSeconds * 1000,
       }),
     ),
   );

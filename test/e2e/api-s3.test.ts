@@ -2,7 +2,7 @@
 // upload, its pages, page results and the archive go to the bucket and none to DATA_DIR; the
 // result download answers 302 to a presigned URL (RESULT_REDIRECT, on by default with S3) that
 // serves the archive without the API key, or streams it with RESULT_REDIRECT=0; expiry deletes
-// the job's objects.
+// the job's objects; the bucket away is a 503 storage_unavailable, not a 500.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import { HwrClient } from '../../src/client/index.ts';
 import { expireResults } from '../../src/workers/expire-results-worker.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState, type Auth } from '../support/http-client.ts';
+import { portalUser } from '../support/portal-client.ts';
 import { startTestS3Server } from '../support/s3-server.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
@@ -113,5 +114,39 @@ describe('BLOB_STORE=s3', () => {
     const gone = await service.client.get(job.result_url, auth);
     assert.equal(gone.status, 410);
     assert.equal(gone.body.code, 'result_expired');
+  });
+
+  test('the bucket away: a submission, a result and a portal page image answer 503 storage_unavailable with Retry-After; the same submission goes through once it is back', async () => {
+    const { body: done } = await service.client.submit(await pagesZip(['1.jpg']), auth);
+    await waitForState(service.client, auth, done.job_id, ['done']);
+    const user = await portalUser(service.runtime, service.baseUrl, 's3', 'owner@example.org');
+    const zip = await pagesZip(['1.jpg', '2.jpg']);
+    const key = { 'Idempotency-Key': 'bucket-away' };
+    await s3.pause();
+    try {
+      for (const answer of [
+        await service.client.submit(zip, auth, {}, key),
+        await service.client.get(done.result_url, auth),
+        await streaming.client.get(done.result_url, auth),
+      ]) {
+        assert.equal(answer.status, 503, JSON.stringify(answer.body));
+        assert.equal(answer.body.code, 'storage_unavailable');
+        assert.equal(answer.body.retryable, true);
+        assert.equal(answer.headers.get('retry-after'), '5');
+      }
+      // The job is still there to ask about: only stored files are away.
+      assert.equal((await service.client.get(`/v1/process-scan/${done.job_id}`, auth)).status, 200);
+      // The portal's page image says the same, as a page.
+      const image = await user.get(`/portal/jobs/${done.job_id}/pages/1/image?w=1200`);
+      assert.equal(image.status, 503, image.text);
+      assert.equal(image.headers.get('retry-after'), '5');
+      assert.match(image.text, /cannot reach its file storage at the moment/);
+    } finally {
+      await s3.resume();
+    }
+    const again = await service.client.submit(zip, auth, {}, key);
+    assert.equal(again.status, 202);
+    await waitForState(service.client, auth, again.body.job_id, ['done']);
+    assert.equal((await service.client.get(done.result_url, auth)).status, 302);
   });
 });

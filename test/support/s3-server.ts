@@ -21,19 +21,35 @@ export interface TestS3Server {
   settings(prefix?: string): S3Settings;
   /** The environment a child process needs to use it (BLOB_STORE=s3 and the rest). */
   env(prefix?: string): Record<string, string>;
+  /** Takes the server away (connections refused), keeping its objects, as a restart of the store does. */
+  pause(): Promise<void>;
+  /** Brings a paused server back on the same port, with the same objects. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** Starts a server with the bucket `hwr-test`; it stops after the test file (or on stop()). */
 export async function startTestS3Server(): Promise<TestS3Server> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'hwr-s3-'));
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: TEST_S3_BUCKET }] });
+  const serve = (port: number) =>
+    new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: [{ name: TEST_S3_BUCKET }] });
+  let server: S3rver | null = serve(0);
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
+  const pause = async () => {
+    const running = server;
+    server = null;
+    await running?.close();
+  };
+  const resume = async () => {
+    if (server) return;
+    server = serve(port);
+    await server.run();
+  };
   let stopped: Promise<void> | null = null;
   const stop = () =>
     (stopped ??= (async () => {
-      await server.close();
+      await pause();
       await rm(directory, { recursive: true, force: true });
     })());
   after(stop);
@@ -59,6 +75,8 @@ export async function startTestS3Server(): Promise<TestS3Server> {
       AWS_ACCESS_KEY_ID: TEST_S3_CREDENTIALS.accessKeyId,
       AWS_SECRET_ACCESS_KEY: TEST_S3_CREDENTIALS.secretAccessKey,
     }),
+    pause,
+    resume,
     stop,
   };
 }

@@ -1,0 +1,52 @@
+// A task attempt during which the database or the blob store went away (a restart, a failover,
+// a network cut) is not a failure of the task: the handler waits for what went away (at most
+// `outageWaitMs`, default the task's heartbeat, beyond which pg-boss would retry the task anyway)
+// and runs the task again, in the same attempt; every command a task sends and every blob it
+// writes is idempotent. Only when it stays away is the attempt spent (docs/reliability.md).
+import type { BlobStore } from '../blobs/blob-store.ts';
+import { isStorageUnavailable, waitForStorage } from '../blobs/storage-unavailable.ts';
+import { isDatabaseUnavailable, waitForDatabase } from '../db/database.ts';
+import type { Logger } from '../logger.ts';
+import type { CommandBus } from '../use-cases/command-bus.ts';
+
+/** Times one attempt runs a task again after the database or the blob store went away under it. */
+export const OUTAGE_ROUNDS = 3;
+
+export interface OutageDeps {
+  bus: CommandBus;
+  blobs: BlobStore;
+  log: Logger;
+  /** How long a task waits for the database or the blob store to come back (default 30 s). */
+  outageWaitMs?: number;
+}
+
+/** The database or the blob store away: the task's work is not at fault and can run again. */
+export function isOutage(error: unknown): boolean {
+  return isDatabaseUnavailable(error) || isStorageUnavailable(error);
+}
+
+export function ridingOutOutages<T extends { signal: AbortSignal }>(
+  deps: OutageDeps,
+  attempt: (task: T) => Promise<void>,
+): (task: T) => Promise<void> {
+  return async (task) => {
+    for (let round = 1; ; round++) {
+      try {
+        return await attempt(task);
+      } catch (error) {
+        if (!isOutage(error) || round > OUTAGE_ROUNDS || task.signal.aborted) throw error;
+        const waitMs = deps.outageWaitMs ?? 30_000;
+        const away = isStorageUnavailable(error) ? 'blob store' : 'database';
+        deps.log.warn(
+          { err: error, round, task_id: (task as { id?: string }).id },
+          `${away} unavailable mid-task: waiting for it, then running the task again in the same attempt`,
+        );
+        const back =
+          away === 'blob store'
+            ? await waitForStorage(deps.blobs, waitMs, task.signal)
+            : await waitForDatabase(deps.bus.db.pool, waitMs, task.signal);
+        if (!back) throw error;
+      }
+    }
+  };
+}
