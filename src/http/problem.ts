@@ -142,15 +142,15 @@ export async function problemMiddleware(ctx: Context, next: Next): Promise<void>
       throw new HttpProblem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
   } catch (error) {
     let problem = toProblem(error);
-    if (!problem && isDatabaseUnavailable(error)) {
-      ctx.state.log?.warn({ err: error }, 'request failed: the database is unavailable');
-      problem = new HttpProblem('database_unavailable', 'The service cannot reach its database at the moment; it is safe to retry.', {
-        headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
-      });
-    }
     if (!problem && isStorageUnavailable(error)) {
       ctx.state.log?.warn({ err: error }, 'request failed: the blob store is unavailable');
       problem = new HttpProblem('storage_unavailable', 'The service cannot reach its file storage at the moment; it is safe to retry.', {
+        headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+      });
+    }
+    if (!problem && isDatabaseUnavailable(error)) {
+      ctx.state.log?.warn({ err: error }, 'request failed: the database is unavailable');
+      problem = new HttpProblem('database_unavailable', 'The service cannot reach its database at the moment; it is safe to retry.', {
         headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
       });
     }
