@@ -46,7 +46,7 @@ export async function prepareImageFile(file: string, options: PrepareImageOption
 
 export async function prepareImage(bytes: Buffer, options: PrepareImageOptions): Promise<PreparedImage> {
   const { name, maxPixels } = options;
-  if (bytes.length === 0) throw new PipelineError('image_unreadable', `${name} is empty`);
+  if (bytes.length === 0) throw new PipelineError('image_unreadable', `${name}: empty`);
   const metadata = await readMetadata(bytes, name);
   const format = metadata.format ?? 'unknown';
   if (!ACCEPTED_FORMATS.has(format)) {
@@ -102,7 +102,7 @@ async function readMetadata(bytes: Buffer, name: string): Promise<Metadata> {
   try {
     return await imageMetadata(bytes);
   } catch (error) {
-    throw new PipelineError('image_unreadable', `${name} is not a readable image (${(error as Error).message})`, { cause: error });
+    throw new PipelineError('image_unreadable', `${name}: not a readable image (${(error as Error).message})`, { cause: error });
   }
 }
 
@@ -110,16 +110,16 @@ function checkDimensions(name: string, width: number, height: number, maxPixels:
   if (width < MIN_SIDE || height < MIN_SIDE) {
     throw new PipelineError(
       'image_too_small',
-      `${name} is ${width}x${height} pixels; a page image needs at least ${MIN_SIDE} pixels a side`,
+      `${name}: ${width}x${height} pixels; a page image needs at least ${MIN_SIDE} pixels a side`,
     );
   }
   if (width > MAX_SIDE || height > MAX_SIDE) {
-    throw new PipelineError('image_too_large', `${name} is ${width}x${height} pixels; no side may exceed ${MAX_SIDE} pixels`);
+    throw new PipelineError('image_too_large', `${name}: ${width}x${height} pixels; no side may exceed ${MAX_SIDE} pixels`);
   }
   if (width * height > maxPixels) {
     throw new PipelineError(
       'image_too_large',
-      `${name} has ${width * height} pixels (${width}x${height}); the limit is ${maxPixels} (MAX_IMAGE_PIXELS)`,
+      `${name}: ${width * height} pixels (${width}x${height}); the limit is ${maxPixels} (MAX_IMAGE_PIXELS)`,
     );
   }
 }
@@ -144,7 +144,7 @@ async function checkExtraPages(
     if (!reduced) {
       throw new PipelineError(
         'image_multipage',
-        `${name} holds ${pages} pages; submit one image per page (split the file, e.g. one TIFF per page)`,
+        `${name}: holds ${pages} pages; submit one image per page (split the file, e.g. one TIFF per page)`,
       );
     }
   }
