@@ -17,7 +17,7 @@ import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';
 import { sortPathsNaturally } from './natural-sort.ts';
 import { isLayoutError, MAX_LAYOUT_BYTES } from '../pipeline/layout/uploaded-layout.ts';
 import { readUploadedLayout } from '../pipeline/layout/uploaded-layout-thread.ts';
-import { type ByteReader, readJpeg2000Header, unsupportedJpeg2000 } from '../pipeline/image/jpeg2000-header.ts';
+import { type ByteReader, jpeg2000TooLarge, readJpeg2000Header, unsupportedJpeg2000 } from '../pipeline/image/jpeg2000-header.ts';
 
 export interface IntakeOptions {
   limits: Config['limits'];
@@ -459,6 +459,11 @@ async function jpeg2000Size(file: string, path: string): Promise<{ width: number
         entry: path,
       });
     }
+    const tooLarge = jpeg2000TooLarge(header, (await handle.stat()).size);
+    if (tooLarge)
+      throw new IntakeError('image_too_large', `entry ${quoteName(path)} is a JPEG 2000 image too large to decode: ${tooLarge}`, {
+        entry: path,
+      });
     return { width: header.width, height: header.height, pages: 1 };
   } finally {
     await handle.close();

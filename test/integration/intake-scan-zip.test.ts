@@ -209,11 +209,30 @@ test('JPEG 2000 pages, a JP2 file and a bare codestream, are stored as they came
   });
 });
 
-test('a JPEG 2000 variant we cannot read, or a cut JP2 header, is refused at intake', async () => {
+test('a JPEG 2000 variant we cannot read, one too large for the decoder, or a cut JP2 header, is refused at intake', async () => {
   const jpeg2000 = path.resolve(import.meta.dirname, '../fixtures/jpeg2000');
   const sycc = path.join(root, 'sycc.zip');
   await writeZip(sycc, [['1.jp2', await readFile(path.join(jpeg2000, 'sycc.jp2'))]]);
   await assertRefused(sycc, 'unsupported_image_format', /entry "1\.jp2" is a JPEG 2000 image we cannot read: its colour space is sYCC/);
+  const rgba = path.join(root, 'rgba.zip');
+  await writeZip(rgba, [['1.jp2', await readFile(path.join(jpeg2000, 'pattern-rgba.jp2'))]]);
+  await assertRefused(
+    rgba,
+    'unsupported_image_format',
+    /entry "1\.jp2" is a JPEG 2000 image we cannot read: it has 4 components \(colour and alpha\)/,
+  );
+  // A page too large for the decoder's memory (its SIZ segment says 12000×10000, 16-bit RGB).
+  const large = Buffer.from(await readFile(path.join(jpeg2000, 'pattern-rgb16.jp2')));
+  const siz = large.indexOf(Buffer.from([0xff, 0x4f, 0xff, 0x51])) + 2;
+  large.writeUInt32BE(12_000, siz + 6);
+  large.writeUInt32BE(10_000, siz + 10);
+  const tooLarge = path.join(root, 'large-jp2.zip');
+  await writeZip(tooLarge, [['1.jp2', large]]);
+  await assertRefused(
+    tooLarge,
+    'image_too_large',
+    /entry "1\.jp2" is a JPEG 2000 image too large to decode: decoding 12000×10000 pixels at 16 bits needs about 2\.1 GiB/,
+  );
   const cut = path.join(root, 'cut-jp2.zip');
   await writeZip(cut, [['1.jp2', (await readFile(path.join(jpeg2000, 'copiste-lines.jp2'))).subarray(0, 60)]]);
   await assertRefused(cut, 'unreadable_image', /entry "1\.jp2" looks like JP2 but its header cannot be read/);

@@ -13,6 +13,7 @@ import {
   type ByteReader,
   isJpeg2000,
   Jpeg2000HeaderError,
+  jpeg2000TooLarge,
   readJpeg2000Header,
   unsupportedJpeg2000,
 } from '../../src/pipeline/image/jpeg2000-header.ts';
@@ -80,6 +81,43 @@ test('damaged headers are errors, and the variants we cannot read say why', asyn
   const subsampled = Buffer.from(codestream);
   subsampled[4 + 38 + 1] = 2;
   assert.match(unsupportedJpeg2000(await readJpeg2000Header(bufferReader(subsampled))) ?? '', /subsampled/);
+  // Alpha: the decoder reads 1 or 3 components and throws on others (a bare C++ exception).
+  assert.match(
+    unsupportedJpeg2000(await header('pattern-rgba.jp2')) ?? '',
+    /it has 4 components \(colour and alpha\); the JPEG 2000 decoder reads grey/,
+  );
+  await assert.rejects(decodeJpeg2000(await fixture('pattern-rgba.jp2')), (error: Error) => {
+    assert.ok(error instanceof Jpeg2000DecodeError);
+    assert.equal(error.message, 'OpenJPEG failed (it stopped with an internal exception)');
+    return true;
+  });
+});
+
+test("a page too large for the decoder's 2 GiB is refused from its header: 120 Mpx RGB decodes at 8 bits, not at 16", async () => {
+  const rgb16 = await header('pattern-rgb16.jp2');
+  const big = { ...rgb16, width: 12_000, height: 10_000 };
+  // Both measured (docs/intake.md): 1.8 GiB of the decoder's heap at 8 bits; at 16, it ran out.
+  assert.equal(jpeg2000TooLarge({ ...big, bitsPerSample: 8 }, 8_000_000), null);
+  assert.match(
+    jpeg2000TooLarge(big, 8_000_000) ?? '',
+    /^decoding 12000×10000 pixels at 16 bits needs about 2\.1 GiB, more than the 2\.0 GiB the JPEG 2000 decoder has; send it as TIFF or PNG, or at 8 bits$/,
+  );
+  // The codestream counts too: a lossless file of a large page.
+  assert.equal(jpeg2000TooLarge({ ...big, width: 9_000, bitsPerSample: 8 }, 100_000_000), null);
+  assert.notEqual(jpeg2000TooLarge({ ...big, width: 9_000, bitsPerSample: 8 }, 400_000_000), null);
+  // The pipeline refuses such a page (stored before intake checked this) as too large, not unreadable.
+  const file = Buffer.from(await fixture('pattern-rgb16.jp2'));
+  const siz = file.indexOf(Buffer.from([0xff, 0x4f, 0xff, 0x51])) + 2;
+  file.writeUInt32BE(12_000, siz + 6);
+  file.writeUInt32BE(10_000, siz + 10);
+  await assert.rejects(prepareImage(file, { name: 'master.jp2', maxPixels: 200_000_000 }), (error: PipelineError) => {
+    assert.equal(error.code, 'image_too_large');
+    assert.match(
+      error.message,
+      /^master\.jp2: a JPEG 2000 image too large to decode: decoding 12000×10000 pixels at 16 bits needs about 2\.1 GiB/,
+    );
+    return true;
+  });
 });
 
 test('a file of many small boxes is refused after the box budget, counted over all levels (each box is a read at intake)', async () => {

@@ -48,15 +48,24 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 const OPENJPEG_COLOUR_SPACES: Record<number, string> = { 3: 'sYCC', 4: 'e-YCC', 5: 'CMYK' };
 
 export async function decodeInThisThread(bytes: Uint8Array): Promise<DecodedJpeg2000> {
-  // OpenJPEG reports its progress on stdout; the service's stdout is its JSON log.
-  const module = await openJpeg({ print() {}, printErr() {} });
+  // OpenJPEG reports its progress on stdout; the service's stdout is its JSON log. Its errors
+  // ("[ERROR] …") are kept to say why a decode failed.
+  const errors: string[] = [];
+  const module = await openJpeg({
+    print() {},
+    printErr(text) {
+      if (errors.length < 5) errors.push(text.replace(/^\[ERROR\]\s*/, '').trim());
+    },
+  });
   const decoder = new module.J2KDecoder();
   try {
     decoder.getEncodedBuffer(bytes.length).set(bytes);
     try {
       decoder.decode();
     } catch (error) {
-      throw new Jpeg2000DecodeError(`OpenJPEG failed (${error instanceof Error ? error.message : String(error)})`);
+      // A C++ exception reaches JavaScript as a bare pointer: only OpenJPEG's own messages say anything.
+      const thrown = error instanceof Error ? error.message : 'it stopped with an internal exception';
+      throw new Jpeg2000DecodeError(`OpenJPEG failed (${[...errors, thrown].join('; ')})`);
     }
     const frame = decoder.getFrameInfo();
     if (frame.width <= 0 || frame.height <= 0) throw new Jpeg2000DecodeError('OpenJPEG could not decode the codestream');

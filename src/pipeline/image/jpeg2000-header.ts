@@ -185,6 +185,38 @@ export function unsupportedJpeg2000(header: Jpeg2000Header): string | null {
     return `its colour space is ${JP2_COLOUR_SPACES[space] ?? `number ${space}`}; convert it to RGB or grey`;
   if (header.subsampled) return 'its components are subsampled; convert it to RGB or grey without subsampling';
   if (header.bitsPerSample > 16) return `it has ${header.bitsPerSample} bits a sample; at most 16 are supported`;
-  if (!header.palette && header.components > 4) return `it has ${header.components} components; a page image has 1 to 4`;
+  if (!header.palette && header.components !== 1 && header.components !== 3) {
+    const what = COMPONENT_LAYOUTS[header.components] ?? `${header.components} components`;
+    return `it has ${what}; the JPEG 2000 decoder reads grey (1 component) or colour (3): save it without the extra channels`;
+  }
   return null;
+}
+
+/** What 2 and 4 components of a page usually are. */
+const COMPONENT_LAYOUTS: Record<number, string> = { 2: '2 components (grey and alpha)', 4: '4 components (colour and alpha)' };
+
+/** The most memory the JPEG 2000 decoder (OpenJPEG in WebAssembly, @cornerstonejs/codec-openjpeg) can address. */
+const DECODER_HEAP_BYTES = 2 ** 31;
+
+/**
+ * The decoder memory an image needs, measured (docs/intake.md, "JPEG 2000"): OpenJPEG holds every
+ * sample as a 32-bit integer, and the output as 1 or 2 bytes; the codestream is in it twice (its
+ * copy and the code-blocks); 64 MiB for the rest. A 120-Mpx RGB page decodes at 8 bits (1.8 GiB
+ * of the 2 GiB) and fails at 16 (2.0 GiB predicted).
+ */
+export function jpeg2000DecodeBytes(header: Jpeg2000Header, fileBytes: number): number {
+  const samples = header.width * header.height * (header.palette ? 3 : header.components);
+  return samples * (4 + (header.bitsPerSample > 8 ? 2 : 1)) + 2 * fileBytes + 64 * 2 ** 20;
+}
+
+/** Why the image is too large for the decoder's memory, or null when it fits. */
+export function jpeg2000TooLarge(header: Jpeg2000Header, fileBytes: number): string | null {
+  const needed = jpeg2000DecodeBytes(header, fileBytes);
+  if (needed <= DECODER_HEAP_BYTES) return null;
+  const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(1);
+  const depth = header.bitsPerSample > 8 ? ` at ${header.bitsPerSample} bits` : '';
+  return (
+    `decoding ${header.width}×${header.height} pixels${depth} needs about ${gib(needed)} GiB, more than the ` +
+    `${gib(DECODER_HEAP_BYTES)} GiB the JPEG 2000 decoder has; send it as TIFF or PNG${depth ? ', or at 8 bits' : ''}`
+  );
 }

@@ -3,7 +3,8 @@
 // handed to sharp as raw samples; every other format goes to sharp as it is.
 import sharp, { type Metadata, type Sharp, type SharpOptions } from 'sharp';
 import { decodeJpeg2000 } from './jpeg2000-decode.ts';
-import { bufferReader, isJpeg2000, readJpeg2000Header, unsupportedJpeg2000 } from './jpeg2000-header.ts';
+import { PipelineError } from '../errors.ts';
+import { bufferReader, isJpeg2000, jpeg2000TooLarge, readJpeg2000Header, unsupportedJpeg2000 } from './jpeg2000-header.ts';
 
 /** The image's header as sharp's `metadata()` gives it; for JPEG 2000, without decoding (format `jp2`, or `j2k` for a bare codestream). */
 export async function imageMetadata(bytes: Buffer): Promise<Metadata> {
@@ -11,6 +12,8 @@ export async function imageMetadata(bytes: Buffer): Promise<Metadata> {
   const header = await readJpeg2000Header(bufferReader(bytes));
   const unsupported = unsupportedJpeg2000(header);
   if (unsupported) throw new Error(`a JPEG 2000 image sharp cannot be given: ${unsupported}`);
+  const tooLarge = jpeg2000TooLarge(header, bytes.length);
+  if (tooLarge) throw new PipelineError('image_too_large', `a JPEG 2000 image too large to decode: ${tooLarge}`);
   const channels = header.palette ? 3 : header.components;
   return {
     format: header.container,

@@ -102,16 +102,14 @@ async function readMetadata(bytes: Buffer, name: string): Promise<Metadata> {
   try {
     return await imageMetadata(bytes);
   } catch (error) {
+    if (error instanceof PipelineError) throw new PipelineError(error.code, `${name}: ${error.message}`, { cause: error });
     throw new PipelineError('image_unreadable', `${name}: not a readable image (${(error as Error).message})`, { cause: error });
   }
 }
 
 function checkDimensions(name: string, width: number, height: number, maxPixels: number): void {
   if (width < MIN_SIDE || height < MIN_SIDE) {
-    throw new PipelineError(
-      'image_too_small',
-      `${name}: ${width}x${height} pixels; a page image needs at least ${MIN_SIDE} pixels a side`,
-    );
+    throw new PipelineError('image_too_small', `${name}: ${width}x${height} pixels; a page image needs at least ${MIN_SIDE} pixels a side`);
   }
   if (width > MAX_SIDE || height > MAX_SIDE) {
     throw new PipelineError('image_too_large', `${name}: ${width}x${height} pixels; no side may exceed ${MAX_SIDE} pixels`);
