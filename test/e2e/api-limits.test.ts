@@ -21,29 +21,37 @@ after(async () => {
   await limited.close();
 });
 
-function assertTooMany(response: ApiResponse, code: string, retryAfter: string): void {
+function assertTooMany(response: ApiResponse, code: string, retryAfter: string | RegExp): void {
   assert.equal(response.status, 429, JSON.stringify(response.body));
   assert.equal(response.headers.get('content-type'), 'application/problem+json');
   assert.equal(response.body.code, code);
   assert.equal(response.body.status, 429);
   assert.equal(response.body.retryable, true);
-  assert.equal(response.headers.get('retry-after'), retryAfter);
+  if (typeof retryAfter === 'string') assert.equal(response.headers.get('retry-after'), retryAfter);
+  else assert.match(response.headers.get('retry-after') ?? '', retryAfter);
 }
+
+/**
+ * The wait for the next token at 0.5 a second: 2 s right after the burst, 1 s once a loaded
+ * machine has taken over a second between the burst and the refusal (whole seconds, rounded up).
+ */
+const NEXT_TOKEN = /^[12]$/;
 
 describe('request rate per API key', () => {
   test('past its burst a key gets 429 rate_limited with Retry-After; other keys do not', async () => {
     const { client, runtime } = rated;
     const alice = await createCredentials(runtime);
     const bob = await createCredentials(runtime);
+    const zip = await pagesZip(['1.jpg']);
     for (let i = 0; i < 3; i++) assert.equal((await client.get('/v1/usage', { key: alice.key })).status, 200);
     const refused = await client.get('/v1/usage', { key: alice.key });
-    assertTooMany(refused, 'rate_limited', '2');
+    assertTooMany(refused, 'rate_limited', NEXT_TOKEN);
     assert.match(refused.body.detail, /3 requests at once or 0\.5 a second/);
     // Every authenticated route counts, the status read (which finds the key in its own query) included.
-    assertTooMany(await client.get(`/v1/process-scan/${randomUUID()}`, { key: alice.key }), 'rate_limited', '2');
+    assertTooMany(await client.get(`/v1/process-scan/${randomUUID()}`, { key: alice.key }), 'rate_limited', NEXT_TOKEN);
     // An upload refused unread: the connection is not reused for the rest of its body.
-    const upload = await client.submit(await pagesZip(['1.jpg']), { key: alice.key });
-    assertTooMany(upload, 'rate_limited', '2');
+    const upload = await client.submit(zip, { key: alice.key });
+    assertTooMany(upload, 'rate_limited', NEXT_TOKEN);
     assert.equal(upload.headers.get('connection'), 'close');
     assert.equal((await client.get('/v1/usage', { key: bob.key })).status, 200, 'another key of its own');
     // An unknown key is not rate limited, it is unauthorized.

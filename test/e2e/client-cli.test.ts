@@ -39,7 +39,8 @@ const key = (await createApiKey(service.runtime.bus, 'cli', 'client cli')).key;
 const realPort = await freePort();
 const realConfig = await testConfig(
   await createTestDatabase(),
-  { BASE_URL: `http://127.0.0.1:${realPort}`, WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '0' },
+  // With no retry, a stall of a loaded machine past a short heartbeat would fail a job as a lost worker.
+  { BASE_URL: `http://127.0.0.1:${realPort}`, WORKER_CONCURRENCY: '2', PAGE_RETRY_LIMIT: '0', TASK_HEARTBEAT_SECONDS: '60' },
   path.join(work, 'real-data'),
 );
 const realRuntime = await startTestRuntime(realConfig, await defaultPipelines(realConfig, createLogger('silent')));

@@ -30,6 +30,8 @@ const config = await testConfig(await createTestDatabase(), {
   BASE_URL: `http://127.0.0.1:${port}`,
   WORKER_CONCURRENCY: '2',
   PAGE_RETRY_LIMIT: '0',
+  // With no retry, a stall of a loaded machine past a short heartbeat would fail the job as a lost worker.
+  TASK_HEARTBEAT_SECONDS: '60',
 });
 const runtime = await startTestRuntime(config, await defaultPipelines(config, createLogger('silent')));
 const server = await startHttpServer(runtime, port, '127.0.0.1');

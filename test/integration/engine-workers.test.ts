@@ -49,9 +49,11 @@ describe('workers', () => {
       const jobId = await submitTestJob(own, await testAccount(own), 2);
       assert.equal(await waitForJobState(own, jobId, ['done', 'failed']), 'done');
       assert.equal(seen.length, 2);
-      // 120 s less a tenth of it (30 s at most) for storing the result and recording the page.
+      // 120 s less a tenth of it (30 s at most) for storing the result and recording the page: 108 s
+      // from when the handler took the task, a moment (a query; seconds on a loaded machine) before
+      // the pipeline sees it. Less 30 s would be 90 s; nothing taken off, 120 s.
       for (const { deadline, at } of seen) {
-        assert.ok(deadline !== undefined && deadline - at > 107_000 && deadline - at <= 108_000, `${deadline} - ${at}`);
+        assert.ok(deadline !== undefined && deadline - at > 100_000 && deadline - at <= 108_000, `${deadline} - ${at}`);
       }
     } finally {
       await own.stop();

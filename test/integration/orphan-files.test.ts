@@ -86,12 +86,24 @@ describe('orphan files', () => {
     const killedMidWrite = async (key: string) => {
       // A process that writes a blob and is SIGKILLed before the write completes.
       const script = `
+        import { readdirSync } from 'node:fs';
+        import path from 'node:path';
         import { Readable } from 'node:stream';
         import { FilesystemBlobStore } from ${JSON.stringify(path.resolve(import.meta.dirname, '../../src/blobs/filesystem-blob-store.ts'))};
         const body = new Readable({ read() {} });
         body.push(Buffer.alloc(4096, 1));
-        void new FilesystemBlobStore(${JSON.stringify(files.root)}).put(${JSON.stringify(key)}, body);
-        setTimeout(() => console.log('writing'), 200);
+        const store = new FilesystemBlobStore(${JSON.stringify(files.root)});
+        void store.put(${JSON.stringify(key)}, body);
+        // 'writing' once the partial file is there, however slow the machine.
+        const target = store.localPath(${JSON.stringify(key)});
+        const partial = () => {
+          try {
+            return readdirSync(path.dirname(target)).some((name) => name.startsWith(path.basename(target) + '.') && name.endsWith('.tmp'));
+          } catch {
+            return false; // its folder not made yet
+          }
+        };
+        const check = setInterval(() => { if (partial()) { clearInterval(check); console.log('writing'); } }, 20);
         setInterval(() => {}, 1000);`;
       const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
       await new Promise((resolve) => child.stdout.once('data', resolve));

@@ -139,11 +139,13 @@ test('with a deadline, no call starts with less than MIN_CALL_MS left, a wait th
     { ...policy, retries: 100 },
     signal,
     undefined,
-    Date.now() + MIN_CALL_MS + 350,
+    // Room for several 100 ms waits even when a loaded machine runs them late; without the
+    // deadline it would make 101 calls.
+    Date.now() + MIN_CALL_MS + 1_000,
   ).catch((caught: unknown) => caught);
   assert.ok(short instanceof RetriesEnded);
   assert.equal(short.reason, 'out of time');
-  assert.ok(calls >= 2 && calls <= 5, `${calls} calls`);
+  assert.ok(calls >= 2 && calls <= 12, `${calls} calls`);
 });
 
 test('other errors and an abort during a wait propagate', async () => {

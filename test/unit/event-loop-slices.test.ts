@@ -57,9 +57,10 @@ test('a loop shorter than its slice runs through without a turn', async () => {
 });
 
 test('the pause resolves to nothing within a slice and to a promise after it', async () => {
-  const pause = eventLoopSlices(5);
+  // A slice long enough that no preemption or GC pause between two statements spends it.
+  const pause = eventLoopSlices(50);
   assert.equal(pause(), undefined);
-  busy(6);
+  busy(51);
   const turn = pause();
   assert.ok(turn instanceof Promise);
   await turn;

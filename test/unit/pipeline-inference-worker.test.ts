@@ -135,8 +135,16 @@ test('process.exit while a model runs ends the process with its exit code, not a
   const script = `
     import { createSession, floatTensor, runModel } from ${JSON.stringify(onnx)};
     const session = await createSession(${JSON.stringify(spec.detection.file)}, 1);
-    runModel(session, floatTensor(new Float32Array(3 * 1280 * 1280), [1, 3, 1280, 1280])).then(() => console.log('run finished'));
-    setTimeout(() => { console.log('exiting'); process.exit(3); }, 50);`;
+    const input = () => floatTensor(new Float32Array(3 * 1280 * 1280), [1, 3, 1280, 1280]);
+    const started = performance.now();
+    await runModel(session, input());
+    const runMs = performance.now() - started;
+    // Two runs always in flight, each followed by another: the worker is never idle, so the exit
+    // comes in the middle of a run however busy the machine is.
+    const keepRunning = () => runModel(session, input()).then(keepRunning);
+    keepRunning();
+    keepRunning();
+    setTimeout(() => { console.log('exiting'); process.exit(3); }, runMs * 1.5);`;
   const file = path.join(scratch, 'exit-mid-run.mjs');
   writeFileSync(file, script);
   const child = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 120_000 });
