@@ -17,6 +17,8 @@ export interface Config {
     statementTimeoutMs: number;
     /** The client gives up on a query with no answer after this long (0: none); above the statement timeout. */
     queryTimeoutMs: number;
+    /** PostgreSQL ends a session idle inside a transaction this long, releasing its locks (0: never). */
+    idleInTransactionTimeoutMs: number;
   };
   dataDir: string;
   port: number;
@@ -190,6 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
         0,
         24 * 3600 * 1000 + QUERY_TIMEOUT_MARGIN_MS,
       ),
+      idleInTransactionTimeoutMs: read.integer('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, 0, 24 * 3600 * 1000),
     },
     dataDir: path.resolve(read.string('DATA_DIR') ?? './.data'),
     port,

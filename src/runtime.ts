@@ -69,8 +69,10 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
       max: Math.max(10, config.workers.pageConcurrency * 2 + 6),
       connectTimeoutMs: config.database.connectTimeoutMs,
       statementTimeoutMs,
-      // Lifting the statement timeout (a projections rebuild) lifts the client's wait as well.
+      // Lifting the statement timeout (a projections rebuild) lifts the client's wait, and the
+      // server's on a transaction that waits on the rebuild's own work, as well.
       queryTimeoutMs: statementTimeoutMs === 0 ? 0 : config.database.queryTimeoutMs,
+      idleInTransactionTimeoutMs: statementTimeoutMs === 0 ? 0 : config.database.idleInTransactionTimeoutMs,
     },
     log,
   );

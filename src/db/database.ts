@@ -29,6 +29,14 @@ export interface DatabaseOptions {
    * statement timeout, so the server's own cancel normally answers first.
    */
   queryTimeoutMs?: number;
+  /**
+   * PostgreSQL's idle_in_transaction_session_timeout for every session of the pool (0: none): the
+   * server ends a session that sits inside a transaction this long, rolling it back and releasing
+   * its locks. Our transactions never wait on anything but the database; one a client gave up on
+   * across a partition, behind a proxy that keeps the server's end alive (its keepalives see the
+   * proxy, not the client), would otherwise hold its job stream's lock until someone notices.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 /** A query_timeout for the operations that lift the statement timeout (setTimeout's largest delay, 24.8 days). */
@@ -36,8 +44,16 @@ export const UNBOUNDED_QUERY_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** The pg pool settings shared by our pool and pg-boss's: timeouts and TCP keepalive. */
 export function poolTimeouts(
-  options: Pick<DatabaseOptions, 'connectTimeoutMs' | 'statementTimeoutMs' | 'queryTimeoutMs'>,
-): Pick<pg.PoolConfig, 'connectionTimeoutMillis' | 'statement_timeout' | 'query_timeout' | 'keepAlive' | 'keepAliveInitialDelayMillis'> {
+  options: Pick<DatabaseOptions, 'connectTimeoutMs' | 'statementTimeoutMs' | 'queryTimeoutMs' | 'idleInTransactionTimeoutMs'>,
+): Pick<
+  pg.PoolConfig,
+  | 'connectionTimeoutMillis'
+  | 'statement_timeout'
+  | 'query_timeout'
+  | 'idle_in_transaction_session_timeout'
+  | 'keepAlive'
+  | 'keepAliveInitialDelayMillis'
+> {
   return {
     connectionTimeoutMillis: options.connectTimeoutMs ?? 0,
     // Sent in the startup packet, so it is the session's default: `reset statement_timeout` returns to it.
@@ -46,6 +62,7 @@ export function poolTimeouts(
     // timed out (pool.query releases it with the error, inTransaction below does the same), and
     // pg destroys the socket of a client ended with a query in flight.
     ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
+    ...(options.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
     // A peer that vanished without closing (a partition, a dead host) is found by keepalive probes
     // after 10 s of silence rather than by the kernel's 2 hours.
     keepAlive: true,

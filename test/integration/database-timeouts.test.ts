@@ -143,6 +143,29 @@ test('a transaction whose query gets no answer is given up after one query timeo
     assert.equal(proxy.accepted(), 2);
   }));
 
+test('a session idle inside a transaction past DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS is ended by the server, its locks released; its next query is an outage', async () => {
+  // As a transaction whose client was cut off behind a proxy that keeps the server's end alive.
+  const idle = openDatabase(url, { max: 1, connectTimeoutMs: 5_000, idleInTransactionTimeoutMs: 300 });
+  const other = openDatabase(url, { max: 1 });
+  try {
+    assert.equal((await idle.pool.query('show idle_in_transaction_session_timeout')).rows[0].idle_in_transaction_session_timeout, '300ms');
+    const client = await idle.pool.connect();
+    client.on('error', () => {}); // the server's goodbye arrives between queries
+    await client.query('begin');
+    await client.query('select pg_advisory_xact_lock(4343)');
+    const locked = () => other.pool.query<{ got: boolean }>('select pg_try_advisory_lock(4343) as got');
+    assert.equal((await locked()).rows[0].got, false, 'held while the transaction is open');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.equal((await locked()).rows[0].got, true, 'released once the server ended the idle session');
+    const error = await client.query('select 1').catch((caught: unknown) => caught);
+    assert.ok(error instanceof Error, String(error));
+    assert.equal(isDatabaseUnavailable(error), true, (error as Error).message);
+    client.release(true);
+  } finally {
+    await Promise.all([idle.close(), other.close()]);
+  }
+});
+
 test('the embedded PostgreSQL probes idle client connections after 10 s, so a session whose client vanished ends within about 25 s', async () => {
   // Shown for a TCP session (a Unix socket has no keepalive, and reports 0).
   const settings = await db.pool.query<{ name: string; setting: string }>(

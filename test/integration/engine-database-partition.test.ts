@@ -18,6 +18,9 @@ const config = await testConfig(proxy.url, {
   PAGE_RETRY_LIMIT: '0',
   DATABASE_STATEMENT_TIMEOUT_MS: '1000',
   DATABASE_QUERY_TIMEOUT_MS: '2000',
+  // The proxy keeps the server's end of a cut-off connection alive (its keepalives see the proxy):
+  // a transaction cut off after taking its job stream's lock is ended by the server, as in production.
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '3000',
 });
 const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'w', stepMs: 300 }), export: testExportPipeline() });
 after(async () => {

@@ -51,7 +51,13 @@ test('every invalid variable is reported at once, by name', () => {
 });
 
 test('DATABASE_QUERY_TIMEOUT_MS: the statement timeout plus 10 s by default, none without one; refused when not longer than it', () => {
-  assert.deepEqual(loadConfig({}).database, { connectTimeoutMs: 10_000, statementTimeoutMs: 60_000, queryTimeoutMs: 70_000 });
+  assert.deepEqual(loadConfig({}).database, {
+    connectTimeoutMs: 10_000,
+    statementTimeoutMs: 60_000,
+    queryTimeoutMs: 70_000,
+    idleInTransactionTimeoutMs: 60_000,
+  });
+  assert.equal(loadConfig({ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0' }).database.idleInTransactionTimeoutMs, 0);
   assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '5000' }).database.queryTimeoutMs, 15_000);
   assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0' }).database.queryTimeoutMs, 0);
   assert.equal(loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '0' }).database.queryTimeoutMs, 0);
