@@ -32,8 +32,13 @@ test('the portal user story in a real browser', { skip }, async () => {
   const shots = process.env.PORTAL_SCREENSHOTS_DIR ?? (await mkdtemp(path.join(os.tmpdir(), 'hwr-portal-screenshots-')));
   await mkdir(shots, { recursive: true });
   const databaseUrl = await createTestDatabase();
+  // The job's pages finish once the test has seen it running in the list.
+  let letPagesFinish = () => {};
+  const gate = new Promise<void>((resolve) => {
+    letPagesFinish = resolve;
+  });
   const server = await startApiServer(databaseUrl, {
-    pipelines: { page: viewerPagePipeline({ stepMs: 1000 }), export: testExportPipeline() },
+    pipelines: { page: viewerPagePipeline({ stepMs: 200, gate }), export: testExportPipeline() },
   });
   after(() => server.close());
   const { runtime, baseUrl } = server;
@@ -117,6 +122,7 @@ test('the portal user story in a real browser', { skip }, async () => {
   assert.equal(await row.locator('.state-done').count(), 0, 'still running when the list is first shown');
   const loads: string[] = [];
   page.on('framenavigated', (frame) => loads.push(frame.url()));
+  letPagesFinish();
   await row.locator('.state-done').waitFor({ timeout: 60_000 });
   assert.deepEqual(loads, [], 'the page was not reloaded');
   assert.match((await row.textContent())!, /2 \/ 2/);

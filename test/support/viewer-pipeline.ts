@@ -8,8 +8,11 @@ import type { PageResult } from '../../src/pipeline/page-result.ts';
 
 export const MARKUP_LINE = '<script>alert("line")</script> & <b>bold</b>';
 
-/** `stepMs`: how long each step takes (a job that is still running when a test looks). */
-export function viewerPagePipeline(options: { stepMs?: number } = {}): PagePipeline {
+/**
+ * `stepMs`: how long each step takes; `gate`: pages finish only once it resolves (a job that is
+ * still running when a test looks, however slow the machine).
+ */
+export function viewerPagePipeline(options: { stepMs?: number; gate?: Promise<void> } = {}): PagePipeline {
   return {
     async processPage(task, context) {
       const image = await context.blobs.get(task.page.blobKey);
@@ -17,6 +20,7 @@ export function viewerPagePipeline(options: { stepMs?: number } = {}): PagePipel
         await context.enterStep(step);
         await new Promise((resolve) => setTimeout(resolve, options.stepMs ?? 0));
       }
+      await options.gate;
       const { width = 100, height = 100 } = await imageMetadata(image);
       const w = width;
       const h = height;
