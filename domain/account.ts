@@ -19,6 +19,13 @@ export interface UserState {
   invites: Record<string, { expiresAt: string; usedAt: string | null }>;
 }
 
+/**
+ * Active (unrevoked) API keys an account may hold. The request rate is limited per key
+ * (RATE_LIMIT_PER_SECOND), so keys without number would multiply it; 100 is more than one key per
+ * scanner, script and colleague of any customer we know of.
+ */
+export const MAX_ACTIVE_API_KEYS = 100;
+
 export interface AccountState {
   version: number;
   exists: boolean;
@@ -122,6 +129,7 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
   switch (command.type) {
     case 'CreateApiKey':
       if (state.keys[command.keyId]) reject('key_already_exists');
+      if (Object.values(state.keys).filter((key) => key.revokedAt === null).length >= MAX_ACTIVE_API_KEYS) reject('too_many_api_keys');
       return [
         {
           type: 'ApiKeyCreated',

@@ -2,6 +2,7 @@
 // use cases (src/use-cases/accounts.ts), so the events are the same; the actor is the user.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { Rejection } from '../../domain/rejections.ts';
 import { findKeyAccountId } from '../../projections/api-keys.ts';
 import { createApiKey, listApiKeys, revokeApiKey, type CreatedKey } from '../use-cases/accounts.ts';
 import { csrfField, html, notice, time } from './html.ts';
@@ -59,7 +60,13 @@ export function registerKeyPages(router: Router, pc: PortalContext): void {
     if (label.length === 0 || label.length > MAX_LABEL_LENGTH) {
       return keysPage(ctx, session, null, { kind: 'error', text: `A label has 1 to ${MAX_LABEL_LENGTH} characters.` }, 400);
     }
-    const created = await createApiKey(runtime.bus, session.accountName, label, `user:${session.userId}`);
+    let created: CreatedKey;
+    try {
+      created = await createApiKey(runtime.bus, session.accountName, label, `user:${session.userId}`);
+    } catch (error) {
+      if (!(error instanceof Rejection) || error.code !== 'too_many_api_keys') throw error;
+      return keysPage(ctx, session, null, { kind: 'error', text: error.message }, 409);
+    }
     await keysPage(ctx, session, { ...created, label }, null);
   });
 

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { MAX_ACTIVE_API_KEYS } from '../../domain/account.ts';
 import { accountStreamId } from '../../domain/events.ts';
 import { createAccount, createApiKey } from '../../src/use-cases/accounts.ts';
 import { readStream } from '../../src/store/read-stream.ts';
@@ -95,6 +96,25 @@ describe('portal API keys', () => {
     assert.equal(await apiStatus(key), 401);
     const events = await readStream(runtime.db.pool, accountStreamId(acme.accountId));
     assert.ok(events.some((event) => event.type === 'ApiKeyRevoked' && (event.data as { keyId: string }).keyId === rows[0].key_id));
+  });
+
+  test('an account at its 100 active keys is refused another, in the portal and by hwr keys create, until one is revoked', async () => {
+    await createAccount(runtime.bus, 'full', 'test');
+    const owner = await portalUser(runtime, baseUrl, 'full', 'owner@full.example');
+    const keys = [];
+    for (let i = 0; i < MAX_ACTIVE_API_KEYS; i++) keys.push(await createApiKey(runtime.bus, 'full', `scanner ${i}`));
+    const refused = await owner.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'one more' });
+    assert.equal(refused.status, 409);
+    assert.match(refused.text, /as many active API keys as it may \(100\); revoke one first/);
+    const cli = await hwr(['keys', 'create', '--account', 'full', '--label', 'one more']);
+    assert.equal(cli.code, 1);
+    assert.match(cli.stderr, /^hwr keys: The account has as many active API keys as it may \(100\); revoke one first\.$/m);
+    assert.equal(cli.stdout, '');
+    const revoked = await owner.submit('/portal/settings/keys', `/portal/settings/keys/${keys[0].keyId}/revoke`, {});
+    assert.equal(revoked.status, 200);
+    const created = await owner.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'one more' });
+    assert.equal(created.status, 200);
+    assert.equal(await apiStatus(newKeyOf(created.text)!), 200);
   });
 
   test("another account's user neither sees nor revokes this account's keys", async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { decideAccount, evolveAccount, initialAccountState, type AccountCommand } from '../../domain/account.ts';
+import { decideAccount, evolveAccount, initialAccountState, MAX_ACTIVE_API_KEYS, type AccountCommand } from '../../domain/account.ts';
 import type { AccountEvent } from '../../domain/events.ts';
 import { deciderSpec } from '../support/decider-spec.ts';
 
@@ -36,6 +36,26 @@ describe('decideAccount', () => {
     const state = account.given([created]).when(createKey).then([keyCreated]);
     assert.equal(state.keys.k1.revokedAt, null);
     account.given([created, keyCreated]).when(createKey).thenRejects('key_already_exists');
+  });
+
+  test('an account holds at most MAX_ACTIVE_API_KEYS active keys; a revoked one makes room', () => {
+    const keys = Array.from(
+      { length: MAX_ACTIVE_API_KEYS },
+      (_, i): AccountEvent => ({
+        type: 'ApiKeyCreated',
+        data: { keyId: `k${i}`, label: 'scanner', prefix: 'hwr_abcdefgh', keyHash: `h${i}`, createdAt: at },
+      }),
+    );
+    const another: AccountCommand = { ...createKey, keyId: 'one-more' };
+    account
+      .given([created, ...keys])
+      .when(another)
+      .thenRejects('too_many_api_keys');
+    const revoked: AccountEvent = { type: 'ApiKeyRevoked', data: { keyId: 'k7', revokedAt: at } };
+    account
+      .given([created, ...keys, revoked])
+      .when(another)
+      .then([{ ...keyCreated, data: { ...keyCreated.data, keyId: 'one-more' } }]);
   });
 
   test('revoking: once; an unknown key is refused', () => {
