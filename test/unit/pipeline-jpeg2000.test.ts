@@ -140,7 +140,7 @@ test('a file of many small boxes is refused after the box budget, counted over a
   assert.ok(reads <= 10_002, `${reads} reads`);
 });
 
-test('lossless files decode to their exact samples: 8-bit grey, 16-bit RGB, 4-bit grey stretched to 0..255', async () => {
+test('lossless files decode to their exact samples: 8-bit grey, 16-bit RGB, 4-bit grey stretched to 0..255, a palette applied', async () => {
   const lines = await decodeJpeg2000(await fixture('copiste-lines.jp2'));
   assert.deepEqual([lines.width, lines.height, lines.channels, lines.depth], [1261, 192, 1, 8]);
   assert.ok(
@@ -159,6 +159,17 @@ test('lossless files decode to their exact samples: 8-bit grey, 16-bit RGB, 4-bi
   assert.deepEqual(
     Array.from(shallow.data),
     pattern(64, 48, 1, 15).map((value) => value * 17),
+  );
+
+  // A palette (pclr, cmap): the page's grey levels as indices into (v, 255 - v, 3v mod 256).
+  const paletteFile = await fixture('palette.jp2');
+  assert.deepEqual((await imageMetadata(paletteFile)).channels, 3);
+  const coloured = await decodeJpeg2000(paletteFile);
+  assert.deepEqual([coloured.width, coloured.height, coloured.channels, coloured.depth], [1261, 192, 3, 8]);
+  const grey = await greyPixels(await fixture('copiste-lines.png'));
+  assert.deepEqual(
+    Array.from(coloured.data),
+    Array.from(grey).flatMap((v) => [v, 255 - v, (v * 3) % 256]),
   );
 
   // A lossy bare codestream: the same page, close to the original.
