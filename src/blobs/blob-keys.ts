@@ -4,13 +4,23 @@
 //   jobs/<job_id>/upload.zip                 the ZIP as uploaded
 //   jobs/<job_id>/pages/<0001>.<ext>         each page image, in page order
 //   jobs/<job_id>/pages/<0001>.layout.xml    a page's uploaded layout, when the ZIP had one
-//   jobs/<job_id>/results/<0001>.json        each page's result (PageResult)
-//   jobs/<job_id>/result.zip                 the result archive
+//   jobs/<job_id>/results/<0001>.<attempt>.json   each page's result (PageResult)
+//   jobs/<job_id>/result.<attempt>.zip            the result archive
+//
+// Results and archives are named by the task attempt that wrote them: a retry of a task whose
+// heartbeat lapsed can run beside its first attempt, and with one name per page (or job) the
+// losing attempt wrote over, or deleted, what the winning one had recorded (found 2026-11-27). The
+// events name the key that won (PageCompleted.resultKey, JobSucceeded.archiveKey); files written
+// before that are `results/<0001>.json` and `result.zip`, and still read through their events.
 export const JOBS_ROOT = 'jobs';
 
 /** Everything of one job: deleting this prefix deletes the job's files. */
 export const jobPrefix = (jobId: string): string => `${JOBS_ROOT}/${jobId}`;
 export const uploadKey = (jobId: string): string => `${jobPrefix(jobId)}/upload.zip`;
 export const pagesPrefix = (jobId: string): string => `${jobPrefix(jobId)}/pages`;
-export const pageResultKey = (jobId: string, page: number): string => `${jobPrefix(jobId)}/results/${String(page).padStart(4, '0')}.json`;
-export const archiveKey = (jobId: string): string => `${jobPrefix(jobId)}/result.zip`;
+export const pageResultKey = (jobId: string, page: number, attempt: string): string =>
+  `${jobPrefix(jobId)}/results/${String(page).padStart(4, '0')}.${attempt}.json`;
+export const archiveKey = (jobId: string, attempt: string): string => `${jobPrefix(jobId)}/result.${attempt}.zip`;
+
+/** One attempt of a pg-boss task: its id and retry count (two attempts of one task differ in the count). */
+export const attemptName = (task: { id: string; retryCount: number }): string => `${task.id}-${task.retryCount}`;

@@ -18,7 +18,7 @@ export function storageKind(key: string): StorageKind {
   if (parts[0] !== JOBS_ROOT || parts.length < 3) return 'other';
   const rest = parts.slice(2).join('/');
   if (rest === 'upload.zip') return 'uploads';
-  if (rest === 'result.zip') return 'archives';
+  if (/^result(\.[^/]+)?\.zip$/.test(rest)) return 'archives';
   if (parts[2] === 'pages' && parts.length === 4) return rest.endsWith('.layout.xml') ? 'layouts' : 'page_images';
   if (parts[2] === 'results' && parts.length === 4) return 'page_results';
   return 'other';

@@ -1,6 +1,6 @@
 // Builds the result archive of a job whose pages are all complete, then records JobSucceeded.
 import type { Job } from 'pg-boss';
-import { archiveKey as archiveKeyOf } from '../blobs/blob-keys.ts';
+import { archiveKey as archiveKeyOf, attemptName } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Logger } from '../logger.ts';
@@ -33,7 +33,8 @@ export function createExportHandler(deps: ExportWorkerDeps) {
     }
     const watch = watchForJobEnd(deps.bus.db.pool, jobId);
     const signal = AbortSignal.any([task.signal, watch.signal]);
-    const archiveKey = archiveKeyOf(jobId);
+    // This attempt's own archive: on its way out it deletes only that, never another attempt's.
+    const archiveKey = archiveKeyOf(jobId, attemptName(task));
     try {
       await deps.bus.job(
         jobId,

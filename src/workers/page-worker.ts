@@ -1,7 +1,7 @@
 // Runs one page of a job through the page pipeline, stores its result and records
 // PageCompleted. The append that completes the last page schedules the export.
 import type { Job } from 'pg-boss';
-import { pageResultKey } from '../blobs/blob-keys.ts';
+import { attemptName, pageResultKey } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Logger } from '../logger.ts';
@@ -86,10 +86,11 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
       spent = { input_tokens: inputTokens, output_tokens: outputTokens, provider, model };
     }
     signal.throwIfAborted();
-    const resultKey = pageResultKey(jobId, page);
+    // This attempt's own result: another attempt of the page (a retry racing it) writes its own.
+    const resultKey = pageResultKey(jobId, page, attemptName(task));
     await deps.blobs.put(resultKey, JSON.stringify(result));
     const correction = result.correction;
-    await deps.bus.page(
+    const completed = await deps.bus.page(
       jobId,
       {
         type: 'CompletePage',
@@ -112,6 +113,12 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
       { actor: 'worker', causationId: task.id },
       view ?? undefined,
     );
+    if (completed.view?.state.completedPages[page] !== resultKey) {
+      // Another attempt completed the page first: its result is the one recorded; this one is nobody's.
+      await deps.blobs.deletePrefix(resultKey).catch(() => {});
+      log.info('page already completed by another attempt: this result dropped');
+      return;
+    }
     log.info('page completed');
   } catch (error) {
     if (spent && spent.input_tokens + spent.output_tokens > 0)

@@ -53,7 +53,9 @@ describe('storage stats', () => {
     assert.equal(storageKind(`jobs/${JOB_A}/pages/0003.tif`), 'page_images');
     assert.equal(storageKind(`jobs/${JOB_A}/pages/0003.layout.xml`), 'layouts');
     assert.equal(storageKind(`jobs/${JOB_A}/results/0003.json`), 'page_results');
+    assert.equal(storageKind(`jobs/${JOB_A}/results/0003.0b6c3a9e-3f41-4c5e-9d35-8f1e2a7b6c01-1.json`), 'page_results');
     assert.equal(storageKind(`jobs/${JOB_A}/result.zip`), 'archives');
+    assert.equal(storageKind(`jobs/${JOB_A}/result.0b6c3a9e-3f41-4c5e-9d35-8f1e2a7b6c01-0.zip`), 'archives');
     assert.equal(storageKind('elsewhere/x'), 'other');
   });
 
