@@ -13,6 +13,11 @@ COPY domain ./domain
 COPY projections ./projections
 COPY migrations ./migrations
 COPY assets ./assets
+# The default model setup and the two models it borrows (the segmenter and the handwriting
+# recognizer with its language model); without them a worker refuses to start (model_invalid).
+COPY models/default ./models/default
+COPY models/hwr-seg-v3 ./models/hwr-seg-v3
+COPY models/hwr-htr-v3 ./models/hwr-htr-v3
 
 # Temporary files; with BLOB_STORE=filesystem also the stored files (uploads, page images,
 # results), which must then be one volume shared by the API and every worker.

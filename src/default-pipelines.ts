@@ -12,6 +12,11 @@ export async function defaultPipelines(
   const { closeSharedEngines } = await import('./pipeline/shared-engine.ts');
   const { createCorrector } = await import('./pipeline/correction/create-corrector.ts');
   const { createExportPipeline } = await import('./export/export-pipeline.ts');
+  const { configuredModelSpec, modelSetupNotice } = await import('./pipeline/models/default-model.ts');
+  // The models are loaded at the first page; their setup is read now, so that a broken one fails
+  // the worker's start (model_invalid) rather than the first job, and the log says which it is.
+  const notice = modelSetupNotice(configuredModelSpec(config.recognition.modelDir));
+  log[notice.level](notice.message);
   const corrector = createCorrector(config.correction);
   log.debug('pipelines loaded');
   return { page: createPagePipeline({ config, corrector }), export: createExportPipeline(), close: closeSharedEngines };

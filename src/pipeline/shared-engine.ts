@@ -2,8 +2,7 @@
 // are expensive to load (hundreds of milliseconds, tens of megabytes each) and
 // onnxruntime sessions are safe to run concurrently.
 import type { Config } from '../config.ts';
-import { defaultModelSpec } from './models/default-model.ts';
-import { loadModelSpec } from './models/model-manifest.ts';
+import { configuredModelSpec } from './models/default-model.ts';
 import { OcrEngine } from './ocr-engine.ts';
 
 const engines = new Map<string, Promise<OcrEngine>>();
@@ -22,7 +21,7 @@ export function sharedEngine(recognition: Config['recognition']): Promise<OcrEng
 
 function loadEngine(recognition: Config['recognition']): Promise<OcrEngine> {
   return Promise.resolve().then(() => {
-    const spec = recognition.modelDir ? loadModelSpec(recognition.modelDir) : defaultModelSpec();
+    const spec = configuredModelSpec(recognition.modelDir);
     return OcrEngine.load(spec, { threads: recognition.threads, concurrency: recognition.concurrency, decoder: recognition.decoder });
   });
 }

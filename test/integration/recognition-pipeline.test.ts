@@ -7,9 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
+import { defaultPipelines } from '../../src/default-pipelines.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { PipelineError } from '../../src/pipeline/errors.ts';
+import { modelSetupNotice } from '../../src/pipeline/models/default-model.ts';
 import { builtinModelSpec } from '../../src/pipeline/models/model-manifest.ts';
 import { createPagePipeline } from '../../src/pipeline/page-pipeline.ts';
 import { allLines, type PageResult } from '../../src/pipeline/page-result.ts';
@@ -222,6 +224,24 @@ test('MODEL_DIR: a broken model directory fails with model_invalid, listing ever
     }
     return true;
   });
+});
+
+test('a worker reads its model setup at start: a broken MODEL_DIR fails the start, the default is named in the log', async () => {
+  const directory = path.join(root, 'no-such-model');
+  const logged: Array<{ level: string; message: string }> = [];
+  const log = createLogger('silent');
+  for (const level of ['info', 'warn'] as const) log[level] = ((message: string) => logged.push({ level, message })) as never;
+  await assert.rejects(defaultPipelines({ ...config, recognition: { ...config.recognition, modelDir: directory } }, log), (error) => {
+    assert.ok(error instanceof PipelineError);
+    assert.equal(error.code, 'model_invalid');
+    return true;
+  });
+  const pipelines = await defaultPipelines({ ...config, recognition: { ...config.recognition, modelDir: null } }, log);
+  await pipelines.close();
+  assert.deepEqual(logged, [{ level: 'info', message: 'recognition models: hwr-default 1 (recognizer hwr-htr 3.3)' }]);
+  // Without models/default, PP-OCRv4 alone, said as a warning.
+  assert.equal(modelSetupNotice(builtinModelSpec()).level, 'warn');
+  assert.match(modelSetupNotice(builtinModelSpec()).message, /built-in PP-OCRv4 alone .* it reads print, not handwriting/);
 });
 
 test('pages whose pixels do not fit the budget together run one after the other, and both finish', async () => {

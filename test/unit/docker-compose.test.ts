@@ -162,5 +162,16 @@ describe('docker-compose.yml', () => {
     for (const folder of ['bin', 'src', 'domain', 'projections', 'migrations', 'assets']) {
       assert.match(dockerfile, new RegExp(`^COPY ${folder} \\./${folder}$`, 'm'), folder);
     }
+    // The default model setup and every model directory it borrows, followed through the manifests.
+    const copied = new Set([...dockerfile.matchAll(/^COPY (models\/[\w-]+) \.\/\1$/gm)].map((match) => match[1]));
+    const needed = ['models/default'];
+    for (let i = 0; i < needed.length; i++) {
+      const manifest = JSON.parse(readFileSync(path.join(root, needed[i], 'manifest.json'), 'utf8')) as Record<string, unknown>;
+      for (const borrowed of JSON.stringify(manifest).matchAll(/"model":"\.\.\/([\w-]+)"/g)) {
+        const folder = `models/${borrowed[1]}`;
+        if (!needed.includes(folder)) needed.push(folder);
+      }
+    }
+    assert.deepEqual([...copied].sort(), needed.sort());
   });
 });
