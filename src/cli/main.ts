@@ -1,17 +1,41 @@
 // `hwr`: one module per command group, loaded on demand so that `hwr recognize`
 // does not start a database and `hwr serve` does not load what it does not need.
 // Each module exports `run(args: string[]): Promise<number>` (the exit code).
+import { UsageError } from './args.ts';
 
-const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(args: string[]): Promise<number> }> }> = {
-  serve: { summary: 'serve [--role api|worker|all]   run the service', load: () => import('./serve.ts') },
-  migrate: { summary: 'migrate                         apply database migrations', load: () => import('./migrate.ts') },
-  accounts: { summary: 'accounts create NAME | rotate-secret NAME', load: () => import('./accounts.ts') },
-  keys: { summary: 'keys create|list|revoke ...', load: () => import('./keys.ts') },
-  users: { summary: 'users invite --account NAME --email E | users list --account NAME   portal users', load: () => import('./users.ts') },
-  jobs: { summary: 'jobs events JOB_ID               a job history as JSON lines', load: () => import('./jobs.ts') },
-  projections: { summary: 'projections rebuild|verify', load: () => import('./projections.ts') },
-  billing: { summary: 'billing [--account NAME] [--from DATE] [--to DATE]', load: () => import('./billing.ts') },
-  storage: { summary: 'storage stats                    blobs and bytes stored, by kind', load: () => import('./storage.ts') },
+/**
+ * `options`: the options an operator command takes; any other is a usage error before it runs (a
+ * misspelt `--acount` ran as if absent, and `serve --rol worker` started the API too). Commands
+ * without `options` (the clients, `recognize`) check their own.
+ */
+interface Command {
+  summary: string;
+  options?: readonly string[];
+  load: () => Promise<{ run(args: string[]): Promise<number> }>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  serve: { summary: 'serve [--role api|worker|all]   run the service', options: ['role'], load: () => import('./serve.ts') },
+  migrate: { summary: 'migrate                         apply database migrations', options: [], load: () => import('./migrate.ts') },
+  accounts: { summary: 'accounts create NAME | rotate-secret NAME', options: [], load: () => import('./accounts.ts') },
+  keys: {
+    summary: 'keys create --account NAME --label LABEL | keys list --account NAME | keys revoke KEY_ID',
+    options: ['account', 'label'],
+    load: () => import('./keys.ts'),
+  },
+  users: {
+    summary: 'users invite --account NAME --email E | users list --account NAME   portal users',
+    options: ['account', 'email'],
+    load: () => import('./users.ts'),
+  },
+  jobs: { summary: 'jobs events JOB_ID               a job history as JSON lines', options: [], load: () => import('./jobs.ts') },
+  projections: { summary: 'projections rebuild|verify', options: [], load: () => import('./projections.ts') },
+  billing: {
+    summary: 'billing [--account NAME] [--from DATE] [--to DATE]',
+    options: ['account', 'from', 'to'],
+    load: () => import('./billing.ts'),
+  },
+  storage: { summary: 'storage stats                    blobs and bytes stored, by kind', options: [], load: () => import('./storage.ts') },
   recognize: { summary: 'recognize IMAGE... [--json]     run layout and recognition on images', load: () => import('./recognize.ts') },
   // Clients of a running service over HTTP (--url/HWR_URL, --key/HWR_API_KEY; docs/client.md).
   submit: {
@@ -47,12 +71,27 @@ if (!command) {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
   });
+  const commandUsage = `usage: hwr ${command.summary.replace(/ {2,}.*$/, '')}`;
+  if (command.options && (args.includes('--help') || args.includes('-h'))) {
+    process.stdout.write(`${commandUsage}\n`);
+    process.exit(0);
+  }
   try {
+    if (command.options) {
+      const unknown = args.filter((arg) => arg.startsWith('--')).find((arg) => !command.options?.includes(arg.slice(2).split('=')[0]));
+      if (unknown) throw new UsageError(`unknown option ${unknown.split('=')[0]}`);
+    }
     const module = await command.load();
     process.exitCode = await module.run(args);
   } catch (error) {
-    process.stderr.write(`hwr ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    const usageError = error instanceof UsageError;
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(
+      // A command's own usage errors may be its usage line already.
+      `hwr ${name}: ${message}\n${usageError && !message.startsWith('usage:') ? `${commandUsage}\n` : ''}`,
+    );
     // At once: a handle left open by a half-started command must not keep a failed process alive.
-    process.exit(1);
+    // A usage error is 2, as for the client commands: 1 stays the command's own failure.
+    process.exit(usageError ? 2 : 1);
   }
 }

@@ -156,6 +156,22 @@ describe('hwr accounts and keys', () => {
       assert.match(run.stderr, /usage|no account/);
     }
   });
+
+  test('operator commands: an unknown option is a usage error (exit 2) before anything runs; --help prints the usage', async () => {
+    // `serve --rol worker` started as role all (the API too); `migrate --help` ran the migrations.
+    const misspelt = await hwr(['serve', '--rol', 'worker']);
+    assert.deepEqual([misspelt.code, misspelt.stdout], [2, '']);
+    assert.equal(misspelt.stderr, 'hwr serve: unknown option --rol\nusage: hwr serve [--role api|worker|all]\n');
+    for (const [command, usage] of [
+      ['serve', 'usage: hwr serve [--role api|worker|all]'],
+      ['migrate', 'usage: hwr migrate'],
+      ['storage', 'usage: hwr storage stats'],
+    ]) {
+      const help = await hwr([command, '--help']);
+      assert.deepEqual([help.code, help.stdout, help.stderr], [0, `${usage}\n`, ''], command);
+    }
+    assert.equal((await hwr(['keys', 'create', '--account', 'acme', '--lable', 'x'])).code, 2);
+  });
 });
 
 describe('hwr jobs, projections and billing', () => {
@@ -187,7 +203,7 @@ describe('hwr jobs, projections and billing', () => {
     const unknown = await hwr(['jobs', 'events', '00000000-0000-4000-8000-000000000000']);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no job/);
-    assert.equal((await hwr(['jobs', 'events', 'nope'])).code, 1);
+    assert.equal((await hwr(['jobs', 'events', 'nope'])).code, 2, 'a usage error');
   });
 
   test('jobs events into a reader that has gone (`| head -1`): exit 0, no EPIPE stack trace', async () => {
@@ -219,7 +235,11 @@ describe('hwr jobs, projections and billing', () => {
     );
     const tomorrow = new Date(Date.now() + 24 * 3600 * 1000).toISOString().slice(0, 10);
     assert.equal((await ok(['billing', '--from', tomorrow])).trim(), '');
-    assert.equal((await hwr(['billing', '--from', 'someday'])).code, 1);
+    assert.equal((await hwr(['billing', '--from', 'someday'])).code, 2, 'a usage error');
+    // A misspelt option is refused, not run as if absent (it printed every account's totals).
+    const misspelt = await hwr(['billing', '--acount', 'globex']);
+    assert.deepEqual([misspelt.code, misspelt.stdout], [2, '']);
+    assert.equal(misspelt.stderr, 'hwr billing: unknown option --acount\nusage: hwr billing [--account NAME] [--from DATE] [--to DATE]\n');
   });
 
   test('projections verify: exit 0; after a row is tampered with, exit 1 naming the table; rebuild repairs it', async () => {
