@@ -20,7 +20,8 @@ const USAGE = `usage: hwr recognize IMAGE... [--json] [--layout-only]
   --layout FILE  the page's own layout (PageXML 2013/2019 or ALTO v2-v4): its regions, lines
                  and reading order are kept, only recognition runs (one image)
 
-Models: the built-in PP-OCRv4, or the model directory in MODEL_DIR (docs/recognition.md).`;
+Models: the default setup (models/default: our segmenter and handwriting recognizer, with PP-OCRv4
+screening printed lines), or the model directory in MODEL_DIR (docs/recognition.md).`;
 
 export async function run(argv: string[]): Promise<number> {
   const args: string[] = [];
