@@ -2,11 +2,13 @@
 // jobs only), /healthz and /readyz without a key, /v1/openapi.json, and request ids
 // echoed in X-Request-Id and in every problem's `instance`.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
+import { parse } from 'yaml';
 import { openApiDocument } from '../../src/http/openapi.ts';
 import { createTestDatabase } from '../support/database.ts';
 import {
@@ -249,6 +251,31 @@ describe('TLS', () => {
       assert.equal(status.status, 200);
       // Plain HTTP on the TLS port is not served.
       await assert.rejects(fetch(`http://127.0.0.1:${new URL(secure.baseUrl).port}/healthz`));
+    } finally {
+      await secure.close();
+    }
+  });
+
+  test("the compose file's API healthcheck passes over HTTPS with TLS_CERT_FILE and over HTTP without (it asked HTTP only)", async () => {
+    const compose = parse(await readFile(path.join(import.meta.dirname, '../../docker-compose.yml'), 'utf8'));
+    const [kind, node, flag, script] = compose.services.api.healthcheck.test as string[];
+    assert.deepEqual([kind, node, flag], ['CMD', 'node', '-e']);
+    const check = (port: string, tls: boolean) =>
+      new Promise<number | null>((resolve) => {
+        const env = { PATH: process.env.PATH ?? '', ...(tls ? { TLS_CERT_FILE: certFile } : {}) };
+        const child = spawn(process.execPath, ['-e', script.replace('port: 8080', `port: ${port}`)], { env, stdio: 'ignore' });
+        child.on('close', resolve);
+      });
+    const secure = await startApiServer(server.runtime.db.url, {
+      env: { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, DATA_DIR: server.config.dataDir },
+    });
+    try {
+      const securePort = new URL(secure.baseUrl).port;
+      const plainPort = new URL(server.baseUrl).port;
+      assert.deepEqual(
+        [await check(securePort, true), await check(plainPort, false), await check(securePort, false), await check('1', false)],
+        [0, 0, 1, 1],
+      );
     } finally {
       await secure.close();
     }
