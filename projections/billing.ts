@@ -35,23 +35,40 @@ export interface BillingLine {
   account_id: string;
   jobs: number;
   pages: number;
+  /** Pages whose correction was applied, over every tier. */
+  corrected_pages: number;
+  /** The same figures per billed tier (`none`, `cheap`, `balanced`, `best`): what an invoice prices. */
+  tiers: Record<string, { jobs: number; pages: number; corrected_pages: number }>;
 }
 
-/** Billed pages per account: done jobs only (failed and cancelled jobs have no billing row). */
+/** Billed pages per account, and per tier: done jobs only (failed and cancelled jobs have no billing row). */
 export async function billingReport(
   db: Queryable,
   filter: { accountId?: string | null; from?: Date | null; to?: Date | null },
 ): Promise<BillingLine[]> {
-  const result = await db.query<{ name: string; account_id: string; jobs: string; pages: string }>(
-    `select a.name, b.account_id, count(*) as jobs, sum(b.pages) as pages
+  const result = await db.query<{ name: string; account_id: string; tier: string; jobs: string; pages: string; corrected_pages: string }>(
+    `select a.name, b.account_id, b.tier, count(*) as jobs, sum(b.pages) as pages, sum(b.corrected_pages) as corrected_pages
      from billing b join accounts a using (account_id)
      where ($1::uuid is null or b.account_id = $1)
        and ($2::timestamptz is null or b.finished_at >= $2)
        and ($3::timestamptz is null or b.finished_at < $3)
-     group by a.name, b.account_id order by a.name`,
+     group by a.name, b.account_id, b.tier order by a.name, b.tier`,
     [filter.accountId ?? null, filter.from ?? null, filter.to ?? null],
   );
-  return result.rows.map((row) => ({ account: row.name, account_id: row.account_id, jobs: Number(row.jobs), pages: Number(row.pages) }));
+  const lines = new Map<string, BillingLine>();
+  for (const row of result.rows) {
+    let line = lines.get(row.account_id);
+    if (!line) {
+      line = { account: row.name, account_id: row.account_id, jobs: 0, pages: 0, corrected_pages: 0, tiers: {} };
+      lines.set(row.account_id, line);
+    }
+    const tier = { jobs: Number(row.jobs), pages: Number(row.pages), corrected_pages: Number(row.corrected_pages) };
+    line.tiers[row.tier] = tier;
+    line.jobs += tier.jobs;
+    line.pages += tier.pages;
+    line.corrected_pages += tier.corrected_pages;
+  }
+  return [...lines.values()];
 }
 
 export interface BilledPeriod {

@@ -229,6 +229,9 @@ describe('hwr jobs, projections and billing', () => {
     assert.equal(byAccount.acme.jobs, 1);
     assert.equal(byAccount.acme.pages, 3);
     assert.equal(byAccount.globex.pages, 1);
+    // Per tier, what an invoice prices: the test pipeline corrects nothing, so every job is `none`.
+    assert.deepEqual(byAccount.acme.tiers, { none: { jobs: 1, pages: 3, corrected_pages: 0 } });
+    assert.equal(byAccount.acme.corrected_pages, 0);
     assert.deepEqual(
       jsonLines(await ok(['billing', '--account', 'globex'])).map((line) => [line.account, line.jobs, line.pages]),
       [['globex', 1, 1]],

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { billingReport } from '../../projections/billing.ts';
 import { MIGRATIONS_DIR } from '../../src/db/migrate.ts';
 import type { CorrectionInfo } from '../../src/pipeline/page-result.ts';
 import type { PagePipeline } from '../../src/pipeline/pipeline.ts';
@@ -99,6 +100,22 @@ describe('billing', () => {
     assert.deepEqual(usage.rows[0], { pages: 3, input: 200 });
 
     assert.deepEqual((await verifyProjections(runtime.db.pool)).differences, []);
+
+    // `hwr billing`'s report: per account, and per tier what an invoice prices.
+    const [report] = await billingReport(runtime.db.pool, { accountId });
+    assert.deepEqual(
+      { jobs: report.jobs, pages: report.pages, corrected_pages: report.corrected_pages, tiers: report.tiers },
+      {
+        jobs: 6,
+        pages: 18,
+        corrected_pages: 7,
+        tiers: {
+          balanced: { jobs: 2, pages: 6, corrected_pages: 4 },
+          cheap: { jobs: 1, pages: 3, corrected_pages: 3 },
+          none: { jobs: 3, pages: 9, corrected_pages: 0 },
+        },
+      },
+    );
 
     // Rows as the previous rule wrote them (the job's tier whatever ran): 0008 recomputes them.
     await runtime.db.pool.query(
