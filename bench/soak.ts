@@ -20,7 +20,13 @@
 //  - no leaked blobs or temporary files: every folder under DATA_DIR/blobs/jobs is a job the
 //    clients submitted, holding only what its state allows; no write in progress; nothing under DATA_DIR/tmp.
 //
-// `npm run bench:soak [-- --minutes 10] [-- --clients 4] [-- --max-pages 2] [-- --cancel 0.2] [-- --seed 1]`
+// `--chaos SECONDS` (with `--split`): about every SECONDS (seeded, 0.5 to 1.5 times) the worker process is
+// SIGKILLed and a new one started, or the embedded PostgreSQL's postmaster is SIGKILLed (its owner, the
+// API process, starts it again), in turn; the same checks must pass. Files of writes a kill cut short,
+// and results of page attempts killed between storing and recording them, are the sweep's and the
+// expiry's to remove: counted, not failed.
+//
+// `npm run bench:soak [-- --minutes 10] [-- --clients 4] [-- --max-pages 2] [-- --cancel 0.2] [-- --seed 1] [-- --split [-- --chaos 60]]`
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readdir, readFile, stat } from 'node:fs/promises';
@@ -46,6 +52,8 @@ const sampleSeconds = Number(option('--sample-seconds', String(Math.max(5, Math.
 const drainMinutes = Number(option('--drain-minutes', '10'));
 /** `--split`: the API (`hwr serve --role api`) and the workers (`--role worker`) in two processes, as docs/deployment.md scales out. */
 const split = args.includes('--split');
+const chaosSeconds = args.includes('--chaos') ? Number(option('--chaos', '60')) : null;
+if (chaosSeconds !== null && !split) throw new Error('--chaos needs --split (the worker is killed and restarted on its own)');
 const POLL_MS = 500;
 /** A job picked for cancelling is cancelled this long after its submission, at random (most are still running then). */
 const CANCEL_WITHIN_MS = 8000;
@@ -118,11 +126,11 @@ const service = await startService(
 webhookSecret = service.webhookSecret;
 /** The service's processes: their memory is sampled, their metrics read. */
 const processes = [{ label: split ? 'API' : 'service', pid: service.process.pid!, metricsPort }];
-if (split) {
-  const workerMetricsPort = await freePort();
-  const worker = service.startWorker({ METRICS_PORT: String(workerMetricsPort), LOG_LEVEL: 'error' });
-  processes.push({ label: 'worker', pid: worker.pid!, metricsPort: workerMetricsPort });
-}
+const workerMetricsPort = await freePort();
+let worker = split ? service.startWorker({ METRICS_PORT: String(workerMetricsPort), LOG_LEVEL: 'error' }) : null;
+if (worker) processes.push({ label: 'worker', pid: worker.pid!, metricsPort: workerMetricsPort });
+/** What the chaos did, and when (s since the start). */
+const chaosLog: Array<[string, string]> = [];
 const headers = { 'X-API-Key': service.key };
 const database = await startEmbeddedPostgres({ dataDir: path.join(service.dataDir, 'postgres'), port: await freePort() });
 if (database.owned) {
@@ -164,7 +172,9 @@ async function soak(): Promise<number> {
   const sampler = setInterval(() => {
     sampling = sampling.then(sample, () => {});
   }, sampleSeconds * 1000);
+  const chaos = chaosSeconds === null ? Promise.resolve() : runChaos(chaosSeconds, started, deadline);
   await Promise.all(Array.from({ length: clients }, (_, index) => runClient(index, stats, deadline, drainDeadline)));
+  await chaos;
   const ended = performance.now();
   clearInterval(sampler);
   await sampling;
@@ -218,6 +228,8 @@ async function soak(): Promise<number> {
     ),
   );
 
+  if (chaosLog.length > 0) console.log(`\nChaos:\n\n${markdownTable(['t (s)', 'what'], chaosLog)}`);
+
   // Callbacks settle: every done or failed job's delivery ends (delivered or abandoned).
   const settleDeadline = performance.now() + 5 * 60_000;
   const finalStatus = new Map<string, StatusBody>();
@@ -246,6 +258,31 @@ async function soak(): Promise<number> {
   ]);
   for (const [name, ok, detail] of results) console.log(`${ok ? 'PASS' : 'FAIL'}  ${name}: ${detail}`);
   return results.every(([, ok]) => ok) ? 0 : 1;
+}
+
+// ---------------------------------------------------------------- chaos
+async function runChaos(everySeconds: number, started: number, deadline: number): Promise<void> {
+  const random = mulberry32(seed * 7919);
+  const at = () => ((performance.now() - started) / 1000).toFixed(0);
+  for (let round = 0; ; round++) {
+    const wait = everySeconds * 1000 * (0.5 + random());
+    if (performance.now() + wait >= deadline) return;
+    await sleep(wait);
+    if (round % 2 === 0 && worker) {
+      const killed = worker.pid;
+      worker.kill('SIGKILL');
+      await new Promise((resolve) =>
+        worker?.exitCode !== null || worker?.signalCode !== null ? resolve(null) : worker?.once('exit', resolve),
+      );
+      worker = service.startWorker({ METRICS_PORT: String(workerMetricsPort), LOG_LEVEL: 'error' });
+      processes[1].pid = worker.pid!;
+      chaosLog.push([at(), `worker ${killed} SIGKILLed; worker ${worker.pid} started`]);
+    } else {
+      const postmaster = Number((await readFile(path.join(service.dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      process.kill(postmaster, 'SIGKILL');
+      chaosLog.push([at(), `PostgreSQL postmaster ${postmaster} SIGKILLed (its owner restarts it)`]);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- clients
@@ -513,6 +550,9 @@ async function checkProjections(): Promise<Check> {
 
 async function checkLeaks(stats: Stats, finalStatus: Map<string, StatusBody>): Promise<Check> {
   const problems: string[] = [];
+  /** Under chaos: writes a kill cut short (the sweep's, an hour on) and results no event names (the expiry's). */
+  const cutShort: string[] = [];
+  let unrecorded = 0;
   const blobRoot = path.join(service.dataDir, 'blobs');
   const known = new Map(stats.jobs.map((job) => [job.id, job]));
   const files = new Map<string, string[]>();
@@ -520,7 +560,8 @@ async function checkLeaks(stats: Stats, finalStatus: Map<string, StatusBody>): P
     if (!entry.isFile()) continue;
     const key = path.relative(blobRoot, path.join(entry.parentPath, entry.name)).split(path.sep).join('/');
     if (key.endsWith('.tmp')) {
-      problems.push(`a write left behind: ${key}`);
+      if (chaosSeconds === null) problems.push(`a write left behind: ${key}`);
+      else cutShort.push(key);
       continue;
     }
     if (storageKind(key) === 'other') {
@@ -539,12 +580,17 @@ async function checkLeaks(stats: Stats, finalStatus: Map<string, StatusBody>): P
     const state = finalStatus.get(jobId)?.state;
     const pageImages = keys.filter((key) => key.startsWith('pages/')).length;
     const results = keys.filter((key) => key.startsWith('results/')).map((key) => Number(key.slice(8, 12)));
+    // Archives are named by the export attempt that wrote them (src/blobs/blob-keys.ts).
+    const archives = keys.filter((key) => /^result(\.[^/]+)?\.zip$/.test(key)).length;
+    const pagesWithResults = new Set(results).size;
     if (!keys.includes('upload.zip')) problems.push(`${jobId}: no upload (retention is 7 days)`);
     if (pageImages !== job.pages) problems.push(`${jobId}: ${pageImages} page images for ${job.pages} pages`);
     if (results.some((page) => !(page >= 1 && page <= job.pages))) problems.push(`${jobId}: a result of a page it does not have`);
-    if (state === 'done' && (results.length !== job.pages || !keys.includes('result.zip')))
-      problems.push(`${jobId}: done with ${results.length} page results, archive ${keys.includes('result.zip')}`);
-    if (state !== 'done' && keys.includes('result.zip')) problems.push(`${jobId}: ${state} with a result archive`);
+    if (chaosSeconds !== null) unrecorded += results.length - pagesWithResults;
+    else if (results.length !== pagesWithResults) problems.push(`${jobId}: ${results.length} page results for ${pagesWithResults} pages`);
+    if (state === 'done' && (pagesWithResults !== job.pages || archives !== 1))
+      problems.push(`${jobId}: done with results of ${pagesWithResults} pages, ${archives} archives`);
+    if (state !== 'done' && archives > 0) problems.push(`${jobId}: ${state} with a result archive`);
   }
   for (const job of stats.jobs) if (!files.has(job.id)) problems.push(`${job.id}: no files at all`);
   const temp = await filesUnder(path.join(service.dataDir, 'tmp'));
@@ -559,7 +605,7 @@ async function checkLeaks(stats: Stats, finalStatus: Map<string, StatusBody>): P
     'no leaked blobs or temporary files',
     problems.length === 0,
     problems.length === 0
-      ? `${files.size} job folders = ${stats.jobs.length} jobs, each holding what its state allows; no write in progress; DATA_DIR/tmp empty; hwr storage stats: ${totals!.total.blobs} blobs, ${(totals!.total.bytes / 1024 ** 2).toFixed(1)} MiB`
+      ? `${files.size} job folders = ${stats.jobs.length} jobs, each holding what its state allows; ${chaosSeconds === null ? 'no write in progress' : `${cutShort.length} writes cut short by a kill (the sweep's), ${unrecorded} results of killed attempts (the expiry's)`}; DATA_DIR/tmp empty; hwr storage stats: ${totals!.total.blobs} blobs, ${(totals!.total.bytes / 1024 ** 2).toFixed(1)} MiB`
       : problems.slice(0, 10).join('; '),
   ];
 }
