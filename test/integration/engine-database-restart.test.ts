@@ -8,7 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded-postgres.ts';
-import { assertCompletedOnce, startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import {
+  assertCompletedOnce,
+  assertNoAttemptSpent,
+  startTestRuntime,
+  submitTestJob,
+  testAccount,
+  testConfig,
+  waitForJobState,
+} from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 
 const clusterDir = path.join(os.tmpdir(), `hwr-restart-${process.pid}`);
@@ -34,22 +42,5 @@ test('PostgreSQL restarted mid-job: the job still completes, with every page onc
 
   assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed'], 120_000), 'done');
   await assertCompletedOnce(runtime, jobId, 6);
-  // No attempt was spent: every page and the export completed on their first. The job is done once
-  // JobSucceeded is appended; pg-boss marks the export task completed when its handler returns, a
-  // moment later (a loaded machine showed it still active), so that moment is waited for.
-  const taskStates = () =>
-    runtime.db.pool.query<{ name: string; state: string; retry_count: number }>(
-      `select name, state, retry_count from pgboss.job where name in ('hwr-page', 'hwr-export') and data->>'jobId' = $1`,
-      [jobId],
-    );
-  let tasks = await taskStates();
-  for (const deadline = Date.now() + 10_000; tasks.rows.some((task) => task.state === 'active') && Date.now() < deadline; ) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    tasks = await taskStates();
-  }
-  assert.equal(tasks.rows.length, 7);
-  assert.deepEqual(
-    tasks.rows.filter((task) => task.retry_count !== 0 || task.state !== 'completed'),
-    [],
-  );
+  await assertNoAttemptSpent(runtime, jobId, 6);
 });

@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { pagesFailed } from '../../src/metrics/metrics.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { assertCompletedOnce, startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
+import {
+  assertCompletedOnce,
+  assertNoAttemptSpent,
+  startTestRuntime,
+  submitTestJob,
+  testAccount,
+  testConfig,
+  waitForJobState,
+} from '../support/engine.ts';
 import { startTestS3Server } from '../support/s3-server.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
 
@@ -29,21 +37,7 @@ test('the object store restarted mid-job: the job still completes, with every pa
 
   assert.equal(await waitForJobState(runtime, jobId, ['done', 'failed'], 120_000), 'done');
   await assertCompletedOnce(runtime, jobId, 8);
-  const taskStates = () =>
-    runtime.db.pool.query<{ name: string; state: string; retry_count: number }>(
-      `select name, state, retry_count from pgboss.job where name in ('hwr-page', 'hwr-export') and data->>'jobId' = $1`,
-      [jobId],
-    );
-  let tasks = await taskStates();
-  for (const deadline = Date.now() + 10_000; tasks.rows.some((task) => task.state === 'active') && Date.now() < deadline; ) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    tasks = await taskStates();
-  }
-  assert.equal(tasks.rows.length, 9);
-  assert.deepEqual(
-    tasks.rows.filter((task) => task.retry_count !== 0 || task.state !== 'completed'),
-    [],
-  );
+  await assertNoAttemptSpent(runtime, jobId, 8);
   const failedAfter = (await pagesFailed.get()).values.reduce((sum, value) => sum + value.value, 0);
   assert.equal(failedAfter, failedBefore, 'hwr_pages_failed_total did not count the outage');
 });

@@ -107,3 +107,26 @@ export async function assertCompletedOnce(runtime: Runtime, jobId: string, pageC
   assert.equal(events.filter((event) => event.type === 'JobSucceeded').length, 1);
   assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
 }
+
+/**
+ * No attempt of the job's page and export tasks was spent: each completed on its first. The job
+ * is done once JobSucceeded is appended; pg-boss marks the export task completed when its handler
+ * returns, a moment later (a loaded machine showed it still active), so that moment is waited for.
+ */
+export async function assertNoAttemptSpent(runtime: Runtime, jobId: string, pageCount: number): Promise<void> {
+  const taskStates = () =>
+    runtime.db.pool.query<{ name: string; state: string; retry_count: number }>(
+      `select name, state, retry_count from pgboss.job where name in ('hwr-page', 'hwr-export') and data->>'jobId' = $1`,
+      [jobId],
+    );
+  let tasks = await taskStates();
+  for (const deadline = Date.now() + 10_000; tasks.rows.some((task) => task.state === 'active') && Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    tasks = await taskStates();
+  }
+  assert.equal(tasks.rows.length, pageCount + 1);
+  assert.deepEqual(
+    tasks.rows.filter((task) => task.retry_count !== 0 || task.state !== 'completed'),
+    [],
+  );
+}
