@@ -138,8 +138,9 @@ if (database.owned) {
   await service.stop();
   throw new Error('the service has no running embedded PostgreSQL to measure');
 }
-const db = new pg.Client({ connectionString: database.url });
-await db.connect();
+// A pool, not one client: a connection to a postmaster the chaos kills is dropped, not the soak.
+const db = new pg.Pool({ connectionString: database.url, max: 2 });
+db.on('error', () => {});
 
 let exitCode = 0;
 try {
@@ -449,7 +450,8 @@ async function checkCallbacks(stats: Stats, finalStatus: Map<string, StatusBody>
     attempts += received.length;
     if (status.state === 'cancelled') {
       if (received.length > 0) problems.push(`${job.id}: cancelled, yet ${received.length} callbacks arrived`);
-      if (status.callback?.state !== 'waiting' || status.callback.attempts !== 0)
+      // A cancelled job's delivery is never sent (docs/callbacks.md: `not_sent`).
+      if (status.callback?.state !== 'not_sent' || status.callback.attempts !== 0)
         problems.push(`${job.id}: cancelled, callback ${JSON.stringify(status.callback)}`);
       continue;
     }

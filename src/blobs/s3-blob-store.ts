@@ -209,8 +209,13 @@ export class S3BlobStore implements BlobStore {
         ),
       );
       const failed = (answer.Errors ?? []).filter((error) => error.Code !== 'NoSuchKey');
-      if (failed.length > 0)
-        throw new Error(`could not delete ${failed.length} object(s) under ${prefix}: ${failed[0].Code} ${failed[0].Message ?? ''}`);
+      if (failed.length > 0) {
+        const message = `could not delete ${failed.length} object(s) under ${prefix}: ${failed[0].Code} ${failed[0].Message ?? ''}`;
+        // Per-object errors in a 200 answer: the store's passing ones (SlowDown, InternalError) are its outage.
+        throw failed.every((error) => PASSING_NAMES.has(error.Code ?? ''))
+          ? new StorageUnavailableError(`the object store is unavailable: ${message}`)
+          : new Error(message);
+      }
       batch = [];
     };
     for await (const object of this.objectsUnder(prefix)) {
@@ -329,8 +334,19 @@ const PASSING_CODES = new Set([
   'EAI_AGAIN',
   'ENOTFOUND',
 ]);
-/** The SDK's timeouts (connectionTimeout, requestTimeout) and S3's answers that ask for a retry later. */
-const PASSING_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'SlowDown', 'ServiceUnavailable', 'InternalError', 'Throttling']);
+/**
+ * The SDK's timeouts (connectionTimeout, requestTimeout), S3's answers that ask for a retry later,
+ * and credentials that could not be fetched (an instance or container metadata endpoint timing out).
+ */
+const PASSING_NAMES = new Set([
+  'TimeoutError',
+  'RequestTimeout',
+  'SlowDown',
+  'ServiceUnavailable',
+  'InternalError',
+  'Throttling',
+  'CredentialsProviderError',
+]);
 
 /**
  * A failure of the store rather than of the call (docs/reliability.md): the connection refused,

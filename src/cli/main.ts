@@ -1,7 +1,7 @@
 // `hwr`: one module per command group, loaded on demand so that `hwr recognize`
 // does not start a database and `hwr serve` does not load what it does not need.
 // Each module exports `run(args: string[]): Promise<number>` (the exit code).
-import { UsageError } from './args.ts';
+import { parseArgs, UsageError } from './args.ts';
 
 /**
  * `options`: the options an operator command takes; any other is a usage error before it runs (a
@@ -72,14 +72,16 @@ if (!command) {
     if (error.code !== 'EPIPE') throw error;
   });
   const commandUsage = `usage: hwr ${command.summary.replace(/ {2,}.*$/, '')}`;
-  if (command.options && (args.includes('--help') || args.includes('-h'))) {
+  // Read as the commands read them (parseArgs): a value that looks like an option (`--label -h`) is a value.
+  const parsed = parseArgs(args);
+  if (command.options && ('help' in parsed.options || parsed.positionals.includes('-h'))) {
     process.stdout.write(`${commandUsage}\n`);
     process.exit(0);
   }
   try {
     if (command.options) {
-      const unknown = args.filter((arg) => arg.startsWith('--')).find((arg) => !command.options?.includes(arg.slice(2).split('=')[0]));
-      if (unknown) throw new UsageError(`unknown option ${unknown.split('=')[0]}`);
+      const unknown = Object.keys(parsed.options).find((name) => !command.options?.includes(name));
+      if (unknown !== undefined) throw new UsageError(`unknown option --${unknown}`);
     }
     const module = await command.load();
     process.exitCode = await module.run(args);

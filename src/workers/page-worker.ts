@@ -1,7 +1,7 @@
 // Runs one page of a job through the page pipeline, stores its result and records
 // PageCompleted. The append that completes the last page schedules the export.
 import type { Job } from 'pg-boss';
-import { attemptName, pageResultKey } from '../blobs/blob-keys.ts';
+import { claimName, pageResultKey } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Logger } from '../logger.ts';
@@ -35,24 +35,48 @@ function pageDeadline(taskExpireSeconds: number | undefined, startedAt: number):
 
 export function createPageHandler(deps: PageWorkerDeps) {
   return async (task: Job<PageTaskData>): Promise<void> => {
-    // Taken once per attempt: a run again after an outage keeps the attempt's deadline.
+    // Taken once per claim: a run again after an outage keeps the claim's deadline, and writes
+    // its result to the same key; another claim of the page (a retry racing it) writes its own.
     const deadline = pageDeadline(deps.taskExpireSeconds, Date.now());
-    return ridingOutOutages<Job<PageTaskData>>(deps, (attempt) => runPage(deps, attempt, deadline))(task);
+    const resultKey = pageResultKey(task.data.jobId, task.data.page, claimName(task));
+    return ridingOutOutages<Job<PageTaskData>>(deps, (attempt) => runPage(deps, attempt, deadline, resultKey))(task);
   };
 }
 
-async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: number | undefined): Promise<void> {
+/**
+ * Deletes this claim's result unless it is the one the job recorded: another claim completed the
+ * page, or the job ended first. `recorded`: the page's recorded key, read here when not given;
+ * when it cannot be read the file stays (the job's expiry removes it), never a recorded one lost.
+ */
+async function dropUnrecordedResult(deps: PageWorkerDeps, jobId: string, page: number, resultKey: string, recorded?: string | null) {
+  try {
+    const known =
+      recorded !== undefined
+        ? recorded
+        : ((await deps.bus.loadPageView(deps.bus.db.pool, jobId, page))?.state.completedPages[page] ?? null);
+    if (known !== resultKey) await deps.blobs.deletePrefix(resultKey);
+  } catch {
+    // kept for the expiry
+  }
+}
+
+async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: number | undefined, resultKey: string): Promise<void> {
   const { jobId, page } = task.data;
   const log = deps.log.child({ job_id: jobId, page, task_id: task.id, attempt: task.retryCount + 1 });
   // The page's view travels from command to command: each one decides from it without a read,
   // and a scope conflict (cancel, a racing attempt) makes the bus read it afresh.
   let view = await deps.bus.loadPageView(deps.bus.db.pool, jobId, page);
   const state = view?.state;
+  // A run again after an outage may have stored its result before: it goes unless it was recorded.
   if (state?.status !== 'queued' && state?.status !== 'processing') {
+    await dropUnrecordedResult(deps, jobId, page, resultKey, state?.completedPages[page] ?? null);
     log.info({ state: state?.status ?? null }, 'page task dropped: job has ended');
     return;
   }
-  if (state.completedPages[page] !== undefined) return;
+  if (state.completedPages[page] !== undefined) {
+    await dropUnrecordedResult(deps, jobId, page, resultKey, state.completedPages[page]);
+    return;
+  }
   const source = state.pages.find((candidate) => candidate.pageNumber === page);
   if (!source || !state.options) throw new Error(`job ${jobId} has no page ${page}`);
 
@@ -86,8 +110,6 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
       spent = { input_tokens: inputTokens, output_tokens: outputTokens, provider, model };
     }
     signal.throwIfAborted();
-    // This attempt's own result: another attempt of the page (a retry racing it) writes its own.
-    const resultKey = pageResultKey(jobId, page, attemptName(task));
     await deps.blobs.put(resultKey, JSON.stringify(result));
     const correction = result.correction;
     const completed = await deps.bus.page(
@@ -115,7 +137,7 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
     );
     if (completed.view?.state.completedPages[page] !== resultKey) {
       // Another attempt completed the page first: its result is the one recorded; this one is nobody's.
-      await deps.blobs.deletePrefix(resultKey).catch(() => {});
+      await dropUnrecordedResult(deps, jobId, page, resultKey, completed.view?.state.completedPages[page] ?? null);
       log.info('page already completed by another attempt: this result dropped');
       return;
     }
@@ -128,6 +150,7 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
       return;
     }
     if (isJobEnded(error) || watch.signal.aborted) {
+      await dropUnrecordedResult(deps, jobId, page, resultKey);
       log.info('page task dropped: job has ended');
       return;
     }

@@ -41,6 +41,9 @@ export function ridingOutOutages<T extends { signal: AbortSignal }>(
           { err: error, round, task_id: (task as { id?: string }).id },
           `${away} unavailable mid-task: waiting for it, then running the task again in the same attempt`,
         );
+        // A store that throttles writes (SlowDown) may answer its read check at once: back off
+        // before running the whole task again (0.25, 0.5, 1 s), as the store asked.
+        if (away === 'blob store') await backOff(250 * 2 ** (round - 1), task.signal);
         const back =
           away === 'blob store'
             ? await waitForStorage(deps.blobs, waitMs, task.signal)
@@ -49,4 +52,18 @@ export function ridingOutOutages<T extends { signal: AbortSignal }>(
       }
     }
   };
+}
+
+function backOff(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 }

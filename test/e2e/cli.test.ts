@@ -171,6 +171,10 @@ describe('hwr accounts and keys', () => {
       assert.deepEqual([help.code, help.stdout, help.stderr], [0, `${usage}\n`, ''], command);
     }
     assert.equal((await hwr(['keys', 'create', '--account', 'acme', '--lable', 'x'])).code, 2);
+    // Read as the command reads it: `-h` here is the label, not a request for help.
+    const labelled = await hwr(['keys', 'create', '--account', 'acme', '--label', '-h']);
+    assert.equal(labelled.code, 0, labelled.stderr);
+    assert.match(labelled.stdout, /^hwr_[\w-]{40}\n$/);
   });
 });
 

@@ -116,6 +116,39 @@ test('503 SlowDown and 500 InternalError (after the SDK retried them) are storag
   denied.close();
 });
 
+test('DeleteObjects answering 200 with a SlowDown per object is storage_unavailable; an AccessDenied per object is not', async () => {
+  const xml = (body: string) => `<?xml version="1.0" encoding="UTF-8"?>${body}`;
+  const deleting = (code: string) =>
+    answeringServer((request, response) => {
+      response.writeHead(200, { 'Content-Type': 'application/xml' });
+      if (request.method === 'GET')
+        response.end(
+          xml(
+            '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>hwr-test</Name><Prefix>outage/jobs/j1/</Prefix>' +
+              '<KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>' +
+              '<Contents><Key>outage/jobs/j1/upload.zip</Key><Size>1</Size></Contents></ListBucketResult>',
+          ),
+        );
+      else
+        response.end(
+          xml(
+            `<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Error><Key>outage/jobs/j1</Key><Code>${code}</Code>` +
+              `<Message>${code}</Message></Error></DeleteResult>`,
+          ),
+        );
+    });
+  const slow = await deleting('SlowDown');
+  await assert.rejects(slow.deletePrefix('jobs/j1'), unavailable);
+  slow.close();
+  const denied = await deleting('AccessDenied');
+  await assert.rejects(denied.deletePrefix('jobs/j1'), (error: Error) => {
+    assert.equal(isStorageUnavailable(error), false);
+    assert.match(error.message, /could not delete 1 object\(s\) under jobs\/j1: AccessDenied/);
+    return true;
+  });
+  denied.close();
+});
+
 test('a body cut short by a lost connection is storage_unavailable, read whole or streamed', async () => {
   const cut = await answeringServer((_request, response) => {
     response.writeHead(200, { 'Content-Type': 'image/png', 'Content-Length': '100000' });

@@ -7,6 +7,8 @@ import path from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
 import sharp from 'sharp';
 import { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
+import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
+import { StorageUnavailableError } from '../../src/blobs/storage-unavailable.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createCorrector } from '../../src/pipeline/correction/create-corrector.ts';
@@ -16,6 +18,7 @@ import { allLines, type PageResult } from '../../src/pipeline/page-result.ts';
 import type { LlmTier, PageCorrector } from '../../src/pipeline/pipeline.ts';
 import { buildPage, HOOKER_RECOGNISED, HOOKER_TRUTH, jobOptions, requestLines } from '../support/correction-pages.ts';
 import { answerLines, answerText, errorReply, FakeLlmServer, type LlmRequest } from '../support/fake-llm-server.ts';
+import { startTestS3Server } from '../support/s3-server.ts';
 
 const IMAGE_KEY = 'jobs/test/pages/1.jpg';
 let server: FakeLlmServer;
@@ -399,5 +402,32 @@ test('an unreadable page image: the best tier corrects from the text alone', asy
     assert.equal(server.requests[0].image, null, key);
     assert.ok(!server.requests[0].system.includes(IMAGE_INSTRUCTION));
     assert.deepEqual(texts(corrected), truth);
+  }
+});
+
+test('the page image in an object store that is away: the best tier does not correct blind, the page task rides it out', async () => {
+  const s3 = await startTestS3Server();
+  const bucket = new S3BlobStore({ ...s3.settings('away'), tempDir: path.join(os.tmpdir(), 'hwr-correction-s3') });
+  try {
+    await bucket.put(
+      'jobs/test/pages/1.jpg',
+      await readFile(path.join(import.meta.dirname, '../fixtures/pages/copiste_wikitexte_0219_2.jpg')),
+    );
+    await s3.pause();
+    server.reset();
+    await assert.rejects(
+      corrector().correct(buildPage(HOOKER_RECOGNISED), {
+        options: jobOptions('best'),
+        imageBlobKey: 'jobs/test/pages/1.jpg',
+        blobs: bucket,
+        signal: new AbortController().signal,
+        log: createLogger('silent'),
+      }),
+      StorageUnavailableError,
+    );
+    assert.equal(server.requests.length, 0, 'no call made without the image');
+  } finally {
+    bucket.close();
+    await s3.stop();
   }
 });

@@ -36,10 +36,56 @@ const jobEvents = async (jobId: string) =>
     )
   ).rows;
 
-test('two export attempts at once: the job is done once, and its recorded archive is stored and downloads', async () => {
+for (const [when, stallMs] of [
+  ['after the job-end watch saw the job done', 1500],
+  ['before the job-end watch polled (its SucceedJob records nothing)', 250],
+] as const) {
+  test(`two export attempts at once, the stalled one ending ${when}: done once, the recorded archive stored and downloading, the other gone`, async () => {
+    const credentials = await createCredentials(runtime);
+    const jobId = await submitTestJob(runtime, credentials.accountId, 1);
+    let calls = 0;
+    const pages: PagePipeline = {
+      async processPage(task, context) {
+        await context.enterStep('layout');
+        return tinyPageResult(task, Buffer.from('page'));
+      },
+    };
+    await createPageHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: pages, retryLimit: 2, log: runtime.log })(
+      attempt<PageTaskData>('page-task', { jobId, page: 1 }, 0),
+    );
+    const exporter: ExportPipeline = {
+      async exportJob(task, context) {
+        const mine = ++calls;
+        const body = Buffer.from(`archive of ${task.jobId} by attempt ${mine}`);
+        const info = await context.blobs.put(task.archiveKey, body);
+        // The first attempt stalls (its worker cut off) and finishes after the retry succeeded.
+        if (mine === 1) await sleep(stallMs);
+        return { archiveKey: task.archiveKey, bytes: info.bytes, sha256: createHash('sha256').update(body).digest('hex') };
+      },
+    };
+    const handler = createExportHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: exporter, retryLimit: 2, log: runtime.log });
+    const first = handler(attempt<ExportTaskData>('export-task', { jobId }, 0));
+    await sleep(100);
+    await Promise.all([first, handler(attempt<ExportTaskData>('export-task', { jobId }, 1))]);
+
+    const succeeded = (await jobEvents(jobId)).filter((event) => event.type === 'JobSucceeded');
+    assert.equal(succeeded.length, 1);
+    const archiveKey = succeeded[0].data.archiveKey as string;
+    const stored = await runtime.blobs.get(archiveKey);
+    assert.equal(createHash('sha256').update(stored).digest('hex'), succeeded[0].data.archiveSha256);
+    const download = await fetch(`${api.baseUrl}/v1/process-scan/${jobId}/result`, { headers: { 'X-API-Key': credentials.key } });
+    assert.equal(download.status, 200);
+    assert.deepEqual(Buffer.from(await download.arrayBuffer()), stored);
+    assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
+    // The losing attempt's archive is gone; only the recorded one is left.
+    const archives = (await runtime.blobs.list(`jobs/${jobId}`)).filter((name) => name.endsWith('.zip') && name !== 'upload.zip');
+    assert.deepEqual(archives, [archiveKey.split('/').at(-1)]);
+  });
+}
+
+test("the answer to an export's SucceedJob lost after it committed: the run again keeps the recorded archive", async () => {
   const credentials = await createCredentials(runtime);
   const jobId = await submitTestJob(runtime, credentials.accountId, 1);
-  let calls = 0;
   const pages: PagePipeline = {
     async processPage(task, context) {
       await context.enterStep('layout');
@@ -49,33 +95,24 @@ test('two export attempts at once: the job is done once, and its recorded archiv
   await createPageHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: pages, retryLimit: 2, log: runtime.log })(
     attempt<PageTaskData>('page-task', { jobId, page: 1 }, 0),
   );
-  const exporter: ExportPipeline = {
-    async exportJob(task, context) {
-      const mine = ++calls;
-      const body = Buffer.from(`archive of ${task.jobId} by attempt ${mine}`);
-      const info = await context.blobs.put(task.archiveKey, body);
-      // The first attempt stalls (its worker cut off) and finishes after the retry succeeded.
-      if (mine === 1) await sleep(1500);
-      return { archiveKey: task.archiveKey, bytes: info.bytes, sha256: createHash('sha256').update(body).digest('hex') };
-    },
+  // The commit goes through; its answer is lost to a reset seen after the job-end watch saw the job done.
+  const bus = Object.create(runtime.bus) as typeof runtime.bus;
+  bus.job = async (...args: Parameters<typeof runtime.bus.job>) => {
+    const result = await runtime.bus.job(...args);
+    if (typeof args[1] === 'object' && args[1].type === 'SucceedJob') {
+      await sleep(700);
+      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+    }
+    return result;
   };
-  const handler = createExportHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: exporter, retryLimit: 2, log: runtime.log });
-  const first = handler(attempt<ExportTaskData>('export-task', { jobId }, 0));
-  await sleep(200);
-  await Promise.all([first, handler(attempt<ExportTaskData>('export-task', { jobId }, 1))]);
-
+  await createExportHandler({ bus, blobs: runtime.blobs, pipeline: testExportPipeline(), retryLimit: 2, log: runtime.log })(
+    attempt<ExportTaskData>('export-task', { jobId }, 0),
+  );
   const succeeded = (await jobEvents(jobId)).filter((event) => event.type === 'JobSucceeded');
   assert.equal(succeeded.length, 1);
-  const archiveKey = succeeded[0].data.archiveKey as string;
-  const stored = await runtime.blobs.get(archiveKey);
-  assert.equal(createHash('sha256').update(stored).digest('hex'), succeeded[0].data.archiveSha256);
+  assert.ok(await runtime.blobs.stat(succeeded[0].data.archiveKey as string), 'the recorded archive is stored');
   const download = await fetch(`${api.baseUrl}/v1/process-scan/${jobId}/result`, { headers: { 'X-API-Key': credentials.key } });
   assert.equal(download.status, 200);
-  assert.deepEqual(Buffer.from(await download.arrayBuffer()), stored);
-  assert.equal((await runtime.db.pool.query('select count(*)::int as n from billing where job_id = $1', [jobId])).rows[0].n, 1);
-  // The losing attempt's archive is gone; only the recorded one is left.
-  const archives = (await runtime.blobs.list(`jobs/${jobId}`)).filter((name) => name.endsWith('.zip') && name !== 'upload.zip');
-  assert.deepEqual(archives, [archiveKey.split('/').at(-1)]);
 });
 
 test('two page attempts at once: the result recorded is the one exported; the other is dropped', async () => {

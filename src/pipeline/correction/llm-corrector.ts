@@ -1,5 +1,6 @@
 // The correction step with a model provider: one structured call per page,
 // guarded, retried, and never fatal to the job (see docs/correction.md).
+import { isStorageUnavailable } from '../../blobs/storage-unavailable.ts';
 import type { Logger } from 'pino';
 import { CORRECTION_ANSWER_ROUNDS } from '../../config.ts';
 import type { CorrectionInfo, PageResult, TextLine } from '../page-result.ts';
@@ -118,6 +119,8 @@ async function pageImage(input: CorrectionInput, turn: PageTurn): Promise<PageIm
     const load = () => loadPageImage(input.blobs, input.imageBlobKey, turn);
     return await (input.admitDecode ? input.admitDecode(load) : load());
   } catch (error) {
+    // The store away is the task's to ride out (it runs again), not a reason to correct blind.
+    if (isStorageUnavailable(error)) throw error;
     input.log.warn(
       { err: error instanceof Error ? error.message : String(error), blob_key: input.imageBlobKey },
       'page image unreadable; correcting from text only',
