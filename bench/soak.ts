@@ -497,7 +497,9 @@ async function checkCallbacks(stats: Stats, finalStatus: Map<string, StatusBody>
       0,
     );
   const answered = (status: number) => [...attemptsByJob.values()].flat().filter((attempt) => attempt.answered === status).length;
-  if (counted('delivered') !== answered(204) || counted('http_error') !== answered(500) + answered(403))
+  // A killed worker's counters die with it (Prometheus reads that as a reset): under chaos the
+  // running processes count only what they sent themselves.
+  if (chaosSeconds === null && (counted('delivered') !== answered(204) || counted('http_error') !== answered(500) + answered(403)))
     problems.push(
       `metrics count ${counted('delivered')} delivered and ${counted('http_error')} http_error; the receiver answered ${answered(204)} × 204, ${answered(500)} × 500, ${answered(403)} × 403`,
     );
