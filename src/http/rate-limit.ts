@@ -50,12 +50,12 @@ export class RateLimiter {
     return (1 - bucket.tokens) / perSecond;
   }
 
-  /** The 429 `rate_limited` answer to a request that must wait `waitSeconds` (from `take`). */
-  refusal(waitSeconds: number): HttpProblem {
+  /** The 429 `rate_limited` answer to a request that must wait `waitSeconds` (from `take`); `who` sent it. */
+  refusal(waitSeconds: number, who = 'This API key'): HttpProblem {
     const { perSecond, burst } = this.settings;
     return new HttpProblem(
       'rate_limited',
-      `This API key sent more than ${burst} requests at once or ${perSecond} a second; retry after Retry-After seconds.`,
+      `${who} sent more than ${burst} requests at once or ${perSecond} a second; retry after Retry-After seconds.`,
       { headers: { 'Retry-After': String(Math.max(1, Math.ceil(waitSeconds))) } },
     );
   }

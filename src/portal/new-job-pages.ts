@@ -8,6 +8,7 @@ import type { Context } from 'koa';
 import { LLM_TIERS, PDF_FORMATS } from '../../domain/events.ts';
 import type { Authenticate, AuthContext } from '../http/authenticate.ts';
 import { toProblem } from '../http/problem.ts';
+import { RateLimiter } from '../http/rate-limit.ts';
 import { registerSubmitScan } from '../http/routes/submit-scan.ts';
 import { DEFAULT_PRESET, PRESETS } from '../pipeline/correction/presets.ts';
 import { html, notice } from './html.ts';
@@ -18,11 +19,18 @@ import { PortalHttpError, redirect, sameToken } from './web.ts';
 export function registerNewJobPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
 
-  // The API's submission route on a router of its own, authenticated by the portal session.
+  // The API's submission route on a router of its own, authenticated by the portal session, under
+  // the API's request rate per user (as per key: uploads are the costly requests), refused unread.
   const inner = new Router();
+  const limiter = new RateLimiter(runtime.config.limits.rateLimit);
   const sessionAuth = Object.assign(
     async (ctx: Context, next: () => Promise<unknown>) => {
       const session = ctx.state.portalSession as Session;
+      const wait = limiter.take(`user:${session.userId}`);
+      if (wait > 0) {
+        ctx.set('Connection', 'close');
+        throw limiter.refusal(wait, 'You');
+      }
       const auth: AuthContext = { accountId: session.accountId, keyId: '', actor: `user:${session.userId}` };
       ctx.state.auth = auth;
       await next();
@@ -71,6 +79,7 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
       const problem = toProblem(error);
       if (!problem) throw error;
       ctx.path = path;
+      ctx.set(problem.headers); // Retry-After of a refusal for the moment
       // The API's own message, on the form again.
       return form(ctx, session, problem.detail, problem.status);
     } finally {

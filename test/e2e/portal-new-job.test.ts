@@ -79,6 +79,34 @@ describe('portal new job', () => {
     }
   });
 
+  test("past the request rate, a user's uploads are refused unread with Retry-After, as an API key's are", async () => {
+    const rated = await startApiServer(databaseUrl, { env: { RATE_LIMIT_PER_SECOND: '0.5', RATE_LIMIT_BURST: '1' } });
+    try {
+      await createCredentials(rated.runtime, 'rated');
+      const owner = await portalUser(rated.runtime, rated.baseUrl, 'rated', 'owner@rated.example');
+      const token = /action="\/portal\/jobs\/new\?_csrf=([^"]+)"/.exec((await owner.get('/portal/jobs/new')).text)![1];
+      const send = () =>
+        fetch(`${rated.baseUrl}/portal/jobs/new?_csrf=${encodeURIComponent(token)}`, {
+          method: 'POST',
+          body: scanForm(zip),
+          redirect: 'manual',
+          headers: { Cookie: `hwr_session=${owner.cookies.get('hwr_session')}` },
+        });
+      const zip = await pagesZip(['1.jpg']);
+      assert.equal((await send()).status, 303);
+      const refused = await send();
+      assert.equal(refused.status, 429);
+      assert.match(refused.headers.get('retry-after') ?? '', /^[12]$/);
+      assert.match(messageOf(await refused.text()) ?? '', /^You sent more than 1 requests at once or 0\.5 a second/);
+      const jobs = await rated.runtime.db.pool.query(
+        `select count(*)::int as n from job_status where account_id = (select account_id from accounts where name = 'rated')`,
+      );
+      assert.equal(jobs.rows[0].n, 1, 'the refused upload made no job');
+    } finally {
+      await rated.close();
+    }
+  });
+
   test('without the CSRF token, or signed out, nothing is submitted', async () => {
     const before = (await runtime.db.pool.query('select count(*)::int as n from job_status')).rows[0].n;
     assert.equal((await upload(user, scanForm(await pagesZip(['1.jpg'])), null)).status, 403);
