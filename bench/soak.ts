@@ -26,14 +26,21 @@
 // and results of page attempts killed between storing and recording them, are the sweep's and the
 // expiry's to remove: counted, not failed.
 //
+// `--s3`: the stored files in an S3 bucket (s3rver, the tests' S3-protocol server, on 127.0.0.1), and
+// with `--chaos` the S3 server is also stopped for 5 s in turn (every call refused), as an object
+// store restart does: the workers wait for it and run their tasks again (docs/reliability.md).
+//
 // `npm run bench:soak [-- --minutes 10] [-- --clients 4] [-- --max-pages 2] [-- --cancel 0.2] [-- --seed 1] [-- --split [-- --chaos 60]]`
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import S3rver from 's3rver';
+import type { BlobStore } from '../src/blobs/blob-store.ts';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
+import { S3BlobStore } from '../src/blobs/s3-blob-store.ts';
 import { storageKind, storageStats } from '../src/blobs/storage-stats.ts';
 import { verifyCallbackSignature } from '../src/callbacks/signature.ts';
 import { freePort, startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
@@ -53,6 +60,7 @@ const drainMinutes = Number(option('--drain-minutes', '10'));
 /** `--split`: the API (`hwr serve --role api`) and the workers (`--role worker`) in two processes, as docs/deployment.md scales out. */
 const split = args.includes('--split');
 const chaosSeconds = args.includes('--chaos') ? Number(option('--chaos', '60')) : null;
+const useS3 = args.includes('--s3');
 if (chaosSeconds !== null && !split) throw new Error('--chaos needs --split (the worker is killed and restarted on its own)');
 const POLL_MS = 500;
 /** A job picked for cancelling is cancelled this long after its submission, at random (most are still running then). */
@@ -117,12 +125,63 @@ const receiver = http.createServer((request, response) => {
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
 
+// ---------------------------------------------------------------- the object store (--s3)
+const S3_BUCKET = 'hwr-soak';
+const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+const s3 = useS3 ? await startS3() : null;
+
+async function startS3() {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'hwr-soak-s3-'));
+  const serve = (port: number) =>
+    new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: [{ name: S3_BUCKET }] });
+  let server: S3rver | null = serve(0);
+  const { port } = await server.run();
+  const endpoint = `http://127.0.0.1:${port}`;
+  return {
+    endpoint,
+    env: {
+      BLOB_STORE: 's3',
+      S3_BUCKET,
+      S3_ENDPOINT: endpoint,
+      S3_FORCE_PATH_STYLE: '1',
+      S3_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+    },
+    async pause() {
+      const running = server;
+      server = null;
+      await running?.close();
+    },
+    async resume() {
+      server ??= serve(port);
+      await server.run();
+    },
+    async stop() {
+      await this.pause();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
+
 // ---------------------------------------------------------------- the service
 const metricsPort = await freePort();
 const service = await startService(
-  { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', METRICS_PORT: String(metricsPort) },
+  { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', METRICS_PORT: String(metricsPort), ...(s3?.env ?? {}) },
   split ? 'api' : 'all',
 );
+/** The store the service writes to, read for the samples and the leak check. */
+const store: BlobStore = s3
+  ? new S3BlobStore({
+      bucket: S3_BUCKET,
+      prefix: '',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+      tempDir: path.join(os.tmpdir(), 'hwr-soak-s3-downloads'),
+    })
+  : new FilesystemBlobStore(path.join(service.dataDir, 'blobs'));
 webhookSecret = service.webhookSecret;
 /** The service's processes: their memory is sampled, their metrics read. */
 const processes = [{ label: split ? 'API' : 'service', pid: service.process.pid!, metricsPort }];
@@ -148,6 +207,7 @@ try {
 } finally {
   await db.end();
   await service.stop();
+  await s3?.stop();
   receiver.close();
 }
 process.exit(exitCode);
@@ -171,7 +231,7 @@ async function soak(): Promise<number> {
   await sample();
   let sampling = Promise.resolve();
   const sampler = setInterval(() => {
-    sampling = sampling.then(sample, () => {});
+    sampling = sampling.then(sample).catch(() => {});
   }, sampleSeconds * 1000);
   const chaos = chaosSeconds === null ? Promise.resolve() : runChaos(chaosSeconds, started, deadline);
   await Promise.all(Array.from({ length: clients }, (_, index) => runClient(index, stats, deadline, drainDeadline)));
@@ -269,7 +329,13 @@ async function runChaos(everySeconds: number, started: number, deadline: number)
     const wait = everySeconds * 1000 * (0.5 + random());
     if (performance.now() + wait >= deadline) return;
     await sleep(wait);
-    if (round % 2 === 0 && worker) {
+    const kind = round % (s3 ? 3 : 2);
+    if (kind === 2 && s3) {
+      await s3.pause();
+      chaosLog.push([at(), 'S3 server stopped for 5 s (connections refused)']);
+      await sleep(5000);
+      await s3.resume();
+    } else if (kind === 0 && worker) {
       const killed = worker.pid;
       worker.kill('SIGKILL');
       await new Promise((resolve) =>
@@ -393,7 +459,8 @@ async function sampleRow(stats: Stats, started: number): Promise<string[]> {
   const metrics = await scrape(processes[0].metricsPort);
   const delay = Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(metrics)?.[1] ?? Number.NaN) * 1000;
   const size = await db.query<{ bytes: string }>('select pg_database_size(current_database()) as bytes');
-  const blobs = await storageStats(new FilesystemBlobStore(path.join(service.dataDir, 'blobs')));
+  // The store may be away (--s3 --chaos): the sample says so rather than ending the soak.
+  const blobs = await storageStats(store).catch(() => null);
   const ended = stats.jobs.filter((job) => job.state !== null);
   return [
     ((performance.now() - started) / 1000).toFixed(0),
@@ -403,7 +470,7 @@ async function sampleRow(stats: Stats, started: number): Promise<string[]> {
     ...memory.map((each) => each.rss.toFixed(0)),
     delay.toFixed(0),
     (Number(size.rows[0].bytes) / 1024 ** 2).toFixed(1),
-    (blobs.total.bytes / 1024 ** 2).toFixed(1),
+    blobs ? (blobs.total.bytes / 1024 ** 2).toFixed(1) : 'away',
     os.loadavg()[0].toFixed(2),
   ];
 }
@@ -557,12 +624,9 @@ async function checkLeaks(stats: Stats, finalStatus: Map<string, StatusBody>): P
   /** Under chaos: writes a kill cut short (the sweep's, an hour on) and results no event names (the expiry's). */
   const cutShort: string[] = [];
   let unrecorded = 0;
-  const blobRoot = path.join(service.dataDir, 'blobs');
   const known = new Map(stats.jobs.map((job) => [job.id, job]));
   const files = new Map<string, string[]>();
-  for (const entry of await readdir(blobRoot, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const key = path.relative(blobRoot, path.join(entry.parentPath, entry.name)).split(path.sep).join('/');
+  for (const key of await storedKeys()) {
     if (key.endsWith('.tmp')) {
       if (chaosSeconds === null) problems.push(`a write left behind: ${key}`);
       else cutShort.push(key);
@@ -612,6 +676,19 @@ async function checkLeaks(stats: Stats, finalStatus: Map<string, StatusBody>): P
       ? `${files.size} job folders = ${stats.jobs.length} jobs, each holding what its state allows; ${chaosSeconds === null ? 'no write in progress' : `${cutShort.length} writes cut short by a kill (the sweep's), ${unrecorded} results of killed attempts (the expiry's)`}; DATA_DIR/tmp empty; hwr storage stats: ${totals!.total.blobs} blobs, ${(totals!.total.bytes / 1024 ** 2).toFixed(1)} MiB`
       : problems.slice(0, 10).join('; '),
   ];
+}
+
+/** Every key in the store, partial writes of the filesystem store included (`*.tmp`). */
+async function storedKeys(): Promise<string[]> {
+  if (s3) {
+    const keys: string[] = [];
+    for await (const { key } of store.walk('jobs')) keys.push(key);
+    return keys;
+  }
+  const blobRoot = path.join(service.dataDir, 'blobs');
+  return (await readdir(blobRoot, { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(blobRoot, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'));
 }
 
 async function filesUnder(directory: string): Promise<string[]> {
