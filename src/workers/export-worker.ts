@@ -89,6 +89,8 @@ async function runExport(deps: ExportWorkerDeps, task: Job<ExportTaskData>, arch
     log.info({ bytes: outcome.bytes }, 'job done');
   } catch (error) {
     if (wasHandedBack(task.signal)) {
+      // The next claim names its own archive: one this claim stored and did not record is nobody's.
+      await dropUnrecordedArchive(deps, jobId, archiveKey);
       log.info('export task handed back: the worker is stopping');
       return;
     }

@@ -146,6 +146,8 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
     if (spent && spent.input_tokens + spent.output_tokens > 0)
       log.warn({ correction: spent }, 'correction tokens spent by an attempt that did not complete (not in usage)');
     if (wasHandedBack(task.signal)) {
+      // The next claim names its own result: one this claim stored and did not record is nobody's.
+      await dropUnrecordedResult(deps, jobId, page, resultKey);
       log.info('page task handed back: the worker is stopping');
       return;
     }

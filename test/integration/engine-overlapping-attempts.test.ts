@@ -8,11 +8,13 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, test } from 'node:test';
 import type { Job } from 'pg-boss';
+import type { BlobStore } from '../../src/blobs/blob-store.ts';
 import type { ExportPipeline, PagePipeline } from '../../src/pipeline/pipeline.ts';
 import type { PageResult } from '../../src/pipeline/page-result.ts';
 import { createExportHandler } from '../../src/workers/export-worker.ts';
 import { createPageHandler } from '../../src/workers/page-worker.ts';
 import type { ExportTaskData, PageTaskData } from '../../src/workers/queues.ts';
+import { HandedBack } from '../../src/workers/task-errors.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { submitTestJob } from '../support/engine.ts';
 import { createCredentials, startApiServer } from '../support/http-client.ts';
@@ -151,4 +153,32 @@ test('two page attempts at once: the result recorded is the one exported; the ot
   assert.equal(billed.corrected_pages, 1);
   // Only the recorded result is stored.
   assert.deepEqual(await runtime.blobs.list(`jobs/${jobId}/results`), [(completed[0].data.resultKey as string).split('/').at(-1)]);
+});
+
+test('a claim handed back at shutdown after storing its result, before recording it, leaves no file (the next claim writes its own)', async () => {
+  const credentials = await createCredentials(runtime);
+  const jobId = await submitTestJob(runtime, credentials.accountId, 1);
+  const controller = new AbortController();
+  // The worker stops just as the result is stored: the shutdown hands the task back, and the
+  // write's caller sees the abort.
+  const blobs: BlobStore = Object.assign(Object.create(runtime.blobs) as BlobStore, {
+    async put(key: string, body: Parameters<BlobStore['put']>[1]) {
+      const info = await runtime.blobs.put(key, body);
+      if (key.includes('/results/')) {
+        controller.abort(new HandedBack());
+        throw controller.signal.reason;
+      }
+      return info;
+    },
+  });
+  const pages: PagePipeline = {
+    async processPage(task, context) {
+      await context.enterStep('layout');
+      return tinyPageResult(task, Buffer.from('page'));
+    },
+  };
+  const task = { ...attempt<PageTaskData>('page-task', { jobId, page: 1 }, 0), signal: controller.signal } as Job<PageTaskData>;
+  await createPageHandler({ bus: runtime.bus, blobs, pipeline: pages, retryLimit: 2, log: runtime.log })(task);
+  assert.deepEqual(await runtime.blobs.list(`jobs/${jobId}/results`), []);
+  assert.equal((await jobEvents(jobId)).filter((event) => event.type === 'PageCompleted').length, 0);
 });
