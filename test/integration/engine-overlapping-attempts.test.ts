@@ -30,6 +30,19 @@ function attempt<T extends object>(id: string, data: T, retryCount: number): Job
   return { id, name: 'test', data, retryCount, signal: new AbortController().signal } as unknown as Job<T>;
 }
 
+/** Reads a one-page job's page as a worker would, so that its export can run. */
+async function completeOnlyPage(jobId: string): Promise<void> {
+  const pages: PagePipeline = {
+    async processPage(task, context) {
+      await context.enterStep('layout');
+      return tinyPageResult(task, Buffer.from('page'));
+    },
+  };
+  await createPageHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: pages, retryLimit: 2, log: runtime.log })(
+    attempt<PageTaskData>('page-task', { jobId, page: 1 }, 0),
+  );
+}
+
 const jobEvents = async (jobId: string) =>
   (
     await runtime.db.pool.query<{ type: string; data: Record<string, unknown> }>(
@@ -46,15 +59,7 @@ for (const [when, stallMs] of [
     const credentials = await createCredentials(runtime);
     const jobId = await submitTestJob(runtime, credentials.accountId, 1);
     let calls = 0;
-    const pages: PagePipeline = {
-      async processPage(task, context) {
-        await context.enterStep('layout');
-        return tinyPageResult(task, Buffer.from('page'));
-      },
-    };
-    await createPageHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: pages, retryLimit: 2, log: runtime.log })(
-      attempt<PageTaskData>('page-task', { jobId, page: 1 }, 0),
-    );
+    await completeOnlyPage(jobId);
     const exporter: ExportPipeline = {
       async exportJob(task, context) {
         const mine = ++calls;
@@ -88,15 +93,7 @@ for (const [when, stallMs] of [
 test("the answer to an export's SucceedJob lost after it committed: the run again keeps the recorded archive", async () => {
   const credentials = await createCredentials(runtime);
   const jobId = await submitTestJob(runtime, credentials.accountId, 1);
-  const pages: PagePipeline = {
-    async processPage(task, context) {
-      await context.enterStep('layout');
-      return tinyPageResult(task, Buffer.from('page'));
-    },
-  };
-  await createPageHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: pages, retryLimit: 2, log: runtime.log })(
-    attempt<PageTaskData>('page-task', { jobId, page: 1 }, 0),
-  );
+  await completeOnlyPage(jobId);
   // The commit goes through; its answer is lost to a reset seen after the job-end watch saw the job done.
   const bus = Object.create(runtime.bus) as typeof runtime.bus;
   bus.job = async (...args: Parameters<typeof runtime.bus.job>) => {
