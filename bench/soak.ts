@@ -33,11 +33,10 @@
 // `npm run bench:soak [-- --minutes 10] [-- --clients 4] [-- --max-pages 2] [-- --cancel 0.2] [-- --seed 1] [-- --split [-- --chaos 60]]`
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import S3rver from 's3rver';
 import type { BlobStore } from '../src/blobs/blob-store.ts';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
 import { S3BlobStore } from '../src/blobs/s3-blob-store.ts';
@@ -45,6 +44,7 @@ import { storageKind, storageStats } from '../src/blobs/storage-stats.ts';
 import { verifyCallbackSignature } from '../src/callbacks/signature.ts';
 import { freePort, startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { CALLBACK_RETRY_DELAYS_SECONDS } from '../domain/job-decide.ts';
+import { runS3Server } from '../test/support/s3-server.ts';
 import { markdownTable } from './lib/table.ts';
 import { startService, zipOf } from './lib/service.ts';
 
@@ -126,61 +126,17 @@ await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
 
 // ---------------------------------------------------------------- the object store (--s3)
-const S3_BUCKET = 'hwr-soak';
-const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
-const s3 = useS3 ? await startS3() : null;
-
-async function startS3() {
-  const directory = await mkdtemp(path.join(os.tmpdir(), 'hwr-soak-s3-'));
-  const serve = (port: number) =>
-    new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: [{ name: S3_BUCKET }] });
-  let server: S3rver | null = serve(0);
-  const { port } = await server.run();
-  const endpoint = `http://127.0.0.1:${port}`;
-  return {
-    endpoint,
-    env: {
-      BLOB_STORE: 's3',
-      S3_BUCKET,
-      S3_ENDPOINT: endpoint,
-      S3_FORCE_PATH_STYLE: '1',
-      S3_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
-    },
-    async pause() {
-      const running = server;
-      server = null;
-      await running?.close();
-    },
-    async resume() {
-      server ??= serve(port);
-      await server.run();
-    },
-    async stop() {
-      await this.pause();
-      await rm(directory, { recursive: true, force: true });
-    },
-  };
-}
+const s3 = useS3 ? await runS3Server() : null;
 
 // ---------------------------------------------------------------- the service
 const metricsPort = await freePort();
 const service = await startService(
-  { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', METRICS_PORT: String(metricsPort), ...(s3?.env ?? {}) },
+  { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE: '1', METRICS_PORT: String(metricsPort), ...(s3?.env() ?? {}) },
   split ? 'api' : 'all',
 );
 /** The store the service writes to, read for the samples and the leak check. */
 const store: BlobStore = s3
-  ? new S3BlobStore({
-      bucket: S3_BUCKET,
-      prefix: '',
-      endpoint: s3.endpoint,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: S3_CREDENTIALS,
-      tempDir: path.join(os.tmpdir(), 'hwr-soak-s3-downloads'),
-    })
+  ? new S3BlobStore({ ...s3.settings(), tempDir: path.join(os.tmpdir(), 'hwr-soak-s3-downloads') })
   : new FilesystemBlobStore(path.join(service.dataDir, 'blobs'));
 webhookSecret = service.webhookSecret;
 /** The service's processes: their memory is sampled, their metrics read. */

@@ -5,9 +5,8 @@
 import type { Context, Next } from 'koa';
 import { CodedError, type ErrorCatalog, type ErrorShape, type ErrorSpec, isCodedError } from '../../domain/errors.ts';
 import { REJECTION_ERRORS, type RejectionCode } from '../../domain/rejections.ts';
-import { isStorageUnavailable } from '../blobs/storage-unavailable.ts';
-import { isDatabaseUnavailable } from '../db/database.ts';
 import { INTAKE_ERRORS } from '../intake/intake-error.ts';
+import { OUTAGE_NAMES, outageOf } from '../outage.ts';
 
 /** The codes the HTTP layer answers with itself, each with its status on purpose. */
 export const HTTP_PROBLEMS = {
@@ -142,17 +141,14 @@ export async function problemMiddleware(ctx: Context, next: Next): Promise<void>
       throw new HttpProblem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
   } catch (error) {
     let problem = toProblem(error);
-    if (!problem && isStorageUnavailable(error)) {
-      ctx.state.log?.warn({ err: error }, 'request failed: the blob store is unavailable');
-      problem = new HttpProblem('storage_unavailable', 'The service cannot reach its file storage at the moment; it is safe to retry.', {
-        headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
-      });
-    }
-    if (!problem && isDatabaseUnavailable(error)) {
-      ctx.state.log?.warn({ err: error }, 'request failed: the database is unavailable');
-      problem = new HttpProblem('database_unavailable', 'The service cannot reach its database at the moment; it is safe to retry.', {
-        headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
-      });
+    const outage = problem ? null : outageOf(error);
+    if (outage) {
+      ctx.state.log?.warn({ err: error }, `request failed: the ${OUTAGE_NAMES[outage]} is unavailable`);
+      problem = new HttpProblem(
+        `${outage}_unavailable`,
+        `The service cannot reach its ${OUTAGE_NAMES[outage]} at the moment; it is safe to retry.`,
+        { headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) } },
+      );
     }
     if (!problem) {
       ctx.state.log?.error({ err: error }, 'request failed');

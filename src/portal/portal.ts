@@ -5,9 +5,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
-import { isStorageUnavailable } from '../blobs/storage-unavailable.ts';
-import { isDatabaseUnavailable } from '../db/database.ts';
 import { DATABASE_RETRY_AFTER_SECONDS } from '../http/problem.ts';
+import { OUTAGE_NAMES, outageOf } from '../outage.ts';
 import type { Runtime } from '../runtime.ts';
 import { csrfField, html, notice, page } from './html.ts';
 import { createSession, revokeSession, revokeUserSessions, ABSOLUTE_TIMEOUT_MS, type Session } from './sessions.ts';
@@ -263,9 +262,10 @@ export function portal(runtime: Runtime): Middleware {
       });
     } catch (error) {
       if (error instanceof SignInRequired) return redirect(ctx, `/portal/sign-in`);
-      if (isDatabaseUnavailable(error) || isStorageUnavailable(error)) {
+      const outage = outageOf(error);
+      if (outage) {
         // As the API's database_unavailable and storage_unavailable: a moment's outage, not a failure of the page.
-        const away = isStorageUnavailable(error) ? 'file storage' : 'database';
+        const away = OUTAGE_NAMES[outage];
         runtime.log.warn({ err: error, path: ctx.path }, `portal page failed: the ${away} is unavailable`);
         ctx.set('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
         render(

@@ -8,7 +8,9 @@ import type { ExportPipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
 import { exportsFailed } from '../metrics/metrics.ts';
 import { failJob } from './page-worker.ts';
-import { isOutage, ridingOutOutages } from './riding-out-outages.ts';
+import { isOutage } from '../outage.ts';
+import { dropUnlessRecorded } from './claim-files.ts';
+import { ridingOutOutages } from './riding-out-outages.ts';
 import type { ExportTaskData } from './queues.ts';
 import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
 
@@ -31,27 +33,15 @@ export function createExportHandler(deps: ExportWorkerDeps) {
   };
 }
 
-/**
- * Deletes this claim's archive unless it is the one the job recorded. `recorded`: the job's
- * archive key, read here when not given; when it cannot be read the file stays (the job's expiry
- * removes it): a recorded archive is never deleted.
- */
-async function dropUnrecordedArchive(deps: ExportWorkerDeps, jobId: string, archiveKey: string, recorded?: string | null) {
-  try {
-    const known = recorded !== undefined ? recorded : (await deps.bus.loadJob(deps.bus.db.pool, jobId)).archiveKey;
-    if (known !== archiveKey) await deps.blobs.deletePrefix(archiveKey);
-  } catch {
-    // kept for the expiry
-  }
-}
-
 async function runExport(deps: ExportWorkerDeps, task: Job<ExportTaskData>, archiveKey: string): Promise<void> {
   const { jobId } = task.data;
   const log = deps.log.child({ job_id: jobId, task_id: task.id, attempt: task.retryCount + 1 });
   const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
+  /** The archive key the job recorded, read afresh (after the job ended under this claim). */
+  const recordedArchive = async () => (await deps.bus.loadJob(deps.bus.db.pool, jobId)).archiveKey;
   if (state.status !== 'processing' || !state.options) {
     // A run again after an outage may have stored its archive before: it goes unless recorded.
-    await dropUnrecordedArchive(deps, jobId, archiveKey, state.archiveKey);
+    await dropUnlessRecorded(deps.blobs, archiveKey, () => state.archiveKey);
     log.info({ state: state.status }, 'export task dropped');
     return;
   }
@@ -82,7 +72,7 @@ async function runExport(deps: ExportWorkerDeps, task: Job<ExportTaskData>, arch
     );
     if (succeeded.after.archiveKey !== archiveKey) {
       // Another claim of the export succeeded first: its archive is the job's.
-      await dropUnrecordedArchive(deps, jobId, archiveKey, succeeded.after.archiveKey);
+      await dropUnlessRecorded(deps.blobs, archiveKey, () => succeeded.after.archiveKey);
       log.info('job already done by another claim of its export: this archive dropped');
       return;
     }
@@ -90,7 +80,7 @@ async function runExport(deps: ExportWorkerDeps, task: Job<ExportTaskData>, arch
   } catch (error) {
     if (wasHandedBack(task.signal)) {
       // The next claim names its own archive: one this claim stored and did not record is nobody's.
-      await dropUnrecordedArchive(deps, jobId, archiveKey);
+      await dropUnlessRecorded(deps.blobs, archiveKey, recordedArchive);
       log.info('export task handed back: the worker is stopping');
       return;
     }
@@ -98,7 +88,7 @@ async function runExport(deps: ExportWorkerDeps, task: Job<ExportTaskData>, arch
     // before the answer was lost; the run again reads the job and keeps a recorded archive.
     if (isOutage(error)) throw error;
     if (isJobEnded(error) || watch.signal.aborted) {
-      await dropUnrecordedArchive(deps, jobId, archiveKey);
+      await dropUnlessRecorded(deps.blobs, archiveKey, recordedArchive);
       log.info('export dropped: job has ended');
       return;
     }

@@ -7,7 +7,9 @@ import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Logger } from '../logger.ts';
 import type { PagePipeline } from '../pipeline/pipeline.ts';
 import { watchForJobEnd } from './cancel-watch.ts';
-import { isOutage, ridingOutOutages } from './riding-out-outages.ts';
+import { isOutage } from '../outage.ts';
+import { dropUnlessRecorded } from './claim-files.ts';
+import { ridingOutOutages } from './riding-out-outages.ts';
 import type { PageTaskData } from './queues.ts';
 import { describeError, isJobEnded, isPermanent, wasHandedBack } from './task-errors.ts';
 
@@ -43,21 +45,9 @@ export function createPageHandler(deps: PageWorkerDeps) {
   };
 }
 
-/**
- * Deletes this claim's result unless it is the one the job recorded: another claim completed the
- * page, or the job ended first. `recorded`: the page's recorded key, read here when not given;
- * when it cannot be read the file stays (the job's expiry removes it), never a recorded one lost.
- */
-async function dropUnrecordedResult(deps: PageWorkerDeps, jobId: string, page: number, resultKey: string, recorded?: string | null) {
-  try {
-    const known =
-      recorded !== undefined
-        ? recorded
-        : ((await deps.bus.loadPageView(deps.bus.db.pool, jobId, page))?.state.completedPages[page] ?? null);
-    if (known !== resultKey) await deps.blobs.deletePrefix(resultKey);
-  } catch {
-    // kept for the expiry
-  }
+/** The result key the job recorded for `page`, or null. */
+async function recordedResult(deps: PageWorkerDeps, jobId: string, page: number): Promise<string | null> {
+  return (await deps.bus.loadPageView(deps.bus.db.pool, jobId, page))?.state.completedPages[page] ?? null;
 }
 
 async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: number | undefined, resultKey: string): Promise<void> {
@@ -69,12 +59,12 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
   const state = view?.state;
   // A run again after an outage may have stored its result before: it goes unless it was recorded.
   if (state?.status !== 'queued' && state?.status !== 'processing') {
-    await dropUnrecordedResult(deps, jobId, page, resultKey, state?.completedPages[page] ?? null);
+    await dropUnlessRecorded(deps.blobs, resultKey, () => state?.completedPages[page] ?? null);
     log.info({ state: state?.status ?? null }, 'page task dropped: job has ended');
     return;
   }
   if (state.completedPages[page] !== undefined) {
-    await dropUnrecordedResult(deps, jobId, page, resultKey, state.completedPages[page]);
+    await dropUnlessRecorded(deps.blobs, resultKey, () => state.completedPages[page]);
     return;
   }
   const source = state.pages.find((candidate) => candidate.pageNumber === page);
@@ -137,7 +127,7 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
     );
     if (completed.view?.state.completedPages[page] !== resultKey) {
       // Another attempt completed the page first: its result is the one recorded; this one is nobody's.
-      await dropUnrecordedResult(deps, jobId, page, resultKey, completed.view?.state.completedPages[page] ?? null);
+      await dropUnlessRecorded(deps.blobs, resultKey, () => completed.view?.state.completedPages[page] ?? null);
       log.info('page already completed by another attempt: this result dropped');
       return;
     }
@@ -147,12 +137,12 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
       log.warn({ correction: spent }, 'correction tokens spent by an attempt that did not complete (not in usage)');
     if (wasHandedBack(task.signal)) {
       // The next claim names its own result: one this claim stored and did not record is nobody's.
-      await dropUnrecordedResult(deps, jobId, page, resultKey);
+      await dropUnlessRecorded(deps.blobs, resultKey, () => recordedResult(deps, jobId, page));
       log.info('page task handed back: the worker is stopping');
       return;
     }
     if (isJobEnded(error) || watch.signal.aborted) {
-      await dropUnrecordedResult(deps, jobId, page, resultKey);
+      await dropUnlessRecorded(deps.blobs, resultKey, () => recordedResult(deps, jobId, page));
       log.info('page task dropped: job has ended');
       return;
     }

@@ -4,9 +4,10 @@
 // and runs the task again, in the same attempt; every command a task sends and every blob it
 // writes is idempotent. Only when it stays away is the attempt spent (docs/reliability.md).
 import type { BlobStore } from '../blobs/blob-store.ts';
-import { isStorageUnavailable, waitForStorage } from '../blobs/storage-unavailable.ts';
-import { isDatabaseUnavailable, waitForDatabase } from '../db/database.ts';
+import { waitForStorage } from '../blobs/storage-unavailable.ts';
+import { waitForDatabase } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
+import { OUTAGE_NAMES, outageOf } from '../outage.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
 
 /** Times one attempt runs a task again after the database or the blob store went away under it. */
@@ -20,11 +21,6 @@ export interface OutageDeps {
   outageWaitMs?: number;
 }
 
-/** The database or the blob store away: the task's work is not at fault and can run again. */
-export function isOutage(error: unknown): boolean {
-  return isDatabaseUnavailable(error) || isStorageUnavailable(error);
-}
-
 export function ridingOutOutages<T extends { signal: AbortSignal }>(
   deps: OutageDeps,
   attempt: (task: T) => Promise<void>,
@@ -34,18 +30,18 @@ export function ridingOutOutages<T extends { signal: AbortSignal }>(
       try {
         return await attempt(task);
       } catch (error) {
-        if (!isOutage(error) || round > OUTAGE_ROUNDS || task.signal.aborted) throw error;
+        const away = outageOf(error);
+        if (away === null || round > OUTAGE_ROUNDS || task.signal.aborted) throw error;
         const waitMs = deps.outageWaitMs ?? 30_000;
-        const away = isStorageUnavailable(error) ? 'blob store' : 'database';
         deps.log.warn(
           { err: error, round, task_id: (task as { id?: string }).id },
-          `${away} unavailable mid-task: waiting for it, then running the task again in the same attempt`,
+          `${OUTAGE_NAMES[away]} unavailable mid-task: waiting for it, then running the task again in the same attempt`,
         );
         // A store that throttles writes (SlowDown) may answer its read check at once: back off
         // before running the whole task again (0.25, 0.5, 1 s), as the store asked.
-        if (away === 'blob store') await backOff(250 * 2 ** (round - 1), task.signal);
+        if (away === 'storage') await backOff(250 * 2 ** (round - 1), task.signal);
         const back =
-          away === 'blob store'
+          away === 'storage'
             ? await waitForStorage(deps.blobs, waitMs, task.signal)
             : await waitForDatabase(deps.bus.db.pool, waitMs, task.signal);
         if (!back) throw error;

@@ -1,7 +1,8 @@
 // A real S3-protocol server for tests, started the way the embedded PostgreSQL is: s3rver (the
 // npm S3 emulator: HTTP, SigV4 signatures, multipart uploads, ListObjectsV2, DeleteObjects,
 // presigned URLs), listening on 127.0.0.1 on a free port, its objects in a temporary directory;
-// one per test file (it starts in well under a second), stopped and deleted after the file.
+// one per test file (it starts in well under a second), stopped and deleted after the file; the
+// soak's --s3 runs one the same way.
 // docs/architecture.md says why s3rver and not Ceph's radosgw.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -30,6 +31,13 @@ export interface TestS3Server {
 
 /** Starts a server with the bucket `hwr-test`; it stops after the test file (or on stop()). */
 export async function startTestS3Server(): Promise<TestS3Server> {
+  const server = await runS3Server();
+  after(server.stop);
+  return server;
+}
+
+/** Starts a server with the bucket `hwr-test` until stop(), outside a test file too (`npm run bench:soak -- --s3`). */
+export async function runS3Server(): Promise<TestS3Server> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'hwr-s3-'));
   const serve = (port: number) =>
     new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: [{ name: TEST_S3_BUCKET }] });
@@ -52,7 +60,6 @@ export async function startTestS3Server(): Promise<TestS3Server> {
       await pause();
       await rm(directory, { recursive: true, force: true });
     })());
-  after(stop);
   return {
     endpoint,
     bucket: TEST_S3_BUCKET,
