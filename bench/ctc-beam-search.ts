@@ -1,5 +1,5 @@
 // Greedy CTC decoding against beam search with the character LM, in the service's own code
-// (onnxruntime-node, src/pipeline/decoding/ctc-beam-search.ts), on the validation lines of htr-lines:
+// (onnxruntime-node, src/recognition/decoding/ctc-beam-search.ts), on the validation lines of htr-lines:
 // CER, WER and milliseconds per line for the model and for each decoder.
 //
 //   node bench/ctc-beam-search.ts [--model models/hwr-htr-v2] [--dataset ../shared/datasets/htr-lines] [--limit N]
@@ -9,13 +9,13 @@
 // Needs ../shared (CI has it).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_BEAM_SEARCH } from '../src/pipeline/decoding/beam-search-options.ts';
-import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
-import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
-import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
+import { DEFAULT_BEAM_SEARCH } from '../src/recognition/models/beam-search-options.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../src/recognition/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../src/recognition/decoding/ctc-beam-search.ts';
+import { decodeCtc } from '../src/recognition/decoding/ctc-decode.ts';
+import { loadCharacterClasses } from '../src/recognition/models/charset.ts';
+import { loadModelSpec } from '../src/recognition/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../src/recognition/models/onnx.ts';
 import { lineSteps, modelInput, readTar, readValidationLines } from './lib/htr-lines.ts';
 import { markdownTable, percent } from './lib/table.ts';
 import { LineErrors } from './lib/text-metrics.ts';

@@ -14,11 +14,11 @@ import { parseArgs } from 'node:util';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
-import { createCorrector } from '../src/pipeline/correction/create-corrector.ts';
-import { editDistance } from '../src/pipeline/correction/edit-distance.ts';
-import { normalizeLineText } from '../src/pipeline/correction/guards.ts';
-import { DEFAULT_PRESET, isPreset } from '../src/pipeline/correction/presets.ts';
-import { allLines, type PageResult } from '../src/pipeline/page-result.ts';
+import { createCorrector } from '../src/recognition/correction/create-corrector.ts';
+import { editDistance } from '../src/recognition/correction/edit-distance.ts';
+import { normalizeLineText } from '../src/recognition/correction/guards.ts';
+import { DEFAULT_PRESET, isPreset } from '../src/recognition/correction/presets.ts';
+import { allLines, type PageResult } from '../src/recognition/page/page-result.ts';
 import { LLM_TIERS, type LlmTier, type PageCorrector } from '../src/pipeline/pipeline.ts';
 
 export interface CorrectionEvalPage {

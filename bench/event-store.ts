@@ -15,7 +15,7 @@ import { createLogger } from '../src/logger.ts';
 import { startRuntime, type Runtime } from '../src/runtime.ts';
 import { appendToStream } from '../src/store/append-to-stream.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { migrate } from '../src/store/migrate.ts';
 import { rebuildProjections, verifyProjections } from '../src/store/replay-projections.ts';
 import { createAccount } from '../src/use-cases/accounts.ts';
 import type { ExportPipeline, PagePipeline } from '../src/pipeline/pipeline.ts';

@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
 import { loadPdfAssets } from '../src/export/assets.ts';
 import { prepareExportPage } from '../src/export/export-page.ts';
-import { createExportPipeline } from '../src/export/export-pipeline.ts';
+import { createExportPipeline } from '../src/pipeline/export-pipeline.ts';
 import { SearchablePdfWriter } from '../src/export/pdf/searchable-pdf.ts';
 import type { PdfFormat } from '../src/pipeline/pipeline.ts';
 import { fixturePages, stageExportJob, type StagedPage } from '../test/support/export-job.ts';

@@ -3,7 +3,7 @@
 // manifest was chosen on, and why the detector's lines of a handwritten page keep every line
 // (docs/recognition.md, "Faint lines"). The default setup's segmenter and its detector lay out
 // each page with every line kept; each line's ink contrast as a share of the
-// page median (src/pipeline/layout/ink-contrast.ts) is counted by whether it is right (>= 50 % of
+// page median (src/recognition/layout/ink-contrast.ts) is counted by whether it is right (>= 50 % of
 // it on ground-truth lines, bench/lib/line-coverage.ts) and, for the right ones, whether the
 // ground-truth line it lies on has text.
 //
@@ -15,10 +15,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import { loadConfig } from '../src/config.ts';
-import { prepareImage } from '../src/pipeline/image/prepare-image.ts';
-import { contrastRatios } from '../src/pipeline/layout/ink-contrast.ts';
-import { defaultModelSpec } from '../src/pipeline/models/default-model.ts';
-import { OcrEngine } from '../src/pipeline/ocr-engine.ts';
+import { prepareImage } from '../src/recognition/image/prepare-image.ts';
+import { contrastRatios } from '../src/recognition/layout/ink-contrast.ts';
+import { defaultModelSpec } from '../src/recognition/models/default-model.ts';
+import { OcrEngine } from '../src/recognition/engine/ocr-engine.ts';
 import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
 import { lineCoverage } from './lib/line-coverage.ts';
 import { markdownTable } from './lib/table.ts';

@@ -22,12 +22,12 @@ import { loadConfig } from '../src/config.ts';
 import { startEmbeddedPostgres, freePort } from '../src/db/embedded-postgres.ts';
 import { createLogger } from '../src/logger.ts';
 import type { ExportPipeline, JobOptions, PagePipeline, PageSource } from '../src/pipeline/pipeline.ts';
-import type { PageResult } from '../src/pipeline/page-result.ts';
+import type { PageResult } from '../src/recognition/page/page-result.ts';
 import { startRuntime, type Runtime } from '../src/runtime.ts';
 import { appendToStream } from '../src/store/append-to-stream.ts';
 import { ConcurrencyError } from '../src/store/concurrency-error.ts';
-import { scheduleReactions } from '../src/workers/boss.ts';
-import { reactionsTo } from '../src/workers/reactions.ts';
+import { scheduleReactions } from '../src/queue/boss.ts';
+import { reactionsTo } from '../src/queue/reactions.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -98,7 +98,7 @@ try {
       }
     }
     if (withReal) {
-      const { defaultPipelines } = await import('../src/default-pipelines.ts');
+      const { defaultPipelines } = await import('../src/pipeline/default-pipelines.ts');
       const fixture = path.resolve(import.meta.dirname, '../test/fixtures/pages');
       const images = ['peraire_test_B.12.japon3_0048.jpg', 'fondue_en_print_dracula_page_51.png'];
       const bodies = await Promise.all(images.map((name) => readFile(path.join(fixture, name))));

@@ -11,7 +11,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { decodeJpeg2000 } from '../src/pipeline/image/jpeg2000-decode.ts';
+import { decodeJpeg2000 } from '../src/recognition/image/jpeg2000-decode.ts';
 import { markdownTable } from './lib/table.ts';
 
 const runs = Number(process.argv[2] ?? 3);

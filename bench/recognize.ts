@@ -12,7 +12,7 @@
 // worker processes pages. Tesseract runs once per page image, as its command line
 // does; its peak memory comes from GNU time (/usr/bin/time) when installed.
 // Threads: ORT_THREADS (default: all cores) for ours, tesseract's OpenMP default.
-// Model time: each model's runs in the inference worker (src/pipeline/models/onnx.ts's run totals),
+// Model time: each model's runs in the inference worker (src/recognition/models/onnx.ts's run totals),
 // per page and page kind, and the page's time outside them.
 // Main-thread hold: while ours runs the pages, perf_hooks' monitorEventLoopDelay (10 ms resolution)
 // records how long a timer waited past its time, i.e. how long a request to a process that also
@@ -23,13 +23,13 @@ import { readFile } from 'node:fs/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { allLines } from '../src/pipeline/page-result.ts';
-import { recognizePage, type StageTimings } from '../src/pipeline/recognize-page.ts';
+import { allLines } from '../src/recognition/page/page-result.ts';
+import { recognizePage, type StageTimings } from '../src/recognition/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../src/pipeline/shared-engine.ts';
-import { defaultModelSpec } from '../src/pipeline/models/default-model.ts';
-import { builtinModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import { modelRunTotals } from '../src/pipeline/models/onnx.ts';
-import { OcrEngine } from '../src/pipeline/ocr-engine.ts';
+import { defaultModelSpec } from '../src/recognition/models/default-model.ts';
+import { builtinModelSpec } from '../src/recognition/models/model-manifest.ts';
+import { modelRunTotals } from '../src/recognition/models/onnx.ts';
+import { OcrEngine } from '../src/recognition/engine/ocr-engine.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
 import { markdownTable, megabytes } from './lib/table.ts';
 import { runTesseract, tesseractVersion } from './lib/tesseract.ts';

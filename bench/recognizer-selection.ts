@@ -1,5 +1,5 @@
 // Measures the rule that shares a page's lines between the main (handwriting) recognizer and
-// the screening one (PP-OCRv4), src/pipeline/recognition/select-reading.ts, on lines other
+// the screening one (PP-OCRv4), src/recognition/reading/select-reading.ts, on lines other
 // than the fixture pages' handwriting:
 //   - handwritten: the validation pages of ../shared/datasets/htr-lines (documents not trained
 //     on), every line as the dataset cut it (line box + 10 % margin), grouped by page;
@@ -19,15 +19,15 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { prepareImageFile } from '../src/pipeline/image/prepare-image.ts';
-import type { RgbImage } from '../src/pipeline/image/raster.ts';
-import type { RotatedRect } from '../src/pipeline/layout/geometry.ts';
-import { boundingBox } from '../src/pipeline/layout/geometry.ts';
-import { DEFAULT_MODEL_DIR } from '../src/pipeline/models/default-model.ts';
-import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import type { RecognitionSpec, SelectionSpec } from '../src/pipeline/models/model-spec.ts';
-import { allLines } from '../src/pipeline/page-result.ts';
-import { LineRecognizer, type DecoderChoice } from '../src/pipeline/recognition/line-recognizer.ts';
+import { prepareImageFile } from '../src/recognition/image/prepare-image.ts';
+import type { RgbImage } from '../src/recognition/image/raster.ts';
+import type { RotatedRect } from '../src/recognition/page/geometry.ts';
+import { boundingBox } from '../src/recognition/page/geometry.ts';
+import { DEFAULT_MODEL_DIR } from '../src/recognition/models/default-model.ts';
+import { loadModelSpec } from '../src/recognition/models/model-manifest.ts';
+import type { RecognitionSpec, SelectionSpec } from '../src/recognition/models/model-spec.ts';
+import { allLines } from '../src/recognition/page/page-result.ts';
+import { LineRecognizer, type DecoderChoice } from '../src/recognition/reading/line-recognizer.ts';
 import {
   lineConfidence,
   mainReadingIsNoise,
@@ -36,8 +36,8 @@ import {
   probeLines,
   screeningSuffices,
   screeningWins,
-} from '../src/pipeline/recognition/select-reading.ts';
-import type { ModelGate } from '../src/pipeline/recognition/text-recognizer.ts';
+} from '../src/recognition/reading/select-reading.ts';
+import type { ModelGate } from '../src/recognition/reading/text-recognizer.ts';
 import { pageResultFromGroundTruth } from '../test/support/page-result-from-ground-truth.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
 import { DEFAULT_DATASET_DIR, readTar, readValidationLines } from './lib/htr-lines.ts';

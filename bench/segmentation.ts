@@ -2,7 +2,7 @@
 // (../shared/fixtures/pages, real scans of 2 to 15 megapixels) or --pages DIR, one process, models
 // loaded before timing, one untimed warm-up page, then per page:
 //   - the segmenter alone, split by stage: scaling the page and writing the input, the model run,
-//     vectorising the maps (src/pipeline/layout/line-segmenter.ts);
+//     vectorising the maps (src/recognition/layout/line-segmenter.ts);
 //   - the layout step of the default setup (segmenter, then reading order) against the layout of
 //     the same setup without the segmenter (PP-OCRv4 detection, line grouping, reading order);
 //   - the whole page (decode, layout, recognition) with and without the segmenter, and the ratio.
@@ -13,12 +13,12 @@ import os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { prepareImage } from '../src/pipeline/image/prepare-image.ts';
-import { segmentLines, type SegmentationTimings } from '../src/pipeline/layout/line-segmenter.ts';
-import { defaultModelSpec } from '../src/pipeline/models/default-model.ts';
-import { createSession } from '../src/pipeline/models/onnx.ts';
-import { OcrEngine } from '../src/pipeline/ocr-engine.ts';
-import { recognizePage } from '../src/pipeline/recognize-page.ts';
+import { prepareImage } from '../src/recognition/image/prepare-image.ts';
+import { segmentLines, type SegmentationTimings } from '../src/recognition/layout/line-segmenter.ts';
+import { defaultModelSpec } from '../src/recognition/models/default-model.ts';
+import { createSession } from '../src/recognition/models/onnx.ts';
+import { OcrEngine } from '../src/recognition/engine/ocr-engine.ts';
+import { recognizePage } from '../src/recognition/recognize-page.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
 import { markdownTable } from './lib/table.ts';
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
-import { createExportPipeline } from '../src/export/export-pipeline.ts';
+import { createExportPipeline } from '../src/pipeline/export-pipeline.ts';
 import type { Manifest } from '../src/export/manifest.ts';
 import { readZip } from '../test/support/check-result-archive.ts';
 import { fixturePages, stageExportJob } from '../test/support/export-job.ts';

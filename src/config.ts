@@ -2,7 +2,7 @@
 // `loadConfig()` throws a ConfigError listing every invalid variable at once.
 import os from 'node:os';
 import path from 'node:path';
-import { defaultPixelBudget } from './pipeline/pixel-budget.ts';
+import { defaultPixelBudget } from './recognition/engine/pixel-budget.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

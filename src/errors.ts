@@ -7,8 +7,8 @@ import { WEBHOOK_URL_ERRORS } from './callbacks/webhook-url.ts';
 import { EXPORT_ERRORS } from './export/errors.ts';
 import { HTTP_PROBLEMS } from './http/problem.ts';
 import { INTAKE_ERRORS } from './intake/intake-error.ts';
-import { PIPELINE_ERRORS } from './pipeline/errors.ts';
-import { LAYOUT_ERRORS } from './pipeline/layout/uploaded-layout.ts';
+import { PIPELINE_ERRORS } from './recognition/page/errors.ts';
+import { LAYOUT_ERRORS } from './recognition/layout/uploaded-layout.ts';
 
 export const ERROR_CATALOGS: Readonly<Record<string, ErrorCatalog>> = {
   'Rejection codes': REJECTION_ERRORS,

@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { redactUrl } from './callbacks/redact-url.ts';
+import { redactUrl } from './shared/redact-url.ts';
 import type { LogLevel } from './config.ts';
 
 // Secrets never reach the logs, whatever an object carries.
@@ -19,7 +19,7 @@ const REDACT = [
 ];
 
 // Webhook URLs wherever an object carrying one is logged (a job's options, a task's data): the
-// query string and user info replaced (src/callbacks/redact-url.ts), the host and path kept.
+// query string and user info replaced (src/shared/redact-url.ts), the host and path kept.
 const REDACT_URL = [
   'webhookUrl',
   'webhook_url',

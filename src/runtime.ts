@@ -8,12 +8,12 @@ import { CommandBus } from './use-cases/command-bus.ts';
 import type { Config } from './config.ts';
 import { checkConnection, openDatabase, type Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
-import { migrate } from './db/migrate.ts';
+import { migrate } from './store/migrate.ts';
 import type { Logger } from './logger.ts';
 import { backgroundErrors, commandCommitDuration } from './metrics/metrics.ts';
-import { measuredPagePipeline } from './metrics/page-metrics.ts';
+import { measuredPagePipeline } from './pipeline/measured-page-pipeline.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
-import { startBoss } from './workers/boss.ts';
+import { startBoss } from './queue/boss.ts';
 import { startWorkers, type Workers } from './workers/start-workers.ts';
 
 export interface Runtime {

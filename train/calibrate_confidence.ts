@@ -15,8 +15,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { decodeCtc, type DecodedCharacter } from '../src/pipeline/decoding/ctc-decode.ts';
-import { calibrateConfidence, type CalibrationPoints } from '../src/pipeline/recognition/confidence-calibration.ts';
+import { decodeCtc, type DecodedCharacter } from '../src/recognition/decoding/ctc-decode.ts';
+import { calibrateConfidence, type CalibrationPoints } from '../src/recognition/models/confidence-calibration.ts';
 import { ConfidenceBins, rightCharacters } from '../bench/lib/text-metrics.ts';
 import { tuneDocuments, validationReader } from '../bench/lib/validation-reader.ts';
 

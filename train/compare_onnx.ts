@@ -10,13 +10,13 @@
 // height); beam options are each manifest's languageModel settings (with its known words when it has a lexicon).
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadCharNgramFile, type CharNgramModel } from '../src/pipeline/decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../src/pipeline/decoding/ctc-beam-search.ts';
-import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
-import { allKnownWords, knownWordsFor } from '../src/pipeline/decoding/known-words.ts';
-import { loadCharacterClasses } from '../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../src/pipeline/models/model-manifest.ts';
-import { createSession, floatTensor, runModel } from '../src/pipeline/models/onnx.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../src/recognition/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../src/recognition/decoding/ctc-beam-search.ts';
+import { decodeCtc } from '../src/recognition/decoding/ctc-decode.ts';
+import { allKnownWords, knownWordsFor } from '../src/recognition/decoding/known-words.ts';
+import { loadCharacterClasses } from '../src/recognition/models/charset.ts';
+import { loadModelSpec } from '../src/recognition/models/model-manifest.ts';
+import { createSession, floatTensor, runModel } from '../src/recognition/models/onnx.ts';
 import { lineSteps, modelInput, readTar, readValidationLines } from '../bench/lib/htr-lines.ts';
 import { markdownTable, percent } from '../bench/lib/table.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';

@@ -8,7 +8,7 @@
 //   node train/eval_line_scales.ts models/hwr-htr-v3 1,1.15,1.25,1.4
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
+import { decodeCtc } from '../src/recognition/decoding/ctc-decode.ts';
 import type { LineInput } from '../bench/lib/htr-lines.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
 import { validationReader } from '../bench/lib/validation-reader.ts';

@@ -9,7 +9,7 @@
 //   node train/eval_tta.ts [MODEL_DIR] [--dataset DIR] [--sets id+up+down,id+thick+thin]
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { decodeCtc } from '../src/pipeline/decoding/ctc-decode.ts';
+import { decodeCtc } from '../src/recognition/decoding/ctc-decode.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';
 import { validationReader } from '../bench/lib/validation-reader.ts';
 

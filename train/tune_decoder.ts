@@ -9,7 +9,7 @@
 //                              [--beam N] [--prune P] [--max-candidates K]
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { BeamSearchOptions } from '../src/pipeline/decoding/beam-search-options.ts';
+import type { BeamSearchOptions } from '../src/recognition/models/beam-search-options.ts';
 import type { DatasetLine } from '../bench/lib/htr-lines.ts';
 import { markdownTable } from '../bench/lib/table.ts';
 import { LineErrors } from '../bench/lib/text-metrics.ts';

@@ -4,7 +4,7 @@
 // bytes into new bytes and says where a point of the original lands, so that the ground truth's
 // line outlines can be carried over and line recall measured on the new image.
 import sharp from 'sharp';
-import type { Point } from '../../src/pipeline/page-result.ts';
+import type { Point } from '../../src/recognition/page/page-result.ts';
 
 export interface CapturedPage {
   bytes: Buffer;

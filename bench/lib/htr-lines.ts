@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import type { RecognitionSpec } from '../../src/pipeline/models/model-spec.ts';
-import { framesCovering } from '../../src/pipeline/recognition/text-recognizer.ts';
+import type { RecognitionSpec } from '../../src/recognition/models/model-spec.ts';
+import { framesCovering } from '../../src/recognition/reading/text-recognizer.ts';
 
 export const DEFAULT_DATASET_DIR = path.resolve(import.meta.dirname, '../../../shared/datasets/htr-lines');
 

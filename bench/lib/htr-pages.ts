@@ -2,7 +2,7 @@
 // tar shards per split, read as pages with their ground truth as an uploaded layout.
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { UploadedLayout } from '../../src/pipeline/layout/uploaded-layout.ts';
+import type { UploadedLayout } from '../../src/recognition/layout/uploaded-layout.ts';
 import { readTar } from './htr-lines.ts';
 
 export const DEFAULT_HTR_PAGES = path.resolve(import.meta.dirname, '../../../shared/datasets/htr-pages');

@@ -1,7 +1,7 @@
 // Layout quality against ground truth with line geometry (PAGE or ALTO): which
 // ground-truth line each recognised line overlaps, and how far the reading order agrees.
-import { allLines, type PageResult, type TextLine } from '../../src/pipeline/page-result.ts';
-import { boundingBox, intersectBoxes } from '../../src/pipeline/layout/geometry.ts';
+import { allLines, type PageResult, type TextLine } from '../../src/recognition/page/page-result.ts';
+import { boundingBox, intersectBoxes } from '../../src/recognition/page/geometry.ts';
 
 /**
  * For each recognised line (in reading order), the index of the ground-truth line it

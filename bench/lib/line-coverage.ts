@@ -9,7 +9,7 @@
 // region outlines, a detected line that is not right and lies mostly (>= 50 %) outside every
 // annotated region is flagged `outside`: the report shows precision with and without them, so
 // writing the ground truth never looked at is told apart from lines drawn where it did look.
-import type { Point } from '../../src/pipeline/page-result.ts';
+import type { Point } from '../../src/recognition/page/page-result.ts';
 import { readingOrderAgreement } from './layout-metrics.ts';
 
 export interface LineCoverage {

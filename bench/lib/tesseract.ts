@@ -2,7 +2,7 @@
 // with its peak memory taken from GNU time when /usr/bin/time is there.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import type { Point } from '../../src/pipeline/page-result.ts';
+import type { Point } from '../../src/recognition/page/page-result.ts';
 
 export interface TesseractRun {
   lines: string[];

@@ -2,15 +2,15 @@
 // own code: its recognizer in onnxruntime-node, its LM file and known words, and the lines' images.
 // Shared by the evaluations in train/ that decode the same lines in several ways.
 import path from 'node:path';
-import type { BeamSearchOptions } from '../../src/pipeline/decoding/beam-search-options.ts';
-import { loadCharNgramFile, type CharNgramModel } from '../../src/pipeline/decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../../src/pipeline/decoding/ctc-beam-search.ts';
-import type { DecodedCharacter } from '../../src/pipeline/decoding/ctc-decode.ts';
-import { knownWordsFor } from '../../src/pipeline/decoding/known-words.ts';
-import { loadCharacterClasses, type CharacterClasses } from '../../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../../src/pipeline/models/model-manifest.ts';
-import type { LanguageModelSpec, RecognitionSpec } from '../../src/pipeline/models/model-spec.ts';
-import { createSession, floatTensor, runModel } from '../../src/pipeline/models/onnx.ts';
+import type { BeamSearchOptions } from '../../src/recognition/models/beam-search-options.ts';
+import { loadCharNgramFile, type CharNgramModel } from '../../src/recognition/decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../../src/recognition/decoding/ctc-beam-search.ts';
+import type { DecodedCharacter } from '../../src/recognition/decoding/ctc-decode.ts';
+import { knownWordsFor } from '../../src/recognition/decoding/known-words.ts';
+import { loadCharacterClasses, type CharacterClasses } from '../../src/recognition/models/charset.ts';
+import { loadModelSpec } from '../../src/recognition/models/model-manifest.ts';
+import type { LanguageModelSpec, RecognitionSpec } from '../../src/recognition/models/model-spec.ts';
+import { createSession, floatTensor, runModel } from '../../src/recognition/models/onnx.ts';
 import { type DatasetLine, type LineInput, lineSteps, modelInput, readTar, readValidationLines } from './htr-lines.ts';
 
 /** The model's class scores for one line: `steps` rows of `count` values. */

@@ -2,7 +2,7 @@ import { jobStreamId } from '../../domain/events.ts';
 import { readStream } from '../store/read-stream.ts';
 import { parseArgs, printJsonLine, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';
-import { eventJson } from '../http/event-json.ts';
+import { eventJson } from '../store/event-json.ts';
 
 export async function run(args: string[]): Promise<number> {
   const [action, jobId] = parseArgs(args).positionals;

@@ -50,7 +50,7 @@ const COMMANDS: Record<string, Command> = {
 };
 
 async function client(name: 'submit' | 'status' | 'result' | 'cancel' | 'events' | 'usage') {
-  const module = await import('./client.ts');
+  const module = await import('./client-commands.ts');
   return { run: module.commandFor(name) };
 }
 

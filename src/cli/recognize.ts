@@ -6,10 +6,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '../config.ts';
-import { isPipelineError } from '../pipeline/errors.ts';
-import { isLayoutError } from '../pipeline/layout/uploaded-layout.ts';
-import { pageText } from '../pipeline/page-result.ts';
-import { recognizePage } from '../pipeline/recognize-page.ts';
+import { isPipelineError } from '../recognition/page/errors.ts';
+import { isLayoutError } from '../recognition/layout/uploaded-layout.ts';
+import { pageText } from '../recognition/page/page-result.ts';
+import { recognizePage } from '../recognition/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../pipeline/shared-engine.ts';
 
 const USAGE = `usage: hwr recognize IMAGE... [--json] [--layout-only]

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
-import { isJunkPath } from '../intake/entry-path.ts';
-import { sortPathsNaturally } from '../intake/natural-sort.ts';
+import { isJunkPath } from '../shared/entry-path.ts';
+import { sortPathsNaturally } from '../shared/natural-sort.ts';
 
 export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.tif', '.tiff', '.webp', '.jp2', '.j2k', '.j2c', '.jpf', '.jpx']);
 

@@ -12,7 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { processAlive } from '../process-alive.ts';
+import { processAlive } from '../shared/process-alive.ts';
 
 const execFileAsync = promisify(execFile);
 

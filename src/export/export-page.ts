@@ -3,7 +3,7 @@
 // - integer pixel geometry clamped to the image, polygons of at least three points;
 // - per line, the words to export: the model's words when they spell the line's text,
 //   otherwise words cut from the line text and spread over the line box (`wordsEstimated`).
-import type { Box, PageResult, Point, TextLine, TextRegion, Word } from '../pipeline/page-result.ts';
+import type { Box, PageResult, Point, TextLine, TextRegion, Word } from '../recognition/page/page-result.ts';
 
 export interface ExportBox {
   x: number;

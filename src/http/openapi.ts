@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document of the whole interface, served at /v1/openapi.json.
 // Tests validate every response they receive against it.
 import { LLM_TIERS, PDF_FORMATS } from '../pipeline/pipeline.ts';
-import { PRESETS } from '../pipeline/correction/presets.ts';
+import { PRESETS } from '../recognition/correction/presets.ts';
 
 const timestamp = { type: 'string', format: 'date-time' } as const;
 const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;

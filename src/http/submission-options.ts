@@ -10,7 +10,7 @@ import {
   type PdfFormat,
   type PipelineStep,
 } from '../pipeline/pipeline.ts';
-import { DEFAULT_PRESET, isPreset, PRESETS } from '../pipeline/correction/presets.ts';
+import { DEFAULT_PRESET, isPreset, PRESETS } from '../recognition/correction/presets.ts';
 import { HttpProblem, type HttpProblemCode } from './problem.ts';
 
 type Fields = Record<string, string | string[] | undefined>;

@@ -1,9 +1,9 @@
 // Recognises page images by their first bytes (magic numbers), never by file name.
 // Accepted: the formats every later step reads through sharp/libvips (JPEG, PNG, TIFF
 // including BigTIFF, WebP), and JPEG 2000 (a JP2 file or a bare codestream), which they read
-// through OpenJPEG (src/pipeline/image/open-image.ts). Other image formats are recognised only
+// through OpenJPEG (src/recognition/image/open-image.ts). Other image formats are recognised only
 // to give a precise refusal ("GIF is not supported") instead of "not an image".
-import { jpeg2000Container } from '../pipeline/image/jpeg2000-header.ts';
+import { jpeg2000Container } from '../recognition/image/jpeg2000-header.ts';
 
 export const ACCEPTED_IMAGE_FORMATS = ['jpeg', 'png', 'tiff', 'webp', 'jp2', 'j2k'] as const;
 export type ImageFormat = (typeof ACCEPTED_IMAGE_FORMATS)[number];

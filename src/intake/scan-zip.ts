@@ -11,13 +11,13 @@ import yauzl, { type Entry, type ZipFile } from 'yauzl';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { PageSource } from '../pipeline/pipeline.ts';
-import { checkEntryPath, isDirectoryPath, isJunkPath } from './entry-path.ts';
+import { checkEntryPath, isDirectoryPath, isJunkPath } from '../shared/entry-path.ts';
 import { ACCEPTED_FORMAT_NAMES, detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';
 import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';
-import { sortPathsNaturally } from './natural-sort.ts';
-import { isLayoutError, MAX_LAYOUT_BYTES } from '../pipeline/layout/uploaded-layout.ts';
-import { readUploadedLayout } from '../pipeline/layout/uploaded-layout-thread.ts';
-import { type ByteReader, jpeg2000TooLarge, readJpeg2000Header, unsupportedJpeg2000 } from '../pipeline/image/jpeg2000-header.ts';
+import { sortPathsNaturally } from '../shared/natural-sort.ts';
+import { isLayoutError, MAX_LAYOUT_BYTES } from '../recognition/layout/uploaded-layout.ts';
+import { readUploadedLayout } from '../recognition/layout/uploaded-layout-thread.ts';
+import { type ByteReader, jpeg2000TooLarge, readJpeg2000Header, unsupportedJpeg2000 } from '../recognition/image/jpeg2000-header.ts';
 
 export interface IntakeOptions {
   limits: Config['limits'];

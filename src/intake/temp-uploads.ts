@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { newestModification } from '../blobs/filesystem-blob-store.ts';
 import type { Logger } from '../logger.ts';
-import { processAlive } from '../process-alive.ts';
+import { processAlive } from '../shared/process-alive.ts';
 
 /** Leftovers whose owner cannot be checked (another host, the layout before this one) go after this long untouched. */
 export const FOREIGN_TEMP_UPLOAD_AGE_MS = 3600_000;

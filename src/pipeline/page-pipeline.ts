@@ -3,11 +3,11 @@
 // first page (shared-engine.ts).
 import type { Config } from '../config.ts';
 import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
-import type { PageResult } from './page-result.ts';
-import { recognizePage, type StageTimings } from './recognize-page.ts';
+import type { PageResult } from '../recognition/page/page-result.ts';
+import { recognizePage, type StageTimings } from '../recognition/recognize-page.ts';
 import { sharedEngine } from './shared-engine.ts';
-import { pagePixels } from './page-pixels.ts';
-import { PixelBudget } from './pixel-budget.ts';
+import { pagePixels } from '../recognition/engine/page-pixels.ts';
+import { PixelBudget } from '../recognition/engine/pixel-budget.ts';
 
 export interface PagePipelineOptions {
   config: Pick<Config, 'recognition' | 'limits'>;

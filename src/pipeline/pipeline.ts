@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { JobOptions, PageSource, PageStep } from '../../domain/events.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { PageResult } from './page-result.ts';
+import type { PageResult } from '../recognition/page/page-result.ts';
 
 // The job options and page sources travel in the JobQueued event: the domain owns them.
 export { LLM_TIERS, PDF_FORMATS, PIPELINE_STEPS } from '../../domain/events.ts';

@@ -2,8 +2,8 @@
 // are expensive to load (hundreds of milliseconds, tens of megabytes each) and
 // onnxruntime sessions are safe to run concurrently.
 import type { Config } from '../config.ts';
-import { configuredModelSpec } from './models/default-model.ts';
-import { OcrEngine } from './ocr-engine.ts';
+import { configuredModelSpec } from '../recognition/models/default-model.ts';
+import { OcrEngine } from '../recognition/engine/ocr-engine.ts';
 
 const engines = new Map<string, Promise<OcrEngine>>();
 

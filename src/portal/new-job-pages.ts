@@ -10,7 +10,7 @@ import type { Authenticate, AuthContext } from '../http/authenticate.ts';
 import { toProblem } from '../http/problem.ts';
 import { RateLimiter } from '../http/rate-limit.ts';
 import { registerSubmitScan } from '../http/routes/submit-scan.ts';
-import { DEFAULT_PRESET, PRESETS } from '../pipeline/correction/presets.ts';
+import { DEFAULT_PRESET, PRESETS } from '../recognition/correction/presets.ts';
 import { html, notice } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';

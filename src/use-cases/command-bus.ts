@@ -21,16 +21,16 @@ import {
 } from '../../domain/events.ts';
 import { decideJob, type JobCommand } from '../../domain/job-decide.ts';
 import { evolveJob, foldJob, type JobState } from '../../domain/job.ts';
-import { LruCache } from './lru-cache.ts';
+import { LruCache } from '../shared/lru-cache.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { appendToStream } from '../store/append-to-stream.ts';
 import { ConcurrencyError } from '../store/concurrency-error.ts';
 import { readStream } from '../store/read-stream.ts';
 import { countStreamEvents, readStreamHead, readStreamScope } from '../store/read-stream-scope.ts';
 import { toDomainEvent } from '../store/recorded-event.ts';
-import { scheduleReactions } from '../workers/boss.ts';
-import { firstPageTag } from '../workers/fair-share.ts';
-import { reactionsTo } from '../workers/reactions.ts';
+import { scheduleReactions } from '../queue/boss.ts';
+import { firstPageTag } from '../queue/fair-share.ts';
+import { reactionsTo } from '../queue/reactions.ts';
 
 /** A conflict is retried until this long has passed since the first try. */
 const CONFLICT_RETRY_MS = 60_000;

@@ -6,14 +6,14 @@ import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ExportPipeline, PagePipeline } from '../pipeline/pipeline.ts';
-import { createCallbackHandler } from './callback-worker.ts';
-import { expireResults } from './expire-results-worker.ts';
-import { createExportHandler } from './export-worker.ts';
-import { startLostTaskWorkers } from './lost-tasks.ts';
-import { sweepOrphanBlobs, sweepStalledWrites } from './orphan-blobs.ts';
-import { createPageHandler } from './page-worker.ts';
-import { QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from './queues.ts';
-import { TaskTracker } from './shutdown.ts';
+import { createCallbackHandler } from './tasks/callback-worker.ts';
+import { expireResults } from './tasks/expire-results-worker.ts';
+import { createExportHandler } from './tasks/export-worker.ts';
+import { startLostTaskWorkers } from './sweeps/lost-tasks.ts';
+import { sweepOrphanBlobs, sweepStalledWrites } from './sweeps/orphan-blobs.ts';
+import { createPageHandler } from './tasks/page-worker.ts';
+import { QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from '../queue/queues.ts';
+import { TaskTracker } from './mechanics/shutdown.ts';
 
 export interface WorkerDeps {
   boss: PgBoss;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { expireResults } from '../../src/workers/expire-results-worker.ts';
+import { expireResults } from '../../src/workers/tasks/expire-results-worker.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState, type ApiServer, type Auth } from '../support/http-client.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';

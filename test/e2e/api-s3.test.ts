@@ -12,7 +12,7 @@ import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
 import { storageStats } from '../../src/blobs/storage-stats.ts';
 import { verifyProjections } from '../../src/store/replay-projections.ts';
 import { HwrClient } from '../../src/client/index.ts';
-import { expireResults } from '../../src/workers/expire-results-worker.ts';
+import { expireResults } from '../../src/workers/tasks/expire-results-worker.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState, type Auth } from '../support/http-client.ts';
 import { portalUser } from '../support/portal-client.ts';

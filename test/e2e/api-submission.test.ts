@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { after, describe, test } from 'node:test';
-import { PRESETS } from '../../src/pipeline/correction/presets.ts';
+import { PRESETS } from '../../src/recognition/correction/presets.ts';
 import { LLM_TIERS, PDF_FORMATS } from '../../src/pipeline/pipeline.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, readZipFixture, scanForm, startApiServer, type Auth } from '../support/http-client.ts';

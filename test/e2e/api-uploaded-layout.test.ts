@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { defaultPipelines } from '../../src/default-pipelines.ts';
+import { defaultPipelines } from '../../src/pipeline/default-pipelines.ts';
 import { createLogger } from '../../src/logger.ts';
 import { checkResultArchive } from '../support/check-result-archive.ts';
 import { createTestDatabase } from '../support/database.ts';

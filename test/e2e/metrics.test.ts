@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
-import { startMetricsServer } from '../../src/metrics/metrics-server.ts';
+import { startMetricsServer } from '../../src/server/metrics-server.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState, waitForStatus, type Auth } from '../support/http-client.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';

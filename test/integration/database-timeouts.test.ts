@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import type pg from 'pg';
 import { type Database, isDatabaseUnavailable, openDatabase } from '../../src/db/database.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { MIGRATION_LOCK } from '../../src/store/locks.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';

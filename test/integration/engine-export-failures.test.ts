@@ -4,8 +4,8 @@
 // the pages come from the test page pipeline, whose stored "images" are a line of text.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { exportTaskId } from '../../src/workers/queues.ts';
-import { createExportPipeline } from '../../src/export/export-pipeline.ts';
+import { exportTaskId } from '../../src/queue/queues.ts';
+import { createExportPipeline } from '../../src/pipeline/export-pipeline.ts';
 import { exportsFailed } from '../../src/metrics/metrics.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';

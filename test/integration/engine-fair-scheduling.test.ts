@@ -1,10 +1,10 @@
-// Fair scheduling between accounts (src/workers/fair-share.ts): page tasks carry priorities that
+// Fair scheduling between accounts (src/queue/fair-share.ts): page tasks carry priorities that
 // make the pages of different accounts take turns, so one account's large job does not starve
 // another account's small one. First the priorities as submitted, then the real engine.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { Runtime } from '../../src/runtime.ts';
-import { pageTaskId, QUEUES } from '../../src/workers/queues.ts';
+import { pageTaskId, QUEUES } from '../../src/queue/queues.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline, type PageLog } from '../support/test-pipelines.ts';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { Runtime } from '../../src/runtime.ts';
 import { PROJECTION_DISPATCHER } from '../../src/store/install-projections.ts';
-import { exportTaskId, QUEUES } from '../../src/workers/queues.ts';
+import { exportTaskId, QUEUES } from '../../src/queue/queues.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline, type PageLog } from '../support/test-pipelines.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/database.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { appendToStream } from '../../src/store/append-to-stream.ts';
 import { ConcurrencyError } from '../../src/store/concurrency-error.ts';
 import { readAll, LOG_START, type LogCheckpoint } from '../../src/store/read-all.ts';

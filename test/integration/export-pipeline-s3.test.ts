@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { S3BlobStore } from '../../src/blobs/s3-blob-store.ts';
-import { createExportPipeline } from '../../src/export/export-pipeline.ts';
+import { createExportPipeline } from '../../src/pipeline/export-pipeline.ts';
 import { checkResultArchive } from '../support/check-result-archive.ts';
 import { fixturePages, stageExportJob } from '../support/export-job.ts';
 import { startTestS3Server } from '../support/s3-server.ts';

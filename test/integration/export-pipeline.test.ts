@@ -8,12 +8,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
-import { createExportPipeline } from '../../src/export/export-pipeline.ts';
+import { createExportPipeline } from '../../src/pipeline/export-pipeline.ts';
 import type { ExportTask } from '../../src/pipeline/pipeline.ts';
 import { checkResultArchive } from '../support/check-result-archive.ts';
 import { fixturePages, stageExportJob, type StagedPage } from '../support/export-job.ts';
 import { layoutOnlyPage, syntheticPage } from '../support/synthetic-pages.ts';
-import { regionsTurnedBack } from '../../src/pipeline/turned-page.ts';
+import { regionsTurnedBack } from '../../src/recognition/engine/turned-page.ts';
 
 const log = pino({ level: 'silent' });
 const pipeline = createExportPipeline();

@@ -11,7 +11,7 @@ import { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { IntakeError, type IntakeErrorCode } from '../../src/intake/intake-error.ts';
 import { intakeScanZip } from '../../src/intake/scan-zip.ts';
-import { MAX_LAYOUT_BYTES } from '../../src/pipeline/layout/uploaded-layout.ts';
+import { MAX_LAYOUT_BYTES } from '../../src/recognition/layout/uploaded-layout.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/export');
 const defaults = loadConfig({}).limits;

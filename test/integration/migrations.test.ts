@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { after, test } from 'node:test';
 import { openDatabase } from '../../src/db/database.ts';
-import { migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { migrate, MIGRATIONS_DIR } from '../../src/store/migrate.ts';
 import { PROJECTION_DISPATCHER } from '../../src/store/install-projections.ts';
 import { createTestDatabase } from '../support/database.ts';
 

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { PageResult } from '../../src/pipeline/page-result.ts';
+import type { PageResult } from '../../src/recognition/page/page-result.ts';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/export');

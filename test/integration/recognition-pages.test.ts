@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
-import { allLines, type PageResult } from '../../src/pipeline/page-result.ts';
-import { boundingBox } from '../../src/pipeline/layout/geometry.ts';
-import { OcrEngine } from '../../src/pipeline/ocr-engine.ts';
-import { recognizePage } from '../../src/pipeline/recognize-page.ts';
+import { allLines, type PageResult } from '../../src/recognition/page/page-result.ts';
+import { boundingBox } from '../../src/recognition/page/geometry.ts';
+import { OcrEngine } from '../../src/recognition/engine/ocr-engine.ts';
+import { recognizePage } from '../../src/recognition/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../../src/pipeline/shared-engine.ts';
 import { errorRate, scorePage } from '../../bench/lib/text-metrics.ts';
 import {

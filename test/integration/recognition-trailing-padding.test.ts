@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import test from 'node:test';
-import { prepareImageFile } from '../../src/pipeline/image/prepare-image.ts';
-import { enclosingRectOfPoints } from '../../src/pipeline/layout/geometry.ts';
-import { loadCharacterClasses } from '../../src/pipeline/models/charset.ts';
-import { loadModelSpec } from '../../src/pipeline/models/model-manifest.ts';
-import type { RecognitionSpec } from '../../src/pipeline/models/model-spec.ts';
-import { createSession, floatTensor, runModel, whiteValue, writeNormalisedPlanes } from '../../src/pipeline/models/onnx.ts';
-import { cropLine, framesCovering, scoreCrops, type LineCrop } from '../../src/pipeline/recognition/text-recognizer.ts';
+import { prepareImageFile } from '../../src/recognition/image/prepare-image.ts';
+import { enclosingRectOfPoints } from '../../src/recognition/page/geometry.ts';
+import { loadCharacterClasses } from '../../src/recognition/models/charset.ts';
+import { loadModelSpec } from '../../src/recognition/models/model-manifest.ts';
+import type { RecognitionSpec } from '../../src/recognition/models/model-spec.ts';
+import { createSession, floatTensor, runModel, whiteValue, writeNormalisedPlanes } from '../../src/recognition/models/onnx.ts';
+import { cropLine, framesCovering, scoreCrops, type LineCrop } from '../../src/recognition/reading/text-recognizer.ts';
 import { groundTruthLines, MARGINAL_PAGE } from '../support/recognition-fixtures.ts';
 
 const MODEL_DIR = fileURLToPath(new URL('../../models/hwr-htr-v3', import.meta.url));

@@ -2,7 +2,7 @@
 // (hooker_JDH_2_16_144_002, first lines; see test/fixtures/README.md), texts as a
 // recogniser might have read them, word boxes laid out along each line in
 // proportion to their characters, as recognition does.
-import type { Box, PageResult, TextLine, Word } from '../../src/pipeline/page-result.ts';
+import type { Box, PageResult, TextLine, Word } from '../../src/recognition/page/page-result.ts';
 import type { JobOptions, LlmTier } from '../../src/pipeline/pipeline.ts';
 
 export interface LineSpec {

@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BlobStore } from '../../src/blobs/blob-store.ts';
-import type { PageResult } from '../../src/pipeline/page-result.ts';
+import type { PageResult } from '../../src/recognition/page/page-result.ts';
 import type { ExportTask, JobOptions } from '../../src/pipeline/pipeline.ts';
 import { pageResultFromGroundTruth } from './page-result-from-ground-truth.ts';
 

@@ -9,7 +9,7 @@ import yazl from 'yazl';
 import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import type { Config } from '../../src/config.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
-import { startHttpServer, type RunningServer } from '../../src/http/server.ts';
+import { startHttpServer, type RunningServer } from '../../src/server/http-server.ts';
 import type { ExportPipeline, PagePipeline } from '../../src/pipeline/pipeline.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { startTestRuntime, testConfig } from './engine.ts';

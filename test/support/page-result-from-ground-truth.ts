@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import type { PageResult, Point, TextLine, TextRegion, Word } from '../../src/pipeline/page-result.ts';
+import type { PageResult, Point, TextLine, TextRegion, Word } from '../../src/recognition/page/page-result.ts';
 import { childNamed, childrenNamed, descendantsNamed, parseXml, type XmlElement } from './xml-tree.ts';
 
 export interface GroundTruthPage {

@@ -1,5 +1,5 @@
 // Point in polygon (even-odd rule), for tests that check a line's outline holds points.
-import type { Point } from '../../src/pipeline/page-result.ts';
+import type { Point } from '../../src/recognition/page/page-result.ts';
 
 export function insidePolygon([x, y]: readonly [number, number], polygon: readonly Point[]): boolean {
   let within = false;

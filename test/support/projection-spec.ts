@@ -8,7 +8,7 @@ import { after } from 'node:test';
 import type { EventType } from '../../domain/events.ts';
 import type { Projection } from '../../projections/index.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { migrate } from '../../src/store/migrate.ts';
 import { projectionFunctionName, projectionsVersion } from '../../src/store/install-projections.ts';
 import { createTestDatabase } from './database.ts';
 

@@ -2,7 +2,7 @@
 // (compared with bench/lib/layout-metrics.ts).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { allLines, type TextLine } from '../../src/pipeline/page-result.ts';
+import { allLines, type TextLine } from '../../src/recognition/page/page-result.ts';
 import { pageResultFromGroundTruth } from './page-result-from-ground-truth.ts';
 
 export { matchLines, readingOrderAgreement } from '../../bench/lib/layout-metrics.ts';

@@ -3,7 +3,7 @@
 // processing until the test releases its job (or the job is cancelled), a page named `decode-*`
 // is decoded by the real image preparation (and fails as it does when its pixels are cut off).
 // Everything else runs through the fast test pipeline of test-pipelines.ts.
-import { prepareImage } from '../../src/pipeline/image/prepare-image.ts';
+import { prepareImage } from '../../src/recognition/image/prepare-image.ts';
 import type { ExportPipeline, PagePipeline } from '../../src/pipeline/pipeline.ts';
 import { testExportPipeline, testPagePipeline } from './test-pipelines.ts';
 

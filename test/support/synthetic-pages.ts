@@ -1,5 +1,5 @@
 // Synthetic PageResults for edge cases the ground truth does not cover.
-import type { PageResult, TextLine, Word } from '../../src/pipeline/page-result.ts';
+import type { PageResult, TextLine, Word } from '../../src/recognition/page/page-result.ts';
 
 export function syntheticPage(overrides: Partial<PageResult> = {}): PageResult {
   return {

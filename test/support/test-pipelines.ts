@@ -1,7 +1,7 @@
 // Small pipelines for engine tests: real blob I/O and real timing, no models.
 import { createHash } from 'node:crypto';
 import type { ExportPipeline, PagePipeline, PageTask } from '../../src/pipeline/pipeline.ts';
-import type { PageResult } from '../../src/pipeline/page-result.ts';
+import type { PageResult } from '../../src/recognition/page/page-result.ts';
 
 export interface PageLog {
   worker: string;

@@ -2,9 +2,9 @@
 // regions, a line with markup as its text, a corrected line with its recognised reading, and a
 // low-confidence word.
 import { createHash } from 'node:crypto';
-import { imageMetadata } from '../../src/pipeline/image/open-image.ts';
+import { imageMetadata } from '../../src/recognition/image/open-image.ts';
 import type { PagePipeline } from '../../src/pipeline/pipeline.ts';
-import type { PageResult } from '../../src/pipeline/page-result.ts';
+import type { PageResult } from '../../src/recognition/page/page-result.ts';
 
 export const MARKUP_LINE = '<script>alert("line")</script> & <b>bold</b>';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fillPolygon, lineCoverage } from '../../bench/lib/line-coverage.ts';
-import type { Point } from '../../src/pipeline/page-result.ts';
+import type { Point } from '../../src/recognition/page/page-result.ts';
 
 const rect = (x: number, y: number, w: number, h: number): Point[] => [
   [x, y],

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { REJECTION_CODES, REJECTION_ERRORS } from '../../domain/rejections.ts';
 import { ERROR_CATALOGS } from '../../src/errors.ts';
-import { PRESETS } from '../../src/pipeline/correction/presets.ts';
+import { PRESETS } from '../../src/recognition/correction/presets.ts';
 
 const docs = await readFile(new URL('../../docs/contract.md', import.meta.url), 'utf8');
 

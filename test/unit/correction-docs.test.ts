@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
-import { PRESET_PROMPTS, PRESETS } from '../../src/pipeline/correction/presets.ts';
-import { IMAGE_INSTRUCTION, INSTRUCTION } from '../../src/pipeline/correction/prompt.ts';
+import { PRESET_PROMPTS, PRESETS } from '../../src/recognition/correction/presets.ts';
+import { IMAGE_INSTRUCTION, INSTRUCTION } from '../../src/recognition/correction/prompt.ts';
 
 test('docs/correction.md quotes every prompt text verbatim', async () => {
   const docs = await readFile(new URL('../../docs/correction.md', import.meta.url), 'utf8');

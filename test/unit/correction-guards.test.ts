@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { alignCodePoints, editDistance, editRatio } from '../../src/pipeline/correction/edit-distance.ts';
-import { checkAnswer, checkLineEdit, normalizeLineText } from '../../src/pipeline/correction/guards.ts';
+import { alignCodePoints, editDistance, editRatio } from '../../src/recognition/correction/edit-distance.ts';
+import { checkAnswer, checkLineEdit, normalizeLineText } from '../../src/recognition/correction/guards.ts';
 
 const IDS = ['r1l1', 'r1l2', 'r1l3'];
 const stop = (text: string | null) => ({ text, finishReason: 'STOP' });

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { it } from 'node:test';
 import sharp from 'sharp';
-import { pageImageOf } from '../../src/pipeline/correction/page-image.ts';
+import { pageImageOf } from '../../src/recognition/correction/page-image.ts';
 
 // a 60 x 40 page, white with a black block in its top-left corner
 async function page(): Promise<Buffer> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DEFAULT_PRESET, isPreset, PRESET_PROMPTS, PRESETS, presetPrompt } from '../../src/pipeline/correction/presets.ts';
-import { ANSWER_SCHEMA, buildPrompt, IMAGE_INSTRUCTION, INSTRUCTION } from '../../src/pipeline/correction/prompt.ts';
+import { DEFAULT_PRESET, isPreset, PRESET_PROMPTS, PRESETS, presetPrompt } from '../../src/recognition/correction/presets.ts';
+import { ANSWER_SCHEMA, buildPrompt, IMAGE_INSTRUCTION, INSTRUCTION } from '../../src/recognition/correction/prompt.ts';
 import { buildLine, HOOKER_RECOGNISED, requestLines } from '../support/correction-pages.ts';
 
 test('the documented presets exist, generic is the default, and others are refused', () => {

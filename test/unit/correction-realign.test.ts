@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Box, TextLine, Word } from '../../src/pipeline/page-result.ts';
-import { realignWords } from '../../src/pipeline/correction/realign-words.ts';
+import type { Box, TextLine, Word } from '../../src/recognition/page/page-result.ts';
+import { realignWords } from '../../src/recognition/correction/realign-words.ts';
 import { buildLine } from '../support/correction-pages.ts';
 
 const right = (box: Box) => box.x + box.width;

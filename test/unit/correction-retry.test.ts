@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { backoffDelay, MIN_CALL_MS, ProviderError, RetriesEnded, retryAfterMs, withRetry } from '../../src/pipeline/correction/retry.ts';
+import { backoffDelay, MIN_CALL_MS, ProviderError, RetriesEnded, retryAfterMs, withRetry } from '../../src/recognition/correction/retry.ts';
 
 const policy = { retries: 3, baseDelayMs: 1, maxWaitMs: 1000 };
 const transient = (retryAfter: number | null = null) =>

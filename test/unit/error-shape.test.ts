@@ -10,9 +10,9 @@ import { ERROR_CATALOGS } from '../../src/errors.ts';
 import { ExportError } from '../../src/export/errors.ts';
 import { HTTP_PROBLEMS, HttpProblem, problemBody, toProblem } from '../../src/http/problem.ts';
 import { INTAKE_ERRORS, IntakeError } from '../../src/intake/intake-error.ts';
-import { PipelineError } from '../../src/pipeline/errors.ts';
-import { LAYOUT_ERRORS, LayoutError } from '../../src/pipeline/layout/uploaded-layout.ts';
-import { isPermanent } from '../../src/workers/task-errors.ts';
+import { PipelineError } from '../../src/recognition/page/errors.ts';
+import { LAYOUT_ERRORS, LayoutError } from '../../src/recognition/layout/uploaded-layout.ts';
+import { isPermanent } from '../../src/workers/mechanics/task-errors.ts';
 
 describe('the catalogs', () => {
   test('every code is snake_case, with an error status or none, and a retryability', () => {

@@ -11,8 +11,8 @@ import { loadPdfAssets } from '../../src/export/assets.ts';
 import { prepareExportPage } from '../../src/export/export-page.ts';
 import { orientationMatrix, preparePdfImage, type PdfImageData } from '../../src/export/pdf/page-image.ts';
 import { SearchablePdfWriter, type SearchablePdfFormat } from '../../src/export/pdf/searchable-pdf.ts';
-import type { PageResult } from '../../src/pipeline/page-result.ts';
-import { regionsTurnedBack } from '../../src/pipeline/turned-page.ts';
+import type { PageResult } from '../../src/recognition/page/page-result.ts';
+import { regionsTurnedBack } from '../../src/recognition/engine/turned-page.ts';
 import { layoutOnlyPage, syntheticPage } from '../support/synthetic-pages.ts';
 
 async function buildPdf(pages: Array<{ result: PageResult; image: Buffer }>, format: SearchablePdfFormat = 'pdfa-2b'): Promise<Buffer> {

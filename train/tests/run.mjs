@@ -2,7 +2,7 @@
 // with the first Python that has what train/ needs (train/requirements.txt): $PYTHON, then
 // `python3` on the PATH, then /usr/bin/python3 (Debian's python3-torch where the PATH's python3
 // has no torch). They need no ../shared: their lines come from test/fixtures. Exits 77 when no
-// Python has the packages: `npm test` (test/unit/train-python.test.ts) then skips them, saying why.
+// Python has the packages: `npm test` (test/integration/train-python.test.ts) then skips them, saying why.
 // Extra arguments go to unittest (e.g. `-k export`).
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';

@@ -6,7 +6,7 @@
 // The stored orientation (EXIF) is not applied to the pixels: `orientation` tells the page
 // how to draw them (see orientationMatrix).
 import type { Metadata } from 'sharp';
-import { imageMetadata, openImage } from '../../pipeline/image/open-image.ts';
+import { imageMetadata, openImage } from '../../recognition/image/open-image.ts';
 import { ExportError } from '../errors.ts';
 
 export interface PdfImageData {

@@ -5,7 +5,7 @@
 //   kept inside the box) with its ascent reaching the box top. Using the baseline rather than
 //   the box bottom keeps neighbouring handwritten lines, whose boxes overlap, on clearly
 //   separate text lines for extractors.
-import type { Point } from '../../pipeline/page-result.ts';
+import type { Point } from '../../recognition/page/page-result.ts';
 import type { ExportLine } from '../export-page.ts';
 
 export interface WordPlacement {

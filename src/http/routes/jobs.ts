@@ -7,7 +7,7 @@ import { BlobNotFoundError } from '../../blobs/blob-store.ts';
 import type { Runtime } from '../../runtime.ts';
 import { readStream } from '../../store/read-stream.ts';
 import { presentedKeyHash, type AuthContext, type Authenticate } from '../authenticate.ts';
-import { eventJson } from '../event-json.ts';
+import { eventJson } from '../../store/event-json.ts';
 import { readJobStatus, readJobStatusForKey, type JobStatusRow } from '../../../projections/job-status.ts';
 import { jobStatusBody } from '../job-view.ts';
 import { HttpProblem } from '../problem.ts';

@@ -1,0 +1,404 @@
+// The loaded models of one model directory: detection, one recognizer or two (the main
+// one and a screening one for print, chosen per page and line by confidence), optional orientation.
+// Loaded once per process (see shared-engine.ts); every model run passes through one
+// semaphore so that concurrent pages never use more threads than the machine has cores.
+import path from 'node:path';
+import type { ModelInfo } from '../page/page-result.ts';
+import { turnedBy, type RgbImage } from '../image/raster.ts';
+import { groupLines } from '../layout/group-lines.ts';
+import { orderRegions, type LayoutRegion } from '../layout/reading-order.ts';
+import { detectText, type DetectedBox } from '../layout/text-detector.ts';
+import { segmentLines } from '../layout/line-segmenter.ts';
+import { outlinedLine } from '../layout/outlined-line.ts';
+import type { ModelSpec, SelectionSpec } from '../models/model-spec.ts';
+import type { LayoutLine } from '../layout/group-lines.ts';
+import { enclosingRect } from '../page/geometry.ts';
+import { withoutFaintLines } from '../layout/ink-contrast.ts';
+import { createSession, type InferenceSession } from '../models/onnx.ts';
+import { Semaphore } from '../threads/concurrency.ts';
+import { LineRecognizer, type DecoderChoice, type PieceRead } from '../reading/line-recognizer.ts';
+import { upsideDown } from '../reading/orientation.ts';
+import {
+  likeliestTurn,
+  type PageTurn,
+  probeSpan,
+  quarterTurnsWorthTrying,
+  type SideReading,
+  TURN_PROBE_LINES,
+  writesAlong,
+} from '../reading/page-turn.ts';
+import {
+  lineConfidence,
+  mainReadingIsNoise,
+  pageLooksPrinted,
+  probeLines,
+  screeningReadsProbeBetter,
+  screeningSuffices,
+  screeningWins,
+} from '../reading/select-reading.ts';
+import type { ModelGate } from '../reading/text-recognizer.ts';
+
+export interface EngineSettings {
+  /** onnxruntime intra-op threads per model run. */
+  threads: number;
+  /** Model runs at once across all pages of this process. */
+  concurrency: number;
+  /** CTC decoding of recognizers that name a language model (others decode greedily). */
+  decoder?: DecoderChoice;
+}
+
+/** The lines a page was read on, and what was read in each piece. */
+export interface PageReading {
+  /** The regions given, or the detector's when the page was laid out again. */
+  regions: readonly LayoutRegion[];
+  readings: Map<DetectedBox, PieceReading>;
+}
+
+/** What recognition read in one detected piece, with the crop it read it from. */
+export interface PieceReading extends PieceRead {
+  /** Which recognizer's reading the piece's line kept. */
+  recognizer: 'main' | 'screening';
+}
+
+export class OcrEngine {
+  readonly spec: ModelSpec;
+  readonly settings: EngineSettings;
+  private readonly detection: InferenceSession;
+  private readonly segmentation: InferenceSession | null;
+  private readonly main: LineRecognizer;
+  private readonly screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
+  private readonly orientation: InferenceSession | null;
+  private readonly gate: ModelGate;
+  /** Layouts this engine's segmenter made (read() may lay their page out again when it is printed). */
+  private readonly segmented = new WeakSet<readonly LayoutRegion[]>();
+
+  private constructor(
+    spec: ModelSpec,
+    settings: EngineSettings,
+    parts: {
+      detection: InferenceSession;
+      segmentation: InferenceSession | null;
+      main: LineRecognizer;
+      screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
+      orientation: InferenceSession | null;
+    },
+  ) {
+    this.spec = spec;
+    this.settings = settings;
+    this.detection = parts.detection;
+    this.segmentation = parts.segmentation;
+    this.main = parts.main;
+    this.screening = parts.screening;
+    this.orientation = parts.orientation;
+    const semaphore = new Semaphore(settings.concurrency);
+    this.gate = (task) => semaphore.run(task);
+  }
+
+  static async load(spec: ModelSpec, settings: EngineSettings): Promise<OcrEngine> {
+    const decoder = settings.decoder ?? 'greedy';
+    const { threads } = settings;
+    const loaded = await Promise.allSettled([
+      createSession(spec.detection.file, threads),
+      LineRecognizer.load({
+        source: spec.recognitionSource,
+        recognition: spec.recognition,
+        languageModel: spec.languageModel,
+        decoder,
+        threads,
+      }),
+      spec.screening
+        ? LineRecognizer.load({
+            source: spec.screening.source,
+            recognition: spec.screening.recognition,
+            languageModel: spec.screening.languageModel,
+            decoder,
+            threads,
+          })
+        : Promise.resolve(null),
+      spec.orientation ? createSession(spec.orientation.file, threads) : Promise.resolve(null),
+      spec.segmentation ? createSession(spec.segmentation.file, threads) : Promise.resolve(null),
+    ] as const);
+    const failed = loaded.find((result) => result.status === 'rejected');
+    if (failed) {
+      // Release what did load before reporting the first failure.
+      const release = (part: InferenceSession | LineRecognizer | null): Promise<void> | undefined =>
+        part instanceof LineRecognizer ? part.close() : part?.release();
+      await Promise.all(loaded.map((result) => (result.status === 'fulfilled' ? release(result.value) : undefined)));
+      throw failed.reason;
+    }
+    const [detection, main, screening, orientation, segmentation] = loaded.map(
+      (result) => (result as PromiseFulfilledResult<unknown>).value,
+    ) as [InferenceSession, LineRecognizer, LineRecognizer | null, InferenceSession | null, InferenceSession | null];
+    return new OcrEngine(spec, settings, {
+      detection,
+      segmentation,
+      main,
+      screening: screening && spec.screening ? { recognizer: screening, selection: spec.screening } : null,
+      orientation,
+    });
+  }
+
+  /** Every model of the engine: the segmenter (if any), the detector, orientation, the recognizers. */
+  get models(): ModelInfo[] {
+    return this.modelsUsed('both', true);
+  }
+
+  /**
+   * The models a page used: the one that laid it out ('uploaded': none), and the others when it was
+   * read; a page laid out and not read names the main recognizer as what told its side (upright()).
+   */
+  modelsUsed(layoutBy: 'segmenter' | 'detector' | 'uploaded' | 'both', recognized: boolean): ModelInfo[] {
+    const info = (role: ModelInfo['role'], source: { name: string; version: string }, file: string): ModelInfo => ({
+      role,
+      name: `${source.name} (${path.basename(file)})`,
+      version: source.version,
+    });
+    const own = { name: this.spec.name, version: this.spec.version };
+    const segmentation = layoutBy === 'segmenter' || layoutBy === 'both' ? this.spec.segmentation : null;
+    const detector = layoutBy === 'detector' || layoutBy === 'both';
+    return [
+      ...(segmentation ? [info('detection', own, segmentation.file)] : []),
+      ...(detector ? [info('detection', own, this.spec.detection.file)] : []),
+      ...(recognized
+        ? [
+            ...(this.spec.orientation ? [info('orientation', own, this.spec.orientation.file)] : []),
+            info('recognition', this.main.source, this.main.file),
+            ...(this.screening ? [info('recognition', this.screening.recognizer.source, this.screening.recognizer.file)] : []),
+          ]
+        : layoutBy === 'uploaded'
+          ? []
+          : [info('orientation', this.main.source, this.main.file)]),
+    ];
+  }
+
+  /** The decoder each recognizer uses (beam search only where a language model is named). */
+  get decoders(): { main: DecoderChoice; screening: DecoderChoice | null } {
+    return { main: this.main.decoder, screening: this.screening?.recognizer.decoder ?? null };
+  }
+
+  /**
+   * Text lines in regions, in reading order: from the line segmenter where the model has one
+   * and it finds lines (less its faint ones: show-through, stains), else from the text detector
+   * and line grouping.
+   */
+  async layout(image: RgbImage): Promise<LayoutRegion[]> {
+    return (await this.segmentedLayout(image)) ?? this.detectedLayout(image, false);
+  }
+
+  /** The line segmenter's lines, less its faint ones; null without a segmenter or where it finds none. */
+  private async segmentedLayout(image: RgbImage): Promise<LayoutRegion[] | null> {
+    const { segmentation } = this;
+    if (!segmentation || !this.spec.segmentation) return null;
+    const spec = this.spec.segmentation;
+    const found = await this.gate(() => segmentLines(segmentation, spec, image));
+    const lines = withoutFaintLines(image, found, this.spec.layout.faintLineRatio);
+    if (lines.length === 0) return null;
+    const regions = orderRegions(lines.map((line) => outlinedLine(line.polygon, line.baseline, spec.cropHeight)));
+    this.segmented.add(regions);
+    return regions;
+  }
+
+  /** Which model laid out regions this engine returned. */
+  laidOutBy(regions: readonly LayoutRegion[]): 'segmenter' | 'detector' {
+    return this.segmented.has(regions) ? 'segmenter' : 'detector';
+  }
+
+  /**
+   * The detector's lines. `printed`: faint lines are dropped, as from the segmenter's; print's ink
+   * is even. On handwriting (a page the segmenter found no line on) the detector's boxes may hold
+   * mostly paper or lie on a dark edge, so every line is kept (docs/recognition.md, "Faint lines").
+   */
+  private async detectedLayout(image: RgbImage, printed: boolean): Promise<LayoutRegion[]> {
+    const boxes = await this.gate(() => detectText(this.detection, this.spec.detection, image));
+    return orderRegions(withoutFaintLines(image, groupLines(boxes), printed ? this.spec.layout.faintLineRatio : 0));
+  }
+
+  /**
+   * Reads every line: with the main recognizer alone, or, with a screening recognizer,
+   * as select-reading.ts shares the lines between the two. A page the screening probe finds
+   * printed, laid out by the line segmenter (trained on handwriting), is laid out again by the
+   * text detector (trained on print, and more exact there: docs/recognition.md, "Layout"), less
+   * its faint lines, and read on those lines; the regions returned are the ones read. Confidences are calibrated
+   * (each recognizer's manifest map) once the readings are chosen, so the choice compares the
+   * recognizers' own confidences, as its thresholds were set on.
+   */
+  async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<PageReading> {
+    const first = await this.readRegions(image, regions, this.segmented.has(regions) ? 'stop' : 'read');
+    if (first) return { regions, readings: this.calibrated(first) };
+    const detected = await this.detectedLayout(image, true);
+    return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known')) ?? new Map()) };
+  }
+
+  private calibrated(readings: Map<DetectedBox, PieceReading>): Map<DetectedBox, PieceReading> {
+    for (const [piece, reading] of readings) {
+      const recognizer = reading.recognizer === 'main' ? this.main : this.screening?.recognizer;
+      if (recognizer) readings.set(piece, { ...reading, characters: recognizer.calibrated(reading.characters) });
+    }
+    return readings;
+  }
+
+  /**
+   * `printedPage`: 'read' reads a page the probe finds printed, 'stop' returns null for it before
+   * reading more, 'known' takes the page as printed without a probe.
+   */
+  private async readRegions(
+    image: RgbImage,
+    regions: readonly LayoutRegion[],
+    printedPage: 'read' | 'stop' | 'known',
+  ): Promise<Map<DetectedBox, PieceReading> | null> {
+    const lines = regions.flatMap((region) => region.lines);
+    const pieces = lines.flatMap((line) => line.fragments);
+    const flips =
+      this.orientation && this.spec.orientation
+        ? await upsideDown(this.orientation, this.spec.orientation, image, pieces, this.gate)
+        : pieces.map(() => false);
+    const flipOf = new Map(pieces.map((piece, index) => [piece, flips[index]]));
+    const readings = new Map<DetectedBox, PieceReading>();
+    const readLines = async (
+      recognizer: LineRecognizer,
+      which: PieceReading['recognizer'],
+      chosen: readonly LayoutLine[],
+    ): Promise<Map<LayoutLine, PieceReading[]>> => {
+      if (recognizer.spec.readWholeLines) {
+        // One crop per line; its reading goes to the first piece, the others read nothing.
+        const whole = chosen.map((line) => enclosingRect(line.fragments, line.angle));
+        const read = await recognizer.read(
+          image,
+          whole,
+          this.gate,
+          chosen.map((line) => flipOf.get(line.fragments[0]) ?? false),
+        );
+        return new Map(
+          chosen.map((line, index) => [
+            line,
+            line.fragments.map((_, piece) => ({
+              crop: read[index].crop,
+              characters: piece === 0 ? read[index].characters : [],
+              recognizer: which,
+            })),
+          ]),
+        );
+      }
+      const batch = chosen.flatMap((line) => line.fragments);
+      const read = await recognizer.read(
+        image,
+        batch,
+        this.gate,
+        batch.map((piece) => flipOf.get(piece) ?? false),
+      );
+      const byLine = new Map<LayoutLine, PieceReading[]>();
+      let next = 0;
+      for (const line of chosen) {
+        byLine.set(
+          line,
+          line.fragments.map(() => ({ ...read[next++], recognizer: which })),
+        );
+      }
+      return byLine;
+    };
+    const keep = (line: LayoutLine, reads: readonly PieceReading[]): void =>
+      line.fragments.forEach((piece, index) => readings.set(piece, reads[index]));
+    const confidence = (reads: readonly PieceReading[]): number => lineConfidence(reads.map((read) => read.characters));
+
+    if (!this.screening) {
+      for (const [line, reads] of await readLines(this.main, 'main', lines)) keep(line, reads);
+      return readings;
+    }
+    const { recognizer, selection } = this.screening;
+    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    const probe = printedPage === 'known' ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
+    const screened = await readLines(recognizer, 'screening', probe);
+    const characters = (read: Map<LayoutLine, PieceReading[]>) => [...read.values()].map((reads) => reads.map((piece) => piece.characters));
+    let printed = printedPage === 'known' || pageLooksPrinted(characters(screened), selection);
+    // a page that looks printed is asked again with the main recognizer's reading of the probe
+    let mainProbe = new Map<LayoutLine, PieceReading[]>();
+    if (printed && printedPage !== 'known' && selection.sureMargin !== null) {
+      mainProbe = await readLines(this.main, 'main', probe);
+      printed = screeningReadsProbeBetter(characters(screened), characters(mainProbe), selection);
+    }
+    if (printed && printedPage === 'stop') return null;
+    if (printed) {
+      const rest = lines.filter((line) => !screened.has(line));
+      for (const [line, reads] of await readLines(recognizer, 'screening', rest)) screened.set(line, reads);
+    }
+    const unsure = lines.filter((line) => {
+      const reads = screened.get(line);
+      return !reads || !screeningSuffices(confidence(reads), printed, selection);
+    });
+    const mainReads = await readLines(
+      this.main,
+      'main',
+      unsure.filter((line) => !mainProbe.has(line)),
+    );
+    for (const line of unsure) {
+      const read = mainProbe.get(line);
+      if (read) mainReads.set(line, read);
+    }
+    for (const line of lines) {
+      const screen = screened.get(line);
+      const main = mainReads.get(line);
+      if (!main) {
+        if (screen) keep(line, screen);
+      } else if (screen && screeningWins(confidence(screen), confidence(main), selection)) {
+        keep(line, screen);
+      } else if (mainReadingIsNoise(confidence(main), selection)) {
+        keep(line, screen ?? main.map((read) => ({ ...read, characters: [] })));
+      } else {
+        keep(line, main);
+      }
+    }
+    return readings;
+  }
+
+  /**
+   * The page turned upright, with its layout: as it lies unless another side reads surer
+   * (recognition/page-turn.ts). The main recognizer reads the middle of the widest lines of a
+   * layout as they lie and turned by 180°, greedily (a quick look).
+   */
+  async upright(
+    image: RgbImage,
+    regions: readonly LayoutRegion[],
+  ): Promise<{ turn: PageTurn; image: RgbImage; regions: readonly LayoutRegion[] }> {
+    const sides = await this.readSides(image, regions, 0);
+    let quarter: { image: RgbImage; regions: readonly LayoutRegion[] } | null = null;
+    if (quarterTurnsWorthTrying(sides)) {
+      const turned = turnedBy(image, 90);
+      // The segmenter alone: where it finds no line on the page turned (as on most upright pages
+      // turned sideways), the detector would take 60-600 ms to find pieces that tell little.
+      const quarterRegions = this.segmentation ? await this.segmentedLayout(turned) : await this.layout(turned);
+      quarter = { image: turned, regions: quarterRegions ?? [] };
+      sides.push(...(await this.readSides(quarter.image, quarter.regions, 90)));
+    }
+    const turn = likeliestTurn(sides);
+    if (turn === 0) return { turn, image, regions };
+    if (turn === 90 && quarter) return { turn, ...quarter };
+    const turned = turnedBy(image, turn);
+    return { turn, image: turned, regions: await this.layout(turned) };
+  }
+
+  /** The two sides one layout tells (`turn` and `turn` + 180°), or none when its writing runs across the page. */
+  private async readSides(image: RgbImage, regions: readonly LayoutRegion[], turn: 0 | 90): Promise<SideReading[]> {
+    const lines = regions.flatMap((region) => region.lines);
+    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    if (!writesAlong(lines, widths)) return [];
+    const probe = probeLines(widths, TURN_PROBE_LINES).map((index) => probeSpan(enclosingRect(lines[index].fragments, lines[index].angle)));
+    const flips = [...probe.map(() => false), ...probe.map(() => true)];
+    const read = await this.main.read(image, [...probe, ...probe], this.gate, flips, 'greedy');
+    const mean = (from: number): number =>
+      read.slice(from, from + probe.length).reduce((sum, piece) => sum + lineConfidence([piece.characters]), 0) / probe.length;
+    return [
+      { turn, confidence: mean(0) },
+      { turn: turn === 0 ? 180 : 270, confidence: mean(probe.length) },
+    ];
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([
+      this.detection.release(),
+      this.segmentation?.release(),
+      this.main.close(),
+      this.screening?.recognizer.close(),
+      this.orientation?.release(),
+    ]);
+  }
+}

@@ -1,0 +1,197 @@
+// One recognition model with its character classes and decoder: reads line pieces
+// (crop, batched model runs, greedy or beam-search CTC decoding, word spaces from
+// gaps where the model asks for them). The engine holds one or two of these.
+import path from 'node:path';
+import type { BeamSearchOptions } from '../models/beam-search-options.ts';
+import { loadCharNgramFile, PER_LANGUAGE_MODELS, type CharNgramModel } from '../decoding/char-ngram-lm.ts';
+import { beamSearchCtc } from '../decoding/ctc-beam-search.ts';
+import { allKnownWords, knownWordsFor, type KnownWords } from '../decoding/known-words.ts';
+import { decodeCtc } from '../decoding/ctc-decode.ts';
+import { mostLikelyLanguage } from '../decoding/page-language.ts';
+import { PipelineError } from '../page/errors.ts';
+import { eventLoopSlices, mapInSlices } from '../threads/event-loop-slices.ts';
+import { frameForRect, type RgbImage } from '../image/raster.ts';
+import type { RotatedRect } from '../page/geometry.ts';
+import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
+import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-spec.ts';
+import { createSession, type InferenceSession } from '../models/onnx.ts';
+import { calibrateConfidence } from '../models/confidence-calibration.ts';
+import { insertGapSpaces } from './gap-spaces.ts';
+import {
+  cropLine,
+  placeCharacters,
+  scoreCrops,
+  type CropScores,
+  type CtcDecoder,
+  type LineCrop,
+  type ModelGate,
+  type PlacedCharacter,
+} from './text-recognizer.ts';
+
+/** `beam`: CTC prefix beam search with the model's language model, where it has one; else greedy. */
+export type DecoderChoice = 'greedy' | 'beam';
+
+/** What one recognizer read in one piece, with the crop it read it from. */
+export interface PieceRead {
+  crop: Omit<LineCrop, 'pixels'>;
+  characters: PlacedCharacter[];
+}
+
+export interface LineRecognizerOptions {
+  /** Name and version reported in page results. */
+  source: { name: string; version: string };
+  recognition: RecognitionSpec;
+  languageModel: LanguageModelSpec | null;
+  decoder: DecoderChoice;
+  threads: number;
+}
+
+export class LineRecognizer {
+  readonly source: { name: string; version: string };
+  readonly spec: RecognitionSpec;
+  /** The decoder actually used: beam search needs a language model. */
+  readonly decoder: DecoderChoice;
+  private readonly session: InferenceSession;
+  private readonly classes: CharacterClasses;
+  private readonly greedy: CtcDecoder;
+  private readonly languageModels: LoadedLanguageModels | null;
+
+  private constructor(
+    options: LineRecognizerOptions,
+    session: InferenceSession,
+    classes: CharacterClasses,
+    languageModels: LoadedLanguageModels | null,
+  ) {
+    this.source = options.source;
+    this.spec = options.recognition;
+    this.session = session;
+    this.classes = classes;
+    this.decoder = languageModels ? 'beam' : 'greedy';
+    this.languageModels = languageModels;
+    this.greedy = (scores, offset, stride, steps, logits) => decodeCtc(scores, offset, stride, steps, classes, logits);
+  }
+
+  static async load(options: LineRecognizerOptions): Promise<LineRecognizer> {
+    const classes = loadCharacterClasses(options.recognition);
+    const languageModels = options.decoder === 'beam' && options.languageModel ? loadLanguageModels(options.languageModel) : null;
+    const session = await createSession(options.recognition.file, options.threads);
+    return new LineRecognizer(options, session, classes, languageModels);
+  }
+
+  /**
+   * The characters with their confidence as the share right at that confidence, by the
+   * manifest's map for the decoder used (confidence-calibration.ts); the same characters without one.
+   */
+  calibrated(characters: PlacedCharacter[]): PlacedCharacter[] {
+    const points = this.spec.confidenceCalibration[this.decoder];
+    if (!points) return characters;
+    return characters.map((character) => ({ ...character, confidence: calibrateConfidence(character.confidence, points) }));
+  }
+
+  get file(): string {
+    return this.spec.file;
+  }
+
+  /**
+   * Reads each piece (rotated rectangles in page pixels); `flips[i]` turns piece i by 180°.
+   * `decoder: 'greedy'` reads greedily whatever this recognizer's decoder (a quick look).
+   */
+  async read(
+    image: RgbImage,
+    pieces: readonly RotatedRect[],
+    gate: ModelGate,
+    flips?: readonly boolean[],
+    decoder: DecoderChoice = this.decoder,
+  ): Promise<PieceRead[]> {
+    const scale = this.spec.cropHeightScale;
+    const flipped = (index: number): boolean => flips?.[index] ?? false;
+    const pause = eventLoopSlices();
+    const crops = await mapInSlices(
+      pieces,
+      (piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)),
+      pause,
+    );
+    let read: PlacedCharacter[][];
+    const languageModels = decoder === 'beam' ? this.languageModels : null;
+    if (!languageModels) {
+      read = await scoreCrops(this.session, this.spec, this.classes, crops, gate, (frames) => placeCharacters(frames, this.greedy));
+    } else {
+      const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
+      const decode = this.decoderFor(scored, languageModels);
+      read = await mapInSlices(scored, (frames) => placeCharacters(frames, decode), pause);
+    }
+    const minGap = this.spec.spacesFromGaps;
+    return crops.map((crop, index) => ({
+      // Character positions are crop columns; the reported frame maps the same columns onto the
+      // detected line alone, so word boxes do not reach into the context cut around it.
+      crop: {
+        frame: scale === 1 ? crop.frame : frameForRect(pieces[index], crop.width, crop.height, flipped(index)),
+        width: crop.width,
+        height: crop.height,
+      },
+      characters: minGap === null ? read[index] : insertGapSpaces(read[index], crop.pixels, crop.width, crop.height, { minGap }),
+    }));
+  }
+
+  /**
+   * Beam search with the language model; with several (`model: "auto"`), the one under which
+   * these lines' greedy reading is most likely (decoding/page-language.ts).
+   */
+  private decoderFor(scored: readonly CropScores[], loaded: LoadedLanguageModels): CtcDecoder {
+    let language = loaded.models.keys().next().value as string;
+    if (loaded.models.size > 1) {
+      const firstReading = scored.map((frames) =>
+        placeCharacters(frames, this.greedy)
+          .map((character) => character.text)
+          .join(''),
+      );
+      const likeliest = mostLikelyLanguage(loaded.models, firstReading);
+      if (loaded.models.has(likeliest)) language = likeliest;
+    }
+    const model = loaded.models.get(language) as CharNgramModel;
+    const words = loaded.knownWords?.get(language) ?? null;
+    const { classes } = this;
+    return (scores, offset, stride, steps, logits) =>
+      beamSearchCtc(scores, offset, stride, steps, classes, logits, model, loaded.options, words);
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+/** The model(s) of an LM file beam search chooses from, the search settings and the known words of each model's language. */
+interface LoadedLanguageModels {
+  models: ReadonlyMap<string, CharNgramModel>;
+  options: BeamSearchOptions;
+  knownWords: ReadonlyMap<string, KnownWords> | null;
+}
+
+/** LM files are large (megabytes of JSON): one parse per file and model selection, per process. */
+const languageModelFiles = new Map<string, ReturnType<typeof loadCharNgramFile>>();
+
+/**
+ * `model: "auto"` loads every per-language model of the file (all but the joint `all`; `all`
+ * when the file has no other), and each page is decoded with the language that fits it.
+ */
+function loadLanguageModels(spec: LanguageModelSpec): LoadedLanguageModels {
+  const file = path.resolve(spec.file);
+  const auto = spec.model === AUTO_LANGUAGE;
+  const key = `${file}\u0000${auto ? '' : spec.model}`;
+  let loaded = languageModelFiles.get(key);
+  if (!loaded) {
+    loaded = loadCharNgramFile(file, auto ? PER_LANGUAGE_MODELS : spec.model);
+    languageModelFiles.set(key, loaded);
+  }
+  const knownWords = knownWordsFor(spec);
+  // the joint model `all` knows every language's words
+  const withWords = (models: ReadonlyMap<string, CharNgramModel>): LoadedLanguageModels => ({
+    models,
+    options: spec,
+    knownWords: knownWords && new Map([...models.keys()].map((name) => [name, knownWords.get(name) ?? allKnownWords(knownWords)])),
+  });
+  if (auto) return withWords(loaded.models);
+  const model = loaded.models.get(spec.model);
+  if (!model) throw new PipelineError('model_invalid', `the language model ${file} has no model "${spec.model}"`);
+  return withWords(new Map([[spec.model, model]]));
+}

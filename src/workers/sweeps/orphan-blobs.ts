@@ -1,0 +1,60 @@
+// Cron task: folders `jobs/<id>` of the blob store that belong to no job. Intake stores a job's
+// pages (and its upload) before it records the job; a process that dies in between (a crash, a
+// SIGKILL, the database away when `JobQueued` is appended) leaves the folder behind with no
+// job to expire it. The sweep deletes such folders once nothing in them changed for an hour
+// (an intake in progress writes into its folder, and takes seconds to minutes), and only when
+// neither the job's stream nor its status row exists. Idempotent; safe in several processes at once.
+// The same task removes partial files of writes that stopped (a process killed mid-write) inside
+// recorded jobs' folders, which would otherwise stay until the job's results expire.
+import { JOBS_ROOT, jobPrefix } from '../../blobs/blob-keys.ts';
+import type { BlobStore } from '../../blobs/blob-store.ts';
+import type { Queryable } from '../../db/database.ts';
+import type { Logger } from '../../logger.ts';
+
+export const ORPHAN_MIN_AGE_MS = 3600_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export interface OrphanSweepDeps {
+  db: Queryable;
+  blobs: BlobStore;
+  log: Logger;
+}
+
+/** Deletes orphan job folders; returns the job ids whose folders it deleted. */
+export async function sweepOrphanBlobs(deps: OrphanSweepDeps, now = new Date(), minAgeMs = ORPHAN_MIN_AGE_MS): Promise<string[]> {
+  const names = (await deps.blobs.list(JOBS_ROOT)).filter((name) => UUID.test(name));
+  const deleted: string[] = [];
+  for (let start = 0; start < names.length; start += 1000) {
+    const batch = names.slice(start, start + 1000);
+    // The job exists once JobQueued is in the log (its status row is written in the same transaction;
+    // both are read, so a projection rebuild in progress cannot make a job look absent).
+    const known = await deps.db.query<{ job_id: string }>(
+      `select job_id::text from job_status where job_id = any($1::uuid[])
+       union
+       select substring(stream_id from 5) from events where stream_id = any($2::text[]) and stream_version = 1`,
+      [batch, batch.map((id) => `job-${id}`)],
+    );
+    const jobs = new Set(known.rows.map((row) => row.job_id));
+    for (const jobId of batch) {
+      if (jobs.has(jobId)) continue;
+      const prefix = jobPrefix(jobId);
+      const modified = await deps.blobs.lastModified(prefix);
+      if (modified === null || now.getTime() - modified.getTime() < minAgeMs) continue;
+      await deps.blobs.deletePrefix(prefix);
+      deleted.push(jobId);
+      deps.log.warn({ job_id: jobId, last_modified: modified.toISOString() }, 'orphan job folder deleted: no job was recorded for it');
+    }
+  }
+  return deleted;
+}
+
+/** Removes partial files of stalled writes under `jobs/` untouched for `minAgeMs`; returns their keys. */
+export async function sweepStalledWrites(
+  deps: Omit<OrphanSweepDeps, 'db'>,
+  now = new Date(),
+  minAgeMs = ORPHAN_MIN_AGE_MS,
+): Promise<string[]> {
+  const removed = (await deps.blobs.removeStalledWrites?.(JOBS_ROOT, new Date(now.getTime() - minAgeMs))) ?? [];
+  for (const key of removed) deps.log.warn({ key }, 'partial file of a stalled write removed');
+  return removed;
+}

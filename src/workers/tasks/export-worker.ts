@@ -1,0 +1,103 @@
+// Builds the result archive of a job whose pages are all complete, then records JobSucceeded.
+import type { Job } from 'pg-boss';
+import { archiveKey as archiveKeyOf, claimName } from '../../blobs/blob-keys.ts';
+import type { BlobStore } from '../../blobs/blob-store.ts';
+import type { CommandBus } from '../../use-cases/command-bus.ts';
+import type { Logger } from '../../logger.ts';
+import type { ExportPipeline } from '../../pipeline/pipeline.ts';
+import { watchForJobEnd } from '../mechanics/cancel-watch.ts';
+import { exportsFailed } from '../../metrics/metrics.ts';
+import { failJob } from './page-worker.ts';
+import { isOutage } from '../../outage.ts';
+import { dropUnlessRecorded } from '../mechanics/claim-files.ts';
+import { ridingOutOutages } from '../mechanics/riding-out-outages.ts';
+import type { ExportTaskData } from '../../queue/queues.ts';
+import { describeError, isJobEnded, isPermanent, wasHandedBack } from '../mechanics/task-errors.ts';
+
+export interface ExportWorkerDeps {
+  bus: CommandBus;
+  blobs: BlobStore;
+  pipeline: ExportPipeline;
+  retryLimit: number;
+  log: Logger;
+  /** How long a task waits for the database or the blob store to come back (default 30 s). */
+  outageWaitMs?: number;
+}
+
+export function createExportHandler(deps: ExportWorkerDeps) {
+  return async (task: Job<ExportTaskData>): Promise<void> => {
+    // This claim's own archive, the same through its runs again after an outage; another claim of
+    // the task (a retry racing it) writes its own, and each deletes only its own.
+    const archiveKey = archiveKeyOf(task.data.jobId, claimName(task));
+    return ridingOutOutages<Job<ExportTaskData>>(deps, (attempt) => runExport(deps, attempt, archiveKey))(task);
+  };
+}
+
+async function runExport(deps: ExportWorkerDeps, task: Job<ExportTaskData>, archiveKey: string): Promise<void> {
+  const { jobId } = task.data;
+  const log = deps.log.child({ job_id: jobId, task_id: task.id, attempt: task.retryCount + 1 });
+  const state = await deps.bus.loadJob(deps.bus.db.pool, jobId);
+  /** The archive key the job recorded, read afresh (after the job ended under this claim). */
+  const recordedArchive = async () => (await deps.bus.loadJob(deps.bus.db.pool, jobId)).archiveKey;
+  if (state.status !== 'processing' || !state.options) {
+    // A run again after an outage may have stored its archive before: it goes unless recorded.
+    await dropUnlessRecorded(deps.blobs, archiveKey, () => state.archiveKey);
+    log.info({ state: state.status }, 'export task dropped');
+    return;
+  }
+  const watch = watchForJobEnd(deps.bus.db.pool, jobId);
+  const signal = AbortSignal.any([task.signal, watch.signal]);
+  try {
+    await deps.bus.job(
+      jobId,
+      { type: 'StartStep', page: null, step: 'export', now: new Date() },
+      { actor: 'worker', causationId: task.id },
+    );
+    const outcome = await deps.pipeline.exportJob(
+      {
+        jobId,
+        accountId: state.accountId,
+        createdAt: state.createdAt ?? '',
+        options: state.options,
+        pages: state.pages.map((source) => ({ source, resultKey: state.completedPages[source.pageNumber] })),
+        archiveKey,
+      },
+      { blobs: deps.blobs, signal, log },
+    );
+    signal.throwIfAborted();
+    const succeeded = await deps.bus.job(
+      jobId,
+      { type: 'SucceedJob', archiveKey: outcome.archiveKey, archiveBytes: outcome.bytes, archiveSha256: outcome.sha256, now: new Date() },
+      { actor: 'worker', causationId: task.id },
+    );
+    if (succeeded.after.archiveKey !== archiveKey) {
+      // Another claim of the export succeeded first: its archive is the job's.
+      await dropUnlessRecorded(deps.blobs, archiveKey, () => succeeded.after.archiveKey);
+      log.info('job already done by another claim of its export: this archive dropped');
+      return;
+    }
+    log.info({ bytes: outcome.bytes }, 'job done');
+  } catch (error) {
+    if (wasHandedBack(task.signal)) {
+      // The next claim names its own archive: one this claim stored and did not record is nobody's.
+      await dropUnlessRecorded(deps.blobs, archiveKey, recordedArchive);
+      log.info('export task handed back: the worker is stopping');
+      return;
+    }
+    // An outage first: the job's end the watch saw may be this claim's own success, recorded
+    // before the answer was lost; the run again reads the job and keeps a recorded archive.
+    if (isOutage(error)) throw error;
+    if (isJobEnded(error) || watch.signal.aborted) {
+      await dropUnlessRecorded(deps.blobs, archiveKey, recordedArchive);
+      log.info('export dropped: job has ended');
+      return;
+    }
+    const lastTry = isPermanent(error) || task.retryCount >= deps.retryLimit;
+    exportsFailed.inc({ outcome: lastTry ? 'job_failed' : 'retried' });
+    log.warn({ err: error, last_try: lastTry }, 'export failed');
+    if (!lastTry) throw error;
+    await failJob(deps.bus, jobId, `export: ${describeError(error)}`, null, task.id);
+  } finally {
+    watch.stop();
+  }
+}

@@ -1,0 +1,155 @@
+// Image preparation on real encoded images (made with sharp): orientation, colour
+// spaces, bit depths, alpha, limits, corrupt input and multi-page files.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import sharp from 'sharp';
+import { PipelineError, type PipelineErrorCode } from '../../src/recognition/page/errors.ts';
+import { prepareImage } from '../../src/recognition/image/prepare-image.ts';
+import { frameForRect, sampleBilinear, samplePatch, type PatchFrame } from '../../src/recognition/image/raster.ts';
+
+const options = { name: 'scan.img', maxPixels: 100_000_000 };
+
+function solid(width: number, height: number, colour: { r: number; g: number; b: number; alpha?: number }, channels: 3 | 4 = 3) {
+  return sharp({ create: { width, height, channels, background: colour } });
+}
+
+function pixelAt(prepared: Awaited<ReturnType<typeof prepareImage>>, x: number, y: number): number[] {
+  const i = (y * prepared.raster.width + x) * 3;
+  return Array.from(prepared.raster.data.subarray(i, i + 3));
+}
+
+async function rejectsWith(promise: Promise<unknown>, code: PipelineErrorCode, message?: RegExp): Promise<void> {
+  await assert.rejects(promise, (error) => {
+    assert.ok(error instanceof PipelineError, String(error));
+    assert.equal(error.code, code, error.message);
+    if (message) assert.match(error.message, message);
+    return true;
+  });
+}
+
+test('a JPEG is decoded to RGB with its name, size, format, resolution and digest', async () => {
+  const bytes = await solid(60, 40, { r: 200, g: 30, b: 40 }).jpeg({ quality: 100 }).withMetadata({ density: 300 }).toBuffer();
+  const prepared = await prepareImage(bytes, options);
+  assert.deepEqual(prepared.source, {
+    name: 'scan.img',
+    width: 60,
+    height: 40,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+    format: 'jpeg',
+    dpi: 300,
+  });
+  assert.equal(prepared.raster.data.length, 60 * 40 * 3);
+  const [r, g, b] = pixelAt(prepared, 30, 20);
+  assert.ok(Math.abs(r - 200) < 4 && Math.abs(g - 30) < 4 && Math.abs(b - 40) < 4, `${r},${g},${b}`);
+  assert.deepEqual(prepared.warnings, []);
+});
+
+test('EXIF orientation is applied: a sideways photo comes out upright', async () => {
+  const bytes = await solid(50, 40, { r: 10, g: 20, b: 30 }).jpeg().withMetadata({ orientation: 6 }).toBuffer();
+  const prepared = await prepareImage(bytes, options);
+  assert.deepEqual([prepared.source.width, prepared.source.height], [40, 50]);
+});
+
+test('16-bit, grey, transparent and CMYK images all become 8-bit RGB', async () => {
+  const sixteen = await prepareImage(await solid(32, 32, { r: 10, g: 200, b: 30 }).toColourspace('rgb16').png().toBuffer(), options);
+  assert.deepEqual(pixelAt(sixteen, 5, 5), [10, 200, 30]);
+
+  const grey = await prepareImage(await solid(32, 32, { r: 90, g: 90, b: 90 }).grayscale().toColourspace('b-w').png().toBuffer(), options);
+  assert.deepEqual(pixelAt(grey, 5, 5), [90, 90, 90]);
+
+  const transparent = await prepareImage(await solid(32, 32, { r: 0, g: 0, b: 0, alpha: 0 }, 4).png().toBuffer(), options);
+  assert.deepEqual(pixelAt(transparent, 5, 5), [255, 255, 255]);
+
+  const cmyk = await prepareImage(
+    await solid(32, 32, { r: 51, g: 102, b: 153 }).toColourspace('cmyk').jpeg({ quality: 100 }).toBuffer(),
+    options,
+  );
+  const [r, g, b] = pixelAt(cmyk, 5, 5);
+  assert.ok(b > g && g > r, `${r},${g},${b}`);
+});
+
+test('absurd sizes are refused with typed errors, before decoding', async () => {
+  const page = await solid(400, 300, { r: 255, g: 255, b: 255 }).png().toBuffer();
+  await rejectsWith(
+    prepareImage(page, { ...options, maxPixels: 100_000 }),
+    'image_too_large',
+    /120000 pixels \(400x300\); the limit is 100000 \(MAX_IMAGE_PIXELS\)/,
+  );
+  const strip = await solid(31_000, 16, { r: 255, g: 255, b: 255 }).png().toBuffer();
+  await rejectsWith(prepareImage(strip, options), 'image_too_large', /no side may exceed 30000 pixels/);
+  await rejectsWith(prepareImage(await solid(8, 8, { r: 255, g: 255, b: 255 }).png().toBuffer(), options), 'image_too_small');
+});
+
+test('corrupt, empty, truncated and non-raster inputs are unreadable, not crashes', async () => {
+  await rejectsWith(prepareImage(Buffer.from('this is not an image'), options), 'image_unreadable', /^scan\.img: not a readable image/);
+  await rejectsWith(prepareImage(Buffer.alloc(0), options), 'image_unreadable', /^scan\.img: empty$/);
+  const jpeg = await solid(300, 200, { r: 51, g: 102, b: 153 }).jpeg().toBuffer();
+  await rejectsWith(prepareImage(jpeg.subarray(0, Math.floor(jpeg.length / 2)), options), 'image_unreadable', /cannot decode/);
+  const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><rect width="100" height="100"/></svg>');
+  await rejectsWith(prepareImage(svg, options), 'image_unreadable', /svg is not a supported page image format/);
+});
+
+test('a multi-page TIFF is refused; a pyramid of reduced copies is read as its first page', async () => {
+  const a = await solid(300, 400, { r: 255, g: 0, b: 0 }).png().toBuffer();
+  const b = await solid(300, 400, { r: 0, g: 255, b: 0 }).png().toBuffer();
+  const twoPages = await sharp([a, b], { join: { animated: true } })
+    .tiff()
+    .toBuffer();
+  await rejectsWith(prepareImage(twoPages, options), 'image_multipage', /holds 2 pages; submit one image per page/);
+
+  const pyramid = await solid(1200, 1600, { r: 0, g: 0, b: 255 }).tiff({ pyramid: true, tile: true }).toBuffer();
+  const prepared = await prepareImage(pyramid, options);
+  assert.deepEqual([prepared.source.width, prepared.source.height, prepared.source.format], [1200, 1600, 'tiff']);
+  assert.equal(prepared.warnings.length, 1);
+  assert.match(prepared.warnings[0], /ignored \d+ reduced-resolution copies/);
+});
+
+test('an oriented patch is sampled as bilinear samples averaged over each output pixel, also past the page edge', async () => {
+  const page = await prepareImage(await readFile(new URL('../fixtures/pages/peraire_test_B.12.japon3_0048.jpg', import.meta.url)), {
+    name: 'peraire.jpg',
+    maxPixels: 1e9,
+  });
+  const image = page.raster;
+  // The reference: each output pixel the mean of an nx x ny grid of sampleBilinear samples.
+  const reference = (frame: PatchFrame, width: number, height: number): Float32Array => {
+    const out = new Float32Array(width * height * 3);
+    const nx = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.ux) - 0.25)));
+    const ny = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.uy) - 0.25)));
+    const rgb = new Float64Array(3);
+    for (let v = 0; v < height; v += 1)
+      for (let u = 0; u < width; u += 1) {
+        const sum = [0, 0, 0];
+        for (let sy = 0; sy < ny; sy += 1)
+          for (let sx = 0; sx < nx; sx += 1) {
+            const [x, y] = [u + (sx + 0.5) / nx, v + (sy + 0.5) / ny];
+            sampleBilinear(
+              image,
+              frame.origin[0] + x * frame.ux[0] + y * frame.uy[0],
+              frame.origin[1] + x * frame.ux[1] + y * frame.uy[1],
+              rgb,
+            );
+            for (let c = 0; c < 3; c += 1) sum[c] += rgb[c] as number;
+          }
+        for (let c = 0; c < 3; c += 1) out[(v * width + u) * 3 + c] = (sum[c] as number) * (1 / (nx * ny));
+      }
+    return out;
+  };
+  const rects = [
+    { cx: 900, cy: 700, width: 1200, height: 90, angle: 0.03 }, // a line, shrunk about 3 times
+    { cx: 400, cy: 1500, width: 300, height: 40, angle: -0.4 }, // tilted
+    { cx: 30, cy: 20, width: 500, height: 160, angle: 0.2 }, // past the top-left corner: white there
+    { cx: image.width - 10, cy: image.height - 5, width: 90, height: 30, angle: Math.PI }, // past the far corner, upside down
+    { cx: 1200, cy: 900, width: 60, height: 20, angle: 1.1 }, // enlarged: one sample a pixel
+  ];
+  const ink = (patch: Float32Array) => patch.some((value) => value < 120);
+  for (const rect of rects) {
+    const [width, height] = [Math.max(8, Math.round(rect.width / 3)), 32];
+    const frame = frameForRect(rect, width, height);
+    const patch = samplePatch(image, frame, width, height);
+    assert.deepEqual(patch, reference(frame, width, height), JSON.stringify(rect));
+    if (rect === rects[0]) assert.ok(ink(patch), 'the line holds ink');
+    if (rect.cx < 100 || rect.cx > image.width - 100) assert.ok(patch.includes(255), 'white past the page edge');
+  }
+});
