@@ -1,6 +1,7 @@
-// `npm test`: type-check, check formatting and lint (Biome: format, lint rules, import cycles)
-// and unused exports and files (knip), then start one embedded PostgreSQL for the whole run and
-// run every test file with node:test (each integration test file creates its own database).
+// `npm test`: type-check, check formatting and lint (Biome: format, lint rules, import cycles),
+// unused exports and files (knip) and the folders' dependency rules (dependency-cruiser), then
+// start one embedded PostgreSQL for the whole run and run every test file with node:test (each
+// integration test file creates its own database).
 // Extra arguments select test files: `npm test -- test/unit`. SKIP_TYPECHECK=1 skips the checks.
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -33,6 +34,19 @@ if (!process.env.SKIP_TYPECHECK) {
     'files,exports,types,duplicates',
   ]);
   if (unused !== 0) process.exit(unused);
+  // .dependency-cruiser.mjs: which folder may import which (docs/decisions/0013-folder-layers.md).
+  console.log('# depcruise (folder layers, folder cycles, internals)');
+  const layers = await run(process.execPath, [
+    path.join(root, 'node_modules/dependency-cruiser/bin/dependency-cruiser.mjs'),
+    '--config',
+    '.dependency-cruiser.mjs',
+    '--output-type',
+    'err',
+    'src',
+    'domain',
+    'projections',
+  ]);
+  if (layers !== 0) process.exit(layers);
 }
 
 const clusterDir = path.join(os.tmpdir(), `hwr-test-pg-${process.pid}`);

@@ -1,7 +1,6 @@
 // Starts what a process needs: the database (embedded or DATABASE_URL), migrations,
 // pg-boss, the command bus and blob storage; and, for worker roles, the workers.
 import path from 'node:path';
-import type { PgBoss } from 'pg-boss';
 import type { BlobStore } from './blobs/blob-store.ts';
 import { openBlobStore, type OpenedBlobStore } from './blobs/create-blob-store.ts';
 import { CommandBus } from './use-cases/command-bus.ts';
@@ -13,7 +12,7 @@ import type { Logger } from './logger.ts';
 import { backgroundErrors, commandCommitDuration } from './metrics/metrics.ts';
 import { measuredPagePipeline } from './pipeline/measured-page-pipeline.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
-import { startBoss } from './queue/boss.ts';
+import { startBoss, type PgBoss } from './queue/boss.ts';
 import { startWorkers, type Workers } from './workers/start-workers.ts';
 
 export interface Runtime {

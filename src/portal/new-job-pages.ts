@@ -3,13 +3,13 @@
 // messages), called in-process with the signed-in user as the caller (actor `user:<id>`, no key).
 // The CSRF token travels in the form's action (`?_csrf=`), since the multipart body is read
 // only after the caller is known.
-import Router from '@koa/router';
-import type { Context } from 'koa';
+import type Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
 import { LLM_TIERS, PDF_FORMATS } from '../../domain/events.ts';
-import type { Authenticate, AuthContext } from '../http/authenticate.ts';
+import type { AuthContext } from '../http/authenticate.ts';
 import { toProblem } from '../http/problem.ts';
 import { RateLimiter } from '../http/rate-limit.ts';
-import { registerSubmitScan } from '../http/routes/submit-scan.ts';
+import { receiveScanUpload } from '../http/scan-upload.ts';
 import { DEFAULT_PRESET, PRESETS } from '../recognition/correction/presets.ts';
 import { html, notice } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
@@ -19,30 +19,23 @@ import { PortalHttpError, redirect, sameToken } from './web.ts';
 export function registerNewJobPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
 
-  // The API's submission route on a router of its own, authenticated by the portal session, under
-  // the API's request rate per user (as per key: uploads are the costly requests), refused unread.
-  const inner = new Router();
+  // The API's upload handling (http/scan-upload.ts), authenticated by the portal session, under the
+  // API's request rate per user (as per key: uploads are the costly requests), refused unread.
   const limiter = new RateLimiter(runtime.config.limits.rateLimit);
-  const sessionAuth = Object.assign(
-    async (ctx: Context, next: () => Promise<unknown>) => {
-      const session = ctx.state.portalSession as Session;
-      const wait = limiter.take(`user:${session.userId}`);
-      if (wait > 0) {
-        ctx.set('Connection', 'close');
-        throw limiter.refusal(wait, 'You');
-      }
-      const auth: AuthContext = { accountId: session.accountId, keyId: '', actor: `user:${session.userId}` };
-      ctx.state.auth = auth;
-      await next();
-    },
-    {
-      accept(): AuthContext {
-        throw new Error('the portal submits with its session only');
-      },
-    },
-  ) as unknown as Authenticate;
-  registerSubmitScan(inner, runtime, sessionAuth);
-  const submit = inner.routes();
+  const sessionAuth: Middleware = async (ctx, next) => {
+    const session = ctx.state.portalSession as Session;
+    const wait = limiter.take(`user:${session.userId}`);
+    if (wait > 0) {
+      ctx.set('Connection', 'close');
+      throw limiter.refusal(wait, 'You');
+    }
+    const auth: AuthContext = { accountId: session.accountId, keyId: '', actor: `user:${session.userId}` };
+    ctx.state.auth = auth;
+    await next();
+  };
+  const submitChain = [sessionAuth, ...receiveScanUpload(runtime)];
+  const submit = (ctx: Context, index = 0): Promise<unknown> =>
+    index === submitChain.length ? Promise.resolve() : Promise.resolve(submitChain[index](ctx, () => submit(ctx, index + 1)));
 
   const form = (ctx: Context, session: Session, error: string | null, status = 200) => {
     const options = (values: readonly string[], chosen: string) =>
@@ -71,19 +64,14 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
     if (!sameToken(String(ctx.query._csrf ?? ''), session.csrfToken))
       throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
     ctx.state.portalSession = session;
-    const path = ctx.path;
     try {
-      ctx.path = '/v1/process-scan';
-      await submit(ctx as Parameters<typeof submit>[0], async () => {});
+      await submit(ctx);
     } catch (error) {
       const problem = toProblem(error);
       if (!problem) throw error;
-      ctx.path = path;
       ctx.set(problem.headers); // Retry-After of a refusal for the moment
       // The API's own message, on the form again.
       return form(ctx, session, problem.detail, problem.status);
-    } finally {
-      ctx.path = path;
     }
     const jobId = (ctx.body as { job_id?: string } | undefined)?.job_id;
     if (ctx.status !== 202 || !jobId) throw new Error(`the submission answered ${ctx.status}`);

@@ -7,6 +7,9 @@ import type { Logger } from '../logger.ts';
 import { QUEUES } from './queues.ts';
 import type { Reaction } from './reactions.ts';
 
+/** pg-boss's types, for the modules that hold a queue or a task: they import pg-boss only through here. */
+export type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
+
 export interface BossOptions {
   /** Run maintenance and supervision (expiry of dead tasks, cron). Workers do; an API-only process need not. */
   supervise: boolean;

@@ -8,7 +8,6 @@
 //  - page commands (StartStep of a page, CompletePage) decide from the job-level events and
 //    their own page's events, so the pages of one job never conflict with each other. Their
 //    read does not grow with the job: JobQueued (every page's source) is read once per process.
-import type { PgBoss } from 'pg-boss';
 import type pg from 'pg';
 import { foldAccount, decideAccount, type AccountCommand, type AccountState, evolveAccount } from '../../domain/account.ts';
 import {
@@ -28,7 +27,7 @@ import { ConcurrencyError } from '../store/concurrency-error.ts';
 import { readStream } from '../store/read-stream.ts';
 import { countStreamEvents, readStreamHead, readStreamScope } from '../store/read-stream-scope.ts';
 import { toDomainEvent } from '../store/recorded-event.ts';
-import { scheduleReactions } from '../queue/boss.ts';
+import { scheduleReactions, type PgBoss } from '../queue/boss.ts';
 import { firstPageTag } from '../queue/fair-share.ts';
 import { reactionsTo } from '../queue/reactions.ts';
 

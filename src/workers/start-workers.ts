@@ -1,6 +1,6 @@
 // Registers this process's pg-boss workers. Any worker process on any machine can
 // take any task; scale out by starting more `hwr serve --role worker` processes.
-import type { Job, PgBoss } from 'pg-boss';
+import type { Job, PgBoss } from '../queue/boss.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
 import type { Config } from '../config.ts';

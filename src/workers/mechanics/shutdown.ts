@@ -3,7 +3,7 @@
 // had never been fetched: no attempt spent, nothing recorded, and another worker (or this one
 // after its restart) runs them again. Handlers are idempotent, so a handed-back task that still
 // finishes here is harmless.
-import type { Job, PgBoss } from 'pg-boss';
+import type { Job, PgBoss } from '../../queue/boss.ts';
 import type { Logger } from '../../logger.ts';
 import { HandedBack } from './task-errors.ts';
 

@@ -1,5 +1,5 @@
 // Builds the result archive of a job whose pages are all complete, then records JobSucceeded.
-import type { Job } from 'pg-boss';
+import type { Job } from '../../queue/boss.ts';
 import { archiveKey as archiveKeyOf, claimName } from '../../blobs/blob-keys.ts';
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';

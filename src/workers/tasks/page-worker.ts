@@ -1,6 +1,6 @@
 // Runs one page of a job through the page pipeline, stores its result and records
 // PageCompleted. The append that completes the last page schedules the export.
-import type { Job } from 'pg-boss';
+import type { Job } from '../../queue/boss.ts';
 import { claimName, pageResultKey } from '../../blobs/blob-keys.ts';
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
