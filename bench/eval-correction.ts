@@ -20,6 +20,7 @@ import { normalizeLineText } from '../src/recognition/correction/guards.ts';
 import { DEFAULT_PRESET, isPreset } from '../src/recognition/correction/presets.ts';
 import { allLines, type PageResult } from '../src/recognition/page/page-result.ts';
 import { LLM_TIERS, type LlmTier, type PageCorrector } from '../src/pipeline/pipeline.ts';
+import { storedPageImage } from '../src/pipeline/stored-page-image.ts';
 
 export interface CorrectionEvalPage {
   name: string;
@@ -126,8 +127,7 @@ export async function evaluateCorrection(
         pdfFormat: 'none',
         webhookUrl: null,
       },
-      imageBlobKey: path.basename(entry.imagePath),
-      blobs: new FilesystemBlobStore(path.dirname(entry.imagePath)),
+      pageImage: storedPageImage(new FilesystemBlobStore(path.dirname(entry.imagePath)), path.basename(entry.imagePath)),
       signal: AbortSignal.timeout(30 * 60_000),
       log,
     });

@@ -3,6 +3,12 @@
 import os from 'node:os';
 import path from 'node:path';
 import { defaultPixelBudget } from './recognition/engine/pixel-budget.ts';
+import {
+  CORRECTION_ANSWER_ROUNDS,
+  CORRECTION_PROVIDERS,
+  type CorrectionProviderName,
+  type CorrectionSettings,
+} from './recognition/correction/settings.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -117,28 +123,8 @@ export interface Config {
      */
     decoder: 'greedy' | 'beam';
   };
-  correction: {
-    /** The provider correction uses; null: none configured (the step is skipped with a warning). */
-    provider: CorrectionProviderName | null;
-    geminiApiKey: string | null;
-    geminiBaseUrl: string | null;
-    openaiBaseUrl: string | null;
-    openaiApiKey: string | null;
-    /** Model per tier; the openai ones are all set whenever OPENAI_BASE_URL is. */
-    models: { gemini: Record<'cheap' | 'balanced' | 'best', string>; openai: Record<'cheap' | 'balanced' | 'best', string | null> };
-    /** Whether the `best` tier sends the page image (off for openai: many self-hosted models read text only). */
-    bestTierImage: { gemini: boolean; openai: boolean };
-    /** A corrected line farther than this edit-distance ratio from the recognised text is refused. */
-    maxEditRatio: number;
-    /** One provider call (one attempt). */
-    timeoutMs: number;
-    /** Retries after a 429, 5xx, timeout or connection failure. */
-    retries: number;
-    /** First backoff delay; doubles per retry (with jitter) unless the provider sends Retry-After. */
-    retryBaseMs: number;
-    /** Longest wait between attempts; a Retry-After beyond it ends the retries at once. */
-    maxRetryWaitMs: number;
-  };
+  /** The correction step's settings (the library's; read below). */
+  correction: CorrectionSettings;
 }
 
 export interface S3Settings {
@@ -289,9 +275,6 @@ export function loadConfig(env: Env = process.env): Config {
   return config;
 }
 
-/** Provider answers one page's correction may ask for (a malformed answer is asked again once). */
-export const CORRECTION_ANSWER_ROUNDS = 2;
-
 /** The longest one page's correction can take: every call timing out, every wait at its cap. */
 export function correctionWorstCaseMs(correction: Pick<Config['correction'], 'timeoutMs' | 'retries' | 'maxRetryWaitMs'>): number {
   return CORRECTION_ANSWER_ROUNDS * ((correction.retries + 1) * correction.timeoutMs + correction.retries * correction.maxRetryWaitMs);
@@ -300,9 +283,6 @@ export function correctionWorstCaseMs(correction: Pick<Config['correction'], 'ti
 /** A callback task's expiry (pg-boss expireInSeconds of the callback queue). */
 export const CALLBACK_TASK_EXPIRE_SECONDS = 120;
 export const CALLBACK_TIMEOUT_MAX_MS = (CALLBACK_TASK_EXPIRE_SECONDS * 1000) / 2;
-
-export const CORRECTION_PROVIDERS = ['gemini', 'openai'] as const;
-export type CorrectionProviderName = (typeof CORRECTION_PROVIDERS)[number];
 
 function readCorrection(read: EnvReader, problems: string[]): Config['correction'] {
   const geminiApiKey = read.string('GEMINI_API_KEY');

@@ -1,6 +1,6 @@
 // manifest.json of the result archive: what was exported, from what, by which software and
 // models, and every file with its size and sha256 (all files but the manifest itself).
-import type { JobOptions, PdfFormat } from '../pipeline/pipeline.ts';
+import type { JobOptions, PdfFormat } from '../../domain/events.ts';
 import type { ModelInfo, PageResult } from '../recognition/page/page-result.ts';
 import type { PageTurn } from '../recognition/reading/page-turn.ts';
 

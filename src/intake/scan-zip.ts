@@ -10,7 +10,7 @@ import sharp, { type Metadata } from 'sharp';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { Config } from '../config.ts';
-import type { PageSource } from '../pipeline/pipeline.ts';
+import type { PageSource } from '../../domain/events.ts';
 import { checkEntryPath, isDirectoryPath, isJunkPath } from '../shared/entry-path.ts';
 import { ACCEPTED_FORMAT_NAMES, detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';
 import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';

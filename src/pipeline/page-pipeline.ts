@@ -3,6 +3,7 @@
 // first page (shared-engine.ts).
 import type { Config } from '../config.ts';
 import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
+import { storedPageImage } from './stored-page-image.ts';
 import type { PageResult } from '../recognition/page/page-result.ts';
 import { recognizePage, type StageTimings } from '../recognition/recognize-page.ts';
 import { sharedEngine } from './shared-engine.ts';
@@ -51,8 +52,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
       if (!corrector) return { ...page, warnings: [...page.warnings, 'correction skipped: no corrector configured'] };
       const corrected = await corrector.correct(page, {
         options: task.options,
-        imageBlobKey: task.page.blobKey,
-        blobs: context.blobs,
+        pageImage: storedPageImage(context.blobs, task.page.blobKey),
         signal,
         log: context.log,
         ...(context.deadline === undefined ? {} : { deadline: context.deadline }),

@@ -6,6 +6,9 @@ import type { JobOptions, PageSource, PageStep } from '../../domain/events.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { PageResult } from '../recognition/page/page-result.ts';
 
+// The correction step the page pipeline runs is the library's (src/recognition/correction/).
+export type { CorrectionInput, PageCorrector } from '../recognition/correction/corrector.ts';
+
 // The job options and page sources travel in the JobQueued event: the domain owns them.
 export { LLM_TIERS, PDF_FORMATS, PIPELINE_STEPS } from '../../domain/events.ts';
 export type { JobOptions, LlmTier, PageSource, PageStep, PdfFormat, PipelineStep } from '../../domain/events.ts';
@@ -60,30 +63,4 @@ export interface ExportOutcome {
 
 export interface ExportPipeline {
   exportJob(task: ExportTask, context: ExportContext): Promise<ExportOutcome>;
-}
-
-/**
- * The correction step (src/pipeline/correction/). Returns the page with corrected
- * line/word texts (geometry unchanged), `correction` usage filled in, and any
- * warning (e.g. provider down, no provider configured) appended to `warnings`.
- * Never throws for provider trouble: an LLM outage must not fail a job.
- */
-export interface PageCorrector {
-  correct(page: PageResult, input: CorrectionInput): Promise<PageResult>;
-}
-
-export interface CorrectionInput {
-  options: JobOptions;
-  /** The page image (the `best` tier may send it to the model). */
-  imageBlobKey: string;
-  blobs: BlobStore;
-  signal: AbortSignal;
-  log: Logger;
-  /** No provider call starts, and no retry waits, past this (epoch ms; PageContext.deadline). */
-  deadline?: number;
-  /**
-   * Runs the page image's decode for the `best` tier under the process's pixel budget (the page
-   * pipeline's), as the recognition's decode was: a JPEG 2000 page is a whole decode again.
-   */
-  admitDecode?: <T>(decode: () => Promise<T>) => Promise<T>;
 }

@@ -15,7 +15,9 @@ import { createCorrector } from '../../src/recognition/correction/create-correct
 import { PRESET_PROMPTS, PRESETS } from '../../src/recognition/correction/presets.ts';
 import { ANSWER_SCHEMA, IMAGE_INSTRUCTION } from '../../src/recognition/correction/prompt.ts';
 import { allLines, type PageResult } from '../../src/recognition/page/page-result.ts';
-import type { LlmTier, PageCorrector } from '../../src/pipeline/pipeline.ts';
+import type { LlmTier } from '../../domain/events.ts';
+import type { PageCorrector } from '../../src/recognition/correction/corrector.ts';
+import { storedPageImage } from '../../src/pipeline/stored-page-image.ts';
 import { buildPage, HOOKER_RECOGNISED, HOOKER_TRUTH, jobOptions, requestLines } from '../support/correction-pages.ts';
 import { answerLines, answerText, errorReply, FakeLlmServer, type LlmRequest } from '../support/fake-llm-server.ts';
 import { startTestS3Server } from '../support/s3-server.ts';
@@ -64,8 +66,7 @@ function correct(
 ) {
   return using.correct(page, {
     options: jobOptions(tier, preset),
-    imageBlobKey: IMAGE_KEY,
-    blobs,
+    pageImage: storedPageImage(blobs, IMAGE_KEY),
     signal,
     log: createLogger('silent'),
     ...(deadline === undefined ? {} : { deadline }),
@@ -129,8 +130,7 @@ test('the best tier decodes its page image through the admission it is given (th
   let admitted = 0;
   await corrector().correct(buildPage(HOOKER_RECOGNISED), {
     options: jobOptions('best'),
-    imageBlobKey: IMAGE_KEY,
-    blobs,
+    pageImage: storedPageImage(blobs, IMAGE_KEY),
     signal: new AbortController().signal,
     log: createLogger('silent'),
     admitDecode: (decode) => {
@@ -394,8 +394,7 @@ test('an unreadable page image: the best tier corrects from the text alone', asy
     server.reset();
     const corrected = await corrector().correct(buildPage(HOOKER_RECOGNISED), {
       options: jobOptions('best'),
-      imageBlobKey: key,
-      blobs,
+      pageImage: storedPageImage(blobs, key),
       signal: new AbortController().signal,
       log: createLogger('silent'),
     });
@@ -418,8 +417,7 @@ test('the page image in an object store that is away: the best tier does not cor
     await assert.rejects(
       corrector().correct(buildPage(HOOKER_RECOGNISED), {
         options: jobOptions('best'),
-        imageBlobKey: 'jobs/test/pages/1.jpg',
-        blobs: bucket,
+        pageImage: storedPageImage(bucket, 'jobs/test/pages/1.jpg'),
         signal: new AbortController().signal,
         log: createLogger('silent'),
       }),

@@ -13,7 +13,9 @@ import { createCorrector } from '../../src/recognition/correction/create-correct
 import { PRESET_PROMPTS } from '../../src/recognition/correction/presets.ts';
 import { ANSWER_SCHEMA } from '../../src/recognition/correction/prompt.ts';
 import { allLines, type PageResult } from '../../src/recognition/page/page-result.ts';
-import type { LlmTier, PageCorrector } from '../../src/pipeline/pipeline.ts';
+import type { LlmTier } from '../../domain/events.ts';
+import type { PageCorrector } from '../../src/recognition/correction/corrector.ts';
+import { storedPageImage } from '../../src/pipeline/stored-page-image.ts';
 import { buildPage, HOOKER_RECOGNISED, HOOKER_TRUTH, jobOptions, requestLines } from '../support/correction-pages.ts';
 import { answerLines, answerText, errorReply, FakeLlmServer, type LlmRequest } from '../support/fake-llm-server.ts';
 
@@ -54,8 +56,7 @@ function corrector(env: Record<string, string> = {}): PageCorrector {
 function correct(page: PageResult, tier: LlmTier = 'balanced', preset = 'generic', using = corrector()) {
   return using.correct(page, {
     options: jobOptions(tier, preset),
-    imageBlobKey: IMAGE_KEY,
-    blobs,
+    pageImage: storedPageImage(blobs, IMAGE_KEY),
     signal: new AbortController().signal,
     log: createLogger('silent'),
   });

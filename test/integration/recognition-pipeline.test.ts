@@ -101,7 +101,8 @@ test('the correction step hands the recognised page to the corrector and returns
   );
   assert.deepEqual(entered, ['layout', 'recognition', 'correction']);
   assert.equal(received.length, 1);
-  assert.equal(received[0].input.imageBlobKey, 'jobs/j1/pages/1.png');
+  assert.equal(received[0].input.pageImage.key, 'jobs/j1/pages/1.png');
+  assert.deepEqual(await received[0].input.pageImage.read(), await readFile(PRINTED_PAGE.imagePath), 'read from the blob store');
   assert.equal(received[0].input.options.preset, 'generic');
   assert.ok(allLines(received[0].page).length >= 26);
   assert.deepEqual(page.warnings, ['checked by the test corrector']);

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createCorrector, createProvider, NO_PROVIDER_WARNING } from '../../src/recognition/correction/create-corrector.ts';
 import { createLogger } from '../../src/logger.ts';
 import { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
+import { storedPageImage } from '../../src/pipeline/stored-page-image.ts';
 import { buildPage, HOOKER_RECOGNISED, jobOptions } from '../support/correction-pages.ts';
 
 const problems = (env: Record<string, string>) => {
@@ -23,8 +24,7 @@ test('no key and no server: no provider; the corrector keeps the page and warns'
   const page = buildPage(HOOKER_RECOGNISED);
   const corrected = await createCorrector(config.correction).correct(page, {
     options: jobOptions('best', 'letter'),
-    imageBlobKey: 'jobs/none/pages/1.jpg',
-    blobs: new FilesystemBlobStore('/nonexistent'),
+    pageImage: storedPageImage(new FilesystemBlobStore('/nonexistent'), 'jobs/none/pages/1.jpg'),
     signal: new AbortController().signal,
     log: createLogger('silent'),
   });

@@ -1,16 +1,16 @@
-// Picks the correction step from configuration: gemini, an OpenAI-compatible
+// Picks the correction step from its settings: gemini, an OpenAI-compatible
 // server, or none (pages keep their recognised text, with a warning).
-import type { Config } from '../../config.ts';
 import type { PageResult } from '../page/page-result.ts';
-import type { CorrectionInput, PageCorrector } from '../../pipeline/pipeline.ts';
+import type { CorrectionInput, PageCorrector } from './corrector.ts';
 import { GeminiProvider } from './gemini-provider.ts';
 import { LlmCorrector } from './llm-corrector.ts';
 import { OpenAiProvider } from './openai-provider.ts';
 import type { CorrectionProvider } from './provider.ts';
+import type { CorrectionSettings } from './settings.ts';
 
 export const NO_PROVIDER_WARNING = 'correction skipped: no correction provider is configured';
 
-export function createCorrector(config: Config['correction']): PageCorrector {
+export function createCorrector(config: CorrectionSettings): PageCorrector {
   const provider = createProvider(config);
   if (provider === null) return new NoProviderCorrector();
   return new LlmCorrector(provider, {
@@ -20,7 +20,7 @@ export function createCorrector(config: Config['correction']): PageCorrector {
   });
 }
 
-export function createProvider(config: Config['correction']): CorrectionProvider | null {
+export function createProvider(config: CorrectionSettings): CorrectionProvider | null {
   if (config.provider === 'gemini' && config.geminiApiKey) {
     return new GeminiProvider({
       apiKey: config.geminiApiKey,

@@ -2,7 +2,7 @@
 // The SDK's own retries stay off (retry.ts retries, honouring Retry-After); its
 // ApiError carries no headers, so a fetch wrapper reads Retry-After.
 import { ApiError, GoogleGenAI, type Part } from '@google/genai';
-import type { LlmTier } from '../../pipeline/pipeline.ts';
+import type { LlmTier } from '../../../domain/events.ts';
 import { ANSWER_SCHEMA } from './prompt.ts';
 import { describeCause, withTimeout, type CorrectionProvider, type ProviderRequest, type ProviderResponse } from './provider.ts';
 import { isTransientStatus, ProviderError, retryAfterMs } from './retry.ts';

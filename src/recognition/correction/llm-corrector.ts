@@ -1,18 +1,17 @@
 // The correction step with a model provider: one structured call per page,
 // guarded, retried, and never fatal to the job (see docs/correction.md).
-import { isStorageUnavailable } from '../../blobs/storage-unavailable.ts';
 import type { Logger } from 'pino';
-import { CORRECTION_ANSWER_ROUNDS } from '../../config.ts';
 import type { CorrectionInfo, PageResult, TextLine } from '../page/page-result.ts';
 import { allLines } from '../page/page-result.ts';
-import type { CorrectionInput, PageCorrector } from '../../pipeline/pipeline.ts';
+import type { CorrectionInput, PageCorrector } from './corrector.ts';
 import { checkAnswer, checkLineEdit, normalizeLineText } from './guards.ts';
-import { loadPageImage, type PageImage } from './page-image.ts';
+import { pageImageOf, type PageImage } from './page-image.ts';
 import { DEFAULT_PRESET, isPreset, type Preset } from './presets.ts';
 import { buildPrompt } from './prompt.ts';
 import type { CorrectionProvider, ProviderResponse } from './provider.ts';
 import { RetriesEnded, withRetry, type RetryPolicy } from './retry.ts';
 import { realignWords } from './realign-words.ts';
+import { CORRECTION_ANSWER_ROUNDS } from './settings.ts';
 import type { PageTurn } from '../reading/page-turn.ts';
 
 export interface LlmCorrectorSettings {
@@ -116,13 +115,13 @@ function resolvePreset(name: string, log: Logger): Preset {
 
 async function pageImage(input: CorrectionInput, turn: PageTurn): Promise<PageImage | null> {
   try {
-    const load = () => loadPageImage(input.blobs, input.imageBlobKey, turn);
+    const load = async () => pageImageOf(await input.pageImage.read(), turn);
     return await (input.admitDecode ? input.admitDecode(load) : load());
   } catch (error) {
-    // The store away is the task's to ride out (it runs again), not a reason to correct blind.
-    if (isStorageUnavailable(error)) throw error;
+    // What the source calls the task's to ride out (the store away: the task runs again) is no reason to correct blind.
+    if (input.pageImage.ridesOut(error)) throw error;
     input.log.warn(
-      { err: error instanceof Error ? error.message : String(error), blob_key: input.imageBlobKey },
+      { err: error instanceof Error ? error.message : String(error), blob_key: input.pageImage.key },
       'page image unreadable; correcting from text only',
     );
     return null;

@@ -3,7 +3,7 @@
 // retries stay off: retry.ts retries, honouring Retry-After.
 import OpenAI, { APIError } from 'openai';
 import type { ChatCompletionContentPart, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { LlmTier } from '../../pipeline/pipeline.ts';
+import type { LlmTier } from '../../../domain/events.ts';
 import { ANSWER_SCHEMA } from './prompt.ts';
 import { describeCause, withTimeout, type CorrectionProvider, type ProviderRequest, type ProviderResponse } from './provider.ts';
 import { isTransientStatus, ProviderError, retryAfterMs } from './retry.ts';

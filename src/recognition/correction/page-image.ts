@@ -3,7 +3,6 @@
 // MAX_SIDE pixels (enough to read handwriting; a larger image costs more tokens
 // and upload time for no gain) and re-encoded as JPEG, which every provider
 // accepts (TIFF, for one, is not).
-import type { BlobStore } from '../../blobs/blob-store.ts';
 import { openImage } from '../image/open-image.ts';
 import type { PageTurn } from '../reading/page-turn.ts';
 
@@ -17,11 +16,7 @@ export interface PageImage {
   height: number;
 }
 
-/** The stored page image, turned clockwise by `turn` where the page was read turned (PageResult.orientation), so that the model sees it upright. */
-export async function loadPageImage(blobs: BlobStore, key: string, turn: PageTurn = 0): Promise<PageImage> {
-  return pageImageOf(await blobs.get(key), turn);
-}
-
+/** The page image, turned clockwise by `turn` where the page was read turned (PageResult.orientation), so that the model sees it upright. */
 export async function pageImageOf(source: Buffer, turn: PageTurn): Promise<PageImage> {
   const oriented = (await openImage(source, { failOn: 'none' })).autoOrient();
   const { data, info } = await (turn === 0 ? oriented : oriented.rotate(turn))

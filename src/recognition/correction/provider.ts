@@ -1,7 +1,7 @@
 // What llm-corrector.ts needs from a model provider: one structured-output call.
 // Providers turn every transport failure into a ProviderError (retry.ts decides
 // what to retry) and let a cancellation of the job propagate as an abort.
-import type { LlmTier } from '../../pipeline/pipeline.ts';
+import type { LlmTier } from '../../../domain/events.ts';
 import type { PageImage } from './page-image.ts';
 import type { CorrectionPrompt } from './prompt.ts';
 import { ProviderError } from './retry.ts';

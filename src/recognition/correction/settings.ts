@@ -1,0 +1,32 @@
+// The correction step's settings, given to createCorrector by whoever runs it (the service reads
+// them from the environment in src/config.ts). Kept apart from the providers so that reading
+// them loads no provider SDK.
+
+export const CORRECTION_PROVIDERS = ['gemini', 'openai'] as const;
+export type CorrectionProviderName = (typeof CORRECTION_PROVIDERS)[number];
+
+/** Provider answers one page's correction may ask for (a malformed answer is asked again once). */
+export const CORRECTION_ANSWER_ROUNDS = 2;
+
+export interface CorrectionSettings {
+  /** The provider correction uses; null: none configured (the step is skipped with a warning). */
+  provider: CorrectionProviderName | null;
+  geminiApiKey: string | null;
+  geminiBaseUrl: string | null;
+  openaiBaseUrl: string | null;
+  openaiApiKey: string | null;
+  /** Model per tier; the openai ones are all set whenever OPENAI_BASE_URL is. */
+  models: { gemini: Record<'cheap' | 'balanced' | 'best', string>; openai: Record<'cheap' | 'balanced' | 'best', string | null> };
+  /** Whether the `best` tier sends the page image (off for openai: many self-hosted models read text only). */
+  bestTierImage: { gemini: boolean; openai: boolean };
+  /** A corrected line farther than this edit-distance ratio from the recognised text is refused. */
+  maxEditRatio: number;
+  /** One provider call (one attempt). */
+  timeoutMs: number;
+  /** Retries after a 429, 5xx, timeout or connection failure. */
+  retries: number;
+  /** First backoff delay; doubles per retry (with jitter) unless the provider sends Retry-After. */
+  retryBaseMs: number;
+  /** Longest wait between attempts; a Retry-After beyond it ends the retries at once. */
+  maxRetryWaitMs: number;
+}
