@@ -3,16 +3,14 @@
 // and an upcaster in `upcast`, so old histories keep replaying.
 
 // What a job is asked to do and the pages it reads, as JobQueued carries them.
+// The option lists are shared with the client (src/shared/job-options.ts).
+import type { LlmTier, PdfFormat, PipelineStep } from '../src/shared/job-options.ts';
+
+export { LLM_TIERS, PDF_FORMATS, PIPELINE_STEPS } from '../src/shared/job-options.ts';
+export type { LlmTier, PdfFormat, PipelineStep } from '../src/shared/job-options.ts';
+
 export const PAGE_STEPS = ['layout', 'recognition', 'correction'] as const;
-export const PIPELINE_STEPS = ['layout', 'recognition', 'correction', 'export'] as const;
 export type PageStep = (typeof PAGE_STEPS)[number];
-export type PipelineStep = (typeof PIPELINE_STEPS)[number];
-
-export const LLM_TIERS = ['cheap', 'balanced', 'best'] as const;
-export type LlmTier = (typeof LLM_TIERS)[number];
-
-export const PDF_FORMATS = ['pdfa-2b', 'pdf', 'none'] as const;
-export type PdfFormat = (typeof PDF_FORMATS)[number];
 
 export interface JobOptions {
   llmTier: LlmTier;

@@ -2,17 +2,15 @@
 // for readers; test/unit/client-types.test.ts checks every name and enum here against the
 // OpenAPI document the service serves (src/http/openapi.ts), so the two cannot drift apart.
 
-export const LLM_TIERS = ['cheap', 'balanced', 'best'] as const;
-export type LlmTier = (typeof LLM_TIERS)[number];
-export const PRESETS = ['generic', 'letter', 'diary', 'register', 'form', 'historical'] as const;
-export type Preset = (typeof PRESETS)[number];
-export const PDF_FORMATS = ['pdfa-2b', 'pdf', 'none'] as const;
-export type PdfFormat = (typeof PDF_FORMATS)[number];
+import { type LlmTier, type PdfFormat, PIPELINE_STEPS, type PipelineStep, type Preset } from '../shared/job-options.ts';
+
+// The submission's choices, the same lists the service checks against.
+export { LLM_TIERS, type LlmTier, PDF_FORMATS, type PdfFormat, PRESETS, type Preset } from '../shared/job-options.ts';
 export const JOB_STATES = ['queued', 'processing', 'done', 'failed', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 export const TERMINAL_STATES: readonly JobState[] = ['done', 'failed', 'cancelled'];
-export const STEPS = ['layout', 'recognition', 'correction', 'export'] as const;
-export type Step = (typeof STEPS)[number];
+export const STEPS = PIPELINE_STEPS;
+export type Step = PipelineStep;
 export const CALLBACK_STATES = ['waiting', 'pending', 'retrying', 'delivered', 'abandoned', 'not_sent'] as const;
 export type CallbackState = (typeof CALLBACK_STATES)[number];
 

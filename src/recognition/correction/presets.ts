@@ -2,8 +2,9 @@
 // shared instruction (prompt.ts); docs/correction.md quotes them. The HTTP intake
 // refuses an unknown `preset` with 400 through `isPreset`.
 
-export const PRESETS = ['generic', 'letter', 'diary', 'register', 'form', 'historical'] as const;
-export type Preset = (typeof PRESETS)[number];
+import { PRESETS, type Preset } from '../../shared/job-options.ts';
+
+export { PRESETS, type Preset };
 
 export const DEFAULT_PRESET: Preset = 'generic';
 
