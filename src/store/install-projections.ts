@@ -38,23 +38,58 @@ export const PROJECTION_REPLAY = replayFunctionName(projectionsVersion());
 
 export async function installProjections(client: pg.PoolClient, projections: readonly Projection[] = PROJECTIONS): Promise<string> {
   const version = projectionsVersion(projections);
-  const statements = projections.map(
-    (projection) =>
-      `create or replace function ${projectionFunctionName(projection.name, version)}(e events) returns void language plpgsql as $body$${projection.apply}$body$;`,
-  );
+  const statements = [
+    ...projections.map((projection) => projectionFunction(projection, version)),
+    dispatcherFunction(projections, version),
+    replayFunction(version),
+  ];
+  await client.query('begin');
+  try {
+    for (const statement of statements) await client.query(statement);
+    await client.query('insert into projection_versions (version) values ($1) on conflict (version) do update set installed_at = now()', [
+      version,
+    ]);
+    await dropOldVersions(client);
+    await client.query('commit');
+  } catch (error) {
+    await client.query('rollback');
+    throw error;
+  }
+  return version;
+}
+
+/** One projection's apply function: its SQL body, under the version's name. */
+function projectionFunction(projection: Projection, version: string): string {
+  return `create or replace function ${projectionFunctionName(projection.name, version)}(e events) returns void language plpgsql as $body$${projection.apply}$body$;`;
+}
+
+/** The dispatcher the append calls for every event it inserts: each projection that handles the event's type. */
+function dispatcherFunction(projections: readonly Projection[], version: string): string {
   const dispatch = projections
     .map((projection) => {
       const types = projection.handles.map((type) => `'${type}'`).join(', ');
       return `    if e.type in (${types}) then perform ${projectionFunctionName(projection.name, version)}(e); end if;`;
     })
     .join('\n');
-  statements.push(`create or replace function ${dispatcherName(version)}(e events) returns void language plpgsql as $body$
+  return `create or replace function ${dispatcherName(version)}(e events) returns void language plpgsql as $body$
 begin
 ${dispatch}
-end$body$;`);
-  // Replays a batch of the log in commit-safe order (p_safe: only transactions older than every
-  // one in flight; the final catch-up runs under the exclusive append lock).
-  statements.push(`create or replace function ${replayFunctionName(version)}(p_after_tx xid8, p_after_pos bigint, p_limit integer, p_safe boolean)
+end$body$;`;
+}
+
+/**
+ * The replay of a batch of the log (rebuild, verify), in commit-safe order (p_safe: only
+ * transactions older than every one in flight; the final catch-up runs under the exclusive append
+ * lock), calling the version's dispatcher statically.
+ *
+ * migrations/0003_replay.sql holds the same loop as the unversioned `hwr_replay_batch`, calling
+ * the unversioned `hwr_apply_projections`: that migration is history (forward-only, applied in
+ * deployed databases, never edited; its function stays in the schema for processes of the version
+ * before versioned projections). This is the code: the replay changes here, and the change shows
+ * in test/fixtures/schema/schema.sql.
+ */
+function replayFunction(version: string): string {
+  return `create or replace function ${replayFunctionName(version)}(p_after_tx xid8, p_after_pos bigint, p_limit integer, p_safe boolean)
 returns table (replayed integer, last_tx xid8, last_pos bigint) language plpgsql as $body$
 declare
   e events;
@@ -75,20 +110,7 @@ begin
     last_pos := e.global_position;
   end loop;
   return next;
-end$body$;`);
-  await client.query('begin');
-  try {
-    for (const statement of statements) await client.query(statement);
-    await client.query('insert into projection_versions (version) values ($1) on conflict (version) do update set installed_at = now()', [
-      version,
-    ]);
-    await dropOldVersions(client);
-    await client.query('commit');
-  } catch (error) {
-    await client.query('rollback');
-    throw error;
-  }
-  return version;
+end$body$;`;
 }
 
 async function dropOldVersions(client: pg.PoolClient): Promise<void> {
