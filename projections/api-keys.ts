@@ -46,16 +46,14 @@ export interface AccountKeyRow {
   label: string;
   prefix: string;
   created_at: Date;
-  last_used_at: Date | null;
   revoked_at: Date | null;
 }
 
-/** An account's keys, oldest first, with when each was last used (api_key_usage, operational data). */
+/** An account's keys, oldest first (when each was last used is operational data: src/use-cases/accounts/sql/read-key-usage.ts). */
 export async function listAccountKeys(db: Queryable, accountId: string): Promise<AccountKeyRow[]> {
   const result = await db.query<AccountKeyRow>(
-    `select k.key_id, k.label, k.prefix, k.created_at, u.last_used_at, k.revoked_at
-     from api_keys k left join api_key_usage u using (key_id)
-     where k.account_id = $1 order by k.created_at, k.key_id`,
+    `select key_id, label, prefix, created_at, revoked_at
+     from api_keys where account_id = $1 order by created_at, key_id`,
     [accountId],
   );
   return result.rows;

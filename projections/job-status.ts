@@ -136,6 +136,12 @@ export async function readJobState(db: Queryable, jobId: string): Promise<string
   return result.rows[0]?.state;
 }
 
+/** The ids among `jobIds` of jobs that have a status row. */
+export async function readKnownJobIds(db: Queryable, jobIds: readonly string[]): Promise<Set<string>> {
+  const result = await db.query<{ job_id: string }>('select job_id::text from job_status where job_id = any($1::uuid[])', [jobIds]);
+  return new Set(result.rows.map((row) => row.job_id));
+}
+
 export type JobStatusWithKeyRow = JobStatusRow & { auth_key_id: string; auth_account_id: string };
 
 // The key and the job in one round trip: status polling is the hot path. A job of another

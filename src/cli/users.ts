@@ -1,6 +1,4 @@
-import { listAccountUsers } from '../../projections/users.ts';
-import { requireAccountId } from '../use-cases/accounts.ts';
-import { inviteUser } from '../portal/users.ts';
+import { inviteUser, listUsers } from '../use-cases/users.ts';
 import { parseArgs, printJsonLine, stringOption, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';
 
@@ -23,8 +21,7 @@ export async function run(args: string[]): Promise<number> {
       }
       case 'list': {
         if (!account) throw new UsageError(USAGE);
-        const accountId = await requireAccountId(runtime.db.pool, account);
-        for (const user of await listAccountUsers(runtime.db.pool, accountId)) {
+        for (const user of await listUsers(runtime.db.pool, account)) {
           printJsonLine({
             id: user.user_id,
             email: user.email,

@@ -199,13 +199,18 @@ export function describeDatabaseUrl(url: string): string {
   }
 }
 
+/** One round trip that reads nothing: the database answers (readiness, start-up, waiting out an outage). */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('select 1');
+}
+
 /**
  * One round trip before anything else, so a database that cannot be reached fails the start with
  * a message that says so (pg's own is "timeout expired" or "Connection terminated due to connection timeout").
  */
 export async function checkConnection(db: Database, connectTimeoutMs: number): Promise<void> {
   try {
-    await db.pool.query('select 1');
+    await pingDatabase(db.pool);
   } catch (error) {
     const message = (error as Error).message;
     const timedOut = /timeout/i.test(message);
@@ -262,7 +267,7 @@ export async function waitForDatabase(pool: pg.Pool, maxWaitMs: number, signal?:
   for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
     if (signal?.aborted) return false;
     try {
-      await pool.query('select 1');
+      await pingDatabase(pool);
       return true;
     } catch {
       if (Date.now() + delay > deadline) return false;

@@ -4,6 +4,7 @@
 import type { Context, Next } from 'koa';
 import { findActiveKey, type ActiveKeyRow } from '../../projections/api-keys.ts';
 import { sha256Hex } from '../use-cases/accounts.ts';
+import { recordKeyUsage } from '../use-cases/accounts/sql/record-key-usage.ts';
 import type { Queryable } from '../db/database.ts';
 import { HttpProblem, type HttpProblemCode } from './problem.ts';
 import { RateLimiter, type RateLimitSettings } from './rate-limit.ts';
@@ -71,9 +72,5 @@ function recordUsage(db: Queryable, keyId: string, lastWrite: Map<string, number
   const now = Date.now();
   if (now - (lastWrite.get(keyId) ?? 0) < USAGE_WRITE_INTERVAL_MS) return;
   lastWrite.set(keyId, now);
-  db.query(
-    `insert into api_key_usage (key_id, last_used_at) values ($1, now())
-     on conflict (key_id) do update set last_used_at = excluded.last_used_at`,
-    [keyId],
-  ).catch(() => lastWrite.delete(keyId));
+  recordKeyUsage(db, keyId).catch(() => lastWrite.delete(keyId));
 }

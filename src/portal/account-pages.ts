@@ -6,10 +6,11 @@ import { billedByDay, billedByMonth } from '../../projections/billing.ts';
 import { correctionUsageReport } from '../../projections/correction-usage.ts';
 import { unbilledJobsByState } from '../../projections/job-status.ts';
 import { rotateWebhookSecret } from '../use-cases/accounts.ts';
+import { findWebhookSecret } from '../use-cases/accounts/sql/find-webhook-secret.ts';
+import { checkSignIn } from '../use-cases/users.ts';
 import { csrfField, html, notice, type Html } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
-import { checkSignIn } from './users.ts';
 
 export function registerAccountPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
@@ -58,11 +59,8 @@ export function registerAccountPages(router: Router, pc: PortalContext): void {
     const form = await pc.signedInForm(ctx, session);
     const refused = await reauthenticate(ctx, session, form.get('password') ?? '');
     if (refused) return webhookPage(ctx, session, null, refused, 403);
-    const { rows } = await runtime.db.pool.query<{ webhook_secret: string }>(
-      'select webhook_secret from account_secrets where account_id = $1',
-      [session.accountId],
-    );
-    webhookPage(ctx, session, { title: 'Your webhook secret', secret: rows[0]?.webhook_secret ?? '' }, null);
+    const secret = await findWebhookSecret(runtime.db.pool, session.accountId);
+    webhookPage(ctx, session, { title: 'Your webhook secret', secret: secret ?? '' }, null);
   });
 
   router.post('/portal/settings/webhook/rotate', async (ctx) => {

@@ -1,6 +1,6 @@
 // The customer portal (docs/portal.md): server-rendered pages under /portal in the service's own
 // Koa application; `/` redirects there. Every change goes through the same commands and events
-// as the CLI (src/use-cases/accounts.ts, src/portal/users.ts).
+// as the CLI (src/use-cases/accounts.ts, src/use-cases/users.ts).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Router from '@koa/router';
@@ -9,9 +9,12 @@ import { DATABASE_RETRY_AFTER_SECONDS } from '../http/problem.ts';
 import { OUTAGE_NAMES, outageOf } from '../outage.ts';
 import type { Runtime } from '../runtime.ts';
 import { csrfField, html, notice, page } from './html.ts';
-import { createSession, revokeSession, revokeUserSessions, ABSOLUTE_TIMEOUT_MS, type Session } from './sessions.ts';
-import { changePassword, checkSignIn, completeSetup, inspectSetupLink, PortalError, recordSignIn } from './users.ts';
-import { MIN_PASSWORD_LENGTH } from './passwords.ts';
+import { createSession, ABSOLUTE_TIMEOUT_MS, type Session } from './sessions.ts';
+import { changePassword, checkSignIn, completeSetup, inspectSetupLink, PortalError, recordSignIn } from '../use-cases/users.ts';
+import { MIN_PASSWORD_LENGTH } from '../use-cases/users/passwords.ts';
+import { revokeOtherSessions } from '../use-cases/users/sql/revoke-other-sessions.ts';
+import { revokeSession } from '../use-cases/users/sql/revoke-session.ts';
+import { revokeUserSessions } from '../use-cases/users/sql/revoke-user-sessions.ts';
 import {
   anonymousCsrfToken,
   checkAnonymousCsrf,
@@ -229,10 +232,7 @@ export function portal(runtime: Runtime): Middleware {
       throw error;
     }
     // The other sessions end; this one goes on.
-    await runtime.db.pool.query(
-      'update portal_sessions set revoked_at = now() where user_id = $1 and session_sha256 <> $2 and revoked_at is null',
-      [session.userId, session.sessionSha256],
-    );
+    await revokeOtherSessions(runtime.db.pool, session.userId, session.sessionSha256);
     accountPage(ctx, session, { kind: 'ok', text: 'Your password is changed; your other sessions are signed out.' });
   });
 

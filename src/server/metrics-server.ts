@@ -8,6 +8,7 @@ import client from 'prom-client';
 import { countJobsByState } from '../../projections/job-status.ts';
 import type { Runtime } from '../runtime.ts';
 import { QUEUES } from '../queue/queues.ts';
+import { readQueueDepths } from '../queue/queue-depths.ts';
 import { metricsRegistry } from '../metrics/metrics.ts';
 
 export interface MetricsServer {
@@ -52,25 +53,15 @@ export function databaseMetrics(runtime: Runtime): { registry: client.Registry; 
   });
   const read = async () => {
     try {
-      const [states, tasks] = await Promise.all([
-        countJobsByState(runtime.db.pool),
-        runtime.db.pool.query<{ name: string; ready: string; active: string; oldest: number | null }>(
-          `select name,
-                  count(*) filter (where state in ('created', 'retry') and start_after <= now()) as ready,
-                  count(*) filter (where state = 'active') as active,
-                  extract(epoch from now() - min(created_on) filter (where state in ('created', 'retry') and start_after <= now()))::float8 as oldest
-             from pgboss.job where name = any($1) and state in ('created', 'retry', 'active') group by name`,
-          [queues],
-        ),
-      ]);
+      const [states, tasks] = await Promise.all([countJobsByState(runtime.db.pool), readQueueDepths(runtime.db.pool, queues)]);
       jobs.reset();
       for (const state of JOB_STATES) jobs.set({ state }, 0);
       for (const row of states) jobs.set({ state: row.state }, row.count);
       for (const queue of queues) {
-        const row = tasks.rows.find((candidate) => candidate.name === queue);
-        ready.set({ queue }, Number(row?.ready ?? 0));
-        active.set({ queue }, Number(row?.active ?? 0));
-        oldest.set({ queue }, Math.max(0, row?.oldest ?? 0));
+        const row = tasks.find((candidate) => candidate.name === queue);
+        ready.set({ queue }, row?.ready ?? 0);
+        active.set({ queue }, row?.active ?? 0);
+        oldest.set({ queue }, Math.max(0, row?.oldestReadySeconds ?? 0));
       }
       up.set(1);
     } catch (error) {

@@ -5,6 +5,9 @@ import { countAccounts, findAccountIdByName } from '../../projections/accounts.t
 import { findKeyAccountId, listAccountKeys } from '../../projections/api-keys.ts';
 import type { Queryable } from '../db/database.ts';
 import type { CommandBus } from './command-bus.ts';
+import { insertWebhookSecret } from './accounts/sql/insert-webhook-secret.ts';
+import { readKeyUsage } from './accounts/sql/read-key-usage.ts';
+import { saveWebhookSecret } from './accounts/sql/save-webhook-secret.ts';
 
 export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
 
@@ -35,7 +38,7 @@ export async function createAccount(bus: CommandBus, name: string, actor = 'cli'
       { type: 'CreateAccount', accountId, name, webhookSecretSha256: sha256Hex(webhookSecret), now: new Date() },
       { actor },
       async (client) => {
-        await client.query('insert into account_secrets (account_id, webhook_secret) values ($1, $2)', [accountId, webhookSecret]);
+        await insertWebhookSecret(client, accountId, webhookSecret);
       },
     );
   } catch (error) {
@@ -53,11 +56,7 @@ export async function rotateWebhookSecret(bus: CommandBus, name: string, actor =
     { type: 'RotateWebhookSecret', webhookSecretSha256: sha256Hex(webhookSecret), now: new Date() },
     { actor },
     async (client) => {
-      await client.query(
-        `insert into account_secrets (account_id, webhook_secret) values ($1, $2)
-       on conflict (account_id) do update set webhook_secret = excluded.webhook_secret, updated_at = now()`,
-        [accountId, webhookSecret],
-      );
+      await saveWebhookSecret(client, accountId, webhookSecret);
     },
   );
   return webhookSecret;
@@ -97,12 +96,17 @@ export interface KeyListing {
 
 export async function listApiKeys(db: Queryable, accountName: string): Promise<KeyListing[]> {
   const accountId = await requireAccountId(db, accountName);
-  return (await listAccountKeys(db, accountId)).map((row) => ({
+  const keys = await listAccountKeys(db, accountId);
+  const lastUsed = await readKeyUsage(
+    db,
+    keys.map((row) => row.key_id),
+  );
+  return keys.map((row) => ({
     id: row.key_id,
     label: row.label,
     prefix: row.prefix,
     created_at: row.created_at.toISOString(),
-    last_used_at: row.last_used_at?.toISOString() ?? null,
+    last_used_at: lastUsed.get(row.key_id)?.toISOString() ?? null,
     revoked_at: row.revoked_at?.toISOString() ?? null,
   }));
 }

@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import { accountStreamId } from '../../domain/events.ts';
 import { createAccount } from '../../src/use-cases/accounts.ts';
 import { readStream } from '../../src/store/read-stream.ts';
-import { inviteUser, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_EMAIL } from '../../src/portal/users.ts';
+import { inviteUser, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_EMAIL } from '../../src/use-cases/users.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startApiServer } from '../support/http-client.ts';
 import { csrfTokenOf, PortalClient, portalUser, TEST_PASSWORD } from '../support/portal-client.ts';

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { createAccount } from '../../src/use-cases/accounts.ts';
-import { inviteUser } from '../../src/portal/users.ts';
+import { inviteUser } from '../../src/use-cases/users.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { pagesZip, startApiServer } from '../support/http-client.ts';
 import { TEST_PASSWORD } from '../support/portal-client.ts';

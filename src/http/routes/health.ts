@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import { pingDatabase } from '../../db/database.ts';
 import type { Runtime } from '../../runtime.ts';
 
 /** Liveness (the process answers) and readiness (the database answers); no key needed. */
@@ -8,7 +9,7 @@ export function registerHealth(router: Router, runtime: Runtime): void {
   });
   router.get('/readyz', async (ctx) => {
     try {
-      await runtime.db.pool.query('select 1');
+      await pingDatabase(runtime.db.pool);
       ctx.body = { status: 'ready' };
     } catch {
       ctx.status = 503;

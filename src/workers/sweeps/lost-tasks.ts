@@ -7,7 +7,7 @@
 // idempotent: FailJob on a failed job records nothing, and a page completed meanwhile is left be.
 import { readJobPages, readJobState, readRunningJobs } from '../../../projections/job-status.ts';
 import { redactUrl } from '../../shared/redact-url.ts';
-import type { JobWithMetadata, PgBoss } from 'pg-boss';
+import type { JobWithMetadata, PgBoss } from '../../queue/boss.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
@@ -15,6 +15,7 @@ import { isTerminalCallbackState } from '../tasks/callback-body.ts';
 import { recordCallbackAttempt } from '../tasks/callback-worker.ts';
 import { failJob } from '../tasks/page-worker.ts';
 import { exportTaskId, pageTaskId, QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from '../../queue/queues.ts';
+import { readPageAndExportTasks, type TaskRow } from '../../queue/page-and-export-tasks.ts';
 
 export interface LostTaskDeps {
   bus: CommandBus;
@@ -98,15 +99,6 @@ export function createLostCallbackHandler(deps: LostTaskDeps) {
   };
 }
 
-interface TaskRow {
-  id: string;
-  name: string;
-  state: string;
-  source_id: string | null;
-  retry_count: number;
-  output: unknown;
-}
-
 const LIVE = new Set(['created', 'retry', 'active']);
 
 /**
@@ -133,13 +125,9 @@ export async function sweepStrandedJobs(deps: { bus: CommandBus; log: Logger; sc
     for (let page = 1; page <= candidate.page_count; page++) pageIds.set(pageTaskId(jobId, page), page);
     const exportId = exportTaskId(jobId);
     const ids = [...pageIds.keys(), exportId];
-    const tasks = await pool.query<TaskRow>(
-      `select id, name, state, source_id, retry_count, output from ${schema}.job
-        where (name = any($1) and id = any($2::uuid[])) or (name = any($3) and source_id = any($2::uuid[]))`,
-      [[QUEUES.page, QUEUES.export], ids, [QUEUES.pageLost, QUEUES.exportLost]],
-    );
+    const tasks = await readPageAndExportTasks(pool, ids, schema);
     const byId = new Map<string, TaskRow[]>();
-    for (const row of tasks.rows) {
+    for (const row of tasks) {
       const key = row.source_id ?? row.id;
       byId.set(key, [...(byId.get(key) ?? []), row]);
     }

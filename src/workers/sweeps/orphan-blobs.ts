@@ -6,10 +6,13 @@
 // neither the job's stream nor its status row exists. Idempotent; safe in several processes at once.
 // The same task removes partial files of writes that stopped (a process killed mid-write) inside
 // recorded jobs' folders, which would otherwise stay until the job's results expire.
+import { jobStreamId } from '../../../domain/events.ts';
+import { readKnownJobIds } from '../../../projections/job-status.ts';
 import { JOBS_ROOT, jobPrefix } from '../../blobs/blob-keys.ts';
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { Queryable } from '../../db/database.ts';
 import type { Logger } from '../../logger.ts';
+import { existingStreams } from '../../store/existing-streams.ts';
 
 export const ORPHAN_MIN_AGE_MS = 3600_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -27,16 +30,12 @@ export async function sweepOrphanBlobs(deps: OrphanSweepDeps, now = new Date(), 
   for (let start = 0; start < names.length; start += 1000) {
     const batch = names.slice(start, start + 1000);
     // The job exists once JobQueued is in the log (its status row is written in the same transaction;
-    // both are read, so a projection rebuild in progress cannot make a job look absent).
-    const known = await deps.db.query<{ job_id: string }>(
-      `select job_id::text from job_status where job_id = any($1::uuid[])
-       union
-       select substring(stream_id from 5) from events where stream_id = any($2::text[]) and stream_version = 1`,
-      [batch, batch.map((id) => `job-${id}`)],
-    );
-    const jobs = new Set(known.rows.map((row) => row.job_id));
+    // both are read, so a projection rebuild in progress cannot make a job look absent). Neither
+    // row is ever deleted, so the two reads need no common snapshot: a job either finds was there.
+    const withStatus = await readKnownJobIds(deps.db, batch);
+    const withStream = await existingStreams(deps.db, batch.map(jobStreamId));
     for (const jobId of batch) {
-      if (jobs.has(jobId)) continue;
+      if (withStatus.has(jobId) || withStream.has(jobStreamId(jobId))) continue;
       const prefix = jobPrefix(jobId);
       const modified = await deps.blobs.lastModified(prefix);
       if (modified === null || now.getTime() - modified.getTime() < minAgeMs) continue;

@@ -1,9 +1,10 @@
 // Delivers the signed callback of a finished job, one attempt per task. Each
 // attempt is recorded as an event, whose reaction schedules the next attempt.
-import type { Job } from 'pg-boss';
+import type { Job } from '../../queue/boss.ts';
 import { redactUrl } from '../../shared/redact-url.ts';
 import { sendCallback, type CallbackOutcome } from '../../callbacks/send-callback.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
+import { findWebhookSecret } from '../../use-cases/accounts/sql/find-webhook-secret.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { isTerminalCallbackState, callbackBody } from './callback-body.ts';
@@ -25,12 +26,8 @@ export function createCallbackHandler(deps: CallbackWorkerDeps) {
     const delivery = state.callback;
     if (!delivery || isTerminalCallbackState(delivery.state) || attempt <= delivery.attempts || !state.options?.webhookUrl) return;
 
-    const secret = await deps.bus.db.pool.query<{ webhook_secret: string }>(
-      'select webhook_secret from account_secrets where account_id = $1',
-      [state.accountId],
-    );
+    const accountSecret = await findWebhookSecret(deps.bus.db.pool, state.accountId);
     const body = Buffer.from(JSON.stringify(callbackBody(state, deps.config.baseUrl, new Date())));
-    const accountSecret = secret.rows[0]?.webhook_secret;
     // Never signed with an empty key (anyone could forge that signature): the attempt fails, and
     // the delivery is retried on its schedule (`hwr accounts rotate-secret` gives the account one).
     const outcome: CallbackOutcome = accountSecret

@@ -1,12 +1,21 @@
-// Portal user use cases: invite (setup link), set the password through it, sign in (with
-// throttling), change the password. Every security fact goes through the account's decider
-// (domain/account.ts) as an event; password hashes, sessions and attempts are operational tables.
+// Portal user use cases (the portal and `hwr users` call them): invite (setup link), list an
+// account's users, set the password through a link, sign in (with throttling), change the
+// password. Every security fact goes through the account's decider (domain/account.ts) as an
+// event; password hashes, sessions and attempts are operational tables (users/sql/, one file a statement).
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Rejection } from '../../domain/rejections.ts';
-import { findInviteByTokenHash, findUser, findUserByEmail, type UserRow } from '../../projections/users.ts';
-import { AccountError, requireAccountId, sha256Hex } from '../use-cases/accounts.ts';
-import type { CommandBus } from '../use-cases/command-bus.ts';
-import { hashPassword, passwordProblem, verifyDecoy, verifyPassword } from './passwords.ts';
+import { findInviteByTokenHash, findUser, findUserByEmail, listAccountUsers, type UserRow } from '../../projections/users.ts';
+import type { Queryable } from '../db/database.ts';
+import { AccountError, requireAccountId, sha256Hex } from './accounts.ts';
+import type { CommandBus } from './command-bus.ts';
+import { hashPassword, passwordProblem, verifyDecoy, verifyPassword } from './users/passwords.ts';
+import { countFailedSignIns } from './users/sql/count-failed-sign-ins.ts';
+import { deleteOldSignInAttempts } from './users/sql/delete-old-sign-in-attempts.ts';
+import { deleteSignInAttempt } from './users/sql/delete-sign-in-attempt.ts';
+import { findPasswordHash } from './users/sql/find-password-hash.ts';
+import { insertSignInAttempt } from './users/sql/insert-sign-in-attempt.ts';
+import { markSignInAttemptOk } from './users/sql/mark-sign-in-attempt-ok.ts';
+import { savePasswordHash } from './users/sql/save-password-hash.ts';
 
 /** A setup link works once, for this long. */
 export const INVITE_TTL_MS = 72 * 3600 * 1000;
@@ -57,6 +66,11 @@ export async function inviteUser(
   return { userId, email, url: `${baseUrl.replace(/\/$/, '')}/portal/setup?token=${token}`, expiresAt };
 }
 
+/** The users of `accountName`'s portal, in the order they were invited. */
+export async function listUsers(db: Queryable, accountName: string): Promise<UserRow[]> {
+  return listAccountUsers(db, await requireAccountId(db, accountName));
+}
+
 export type SetupLinkState = { ok: true; email: string } | { ok: false; reason: 'invalid' | 'used' | 'expired' };
 
 /** What a setup link is, without using it. Unknown, used and expired links are told apart only in kind. */
@@ -105,14 +119,6 @@ function setupRefusal(code: string): string {
   return 'This setup link is not valid.';
 }
 
-async function savePasswordHash(client: { query: CommandBus['db']['pool']['query'] }, userId: string, hash: string): Promise<void> {
-  await client.query(
-    `insert into portal_passwords (user_id, password_hash) values ($1, $2)
-     on conflict (user_id) do update set password_hash = excluded.password_hash, updated_at = now()`,
-    [userId, hash],
-  );
-}
-
 /**
  * The signed-in user changes their password (knowing the current one). The current password is
  * checked as a sign-in is (`checkSignIn`: throttled, failures recorded), so a stolen session
@@ -133,11 +139,6 @@ export async function changePassword(bus: CommandBus, userId: string, current: s
   );
 }
 
-async function passwordHashOf(bus: CommandBus, userId: string): Promise<string | undefined> {
-  return (await bus.db.pool.query<{ password_hash: string }>('select password_hash from portal_passwords where user_id = $1', [userId]))
-    .rows[0]?.password_hash;
-}
-
 export type SignInResult = { ok: true; user: UserRow } | { ok: false; reason: 'invalid' | 'throttled' };
 
 /**
@@ -153,28 +154,20 @@ export async function checkSignIn(bus: CommandBus, rawEmail: string, password: s
   const email = normalizeEmail(rawEmail).slice(0, 320);
   const pool = bus.db.pool;
   const since = new Date(Date.now() - THROTTLE_WINDOW_MS);
-  const attempt = await pool.query<{ id: string }>(
-    'insert into portal_sign_in_attempts (email, address, ok) values ($1, $2, false) returning id',
-    [email, address],
-  );
-  const counts = await pool.query<{ by_email: string; by_address: string }>(
-    `select count(*) filter (where email = $1) as by_email, count(*) filter (where address = $2) as by_address
-     from portal_sign_in_attempts where not ok and attempted_at > $3 and (email = $1 or address = $2)`,
-    [email, address, since],
-  );
-  const { by_email, by_address } = counts.rows[0];
+  const attemptId = await insertSignInAttempt(pool, email, address);
+  const counts = await countFailedSignIns(pool, email, address, since);
   // The counts include this attempt. A throttled one checks no password, so it is no failure:
   // its row goes (the attempts racing with it have counted it already), and waiting out the
   // window works even for a user who kept trying.
-  if (Number(by_email) > MAX_FAILURES_PER_EMAIL || Number(by_address) > MAX_FAILURES_PER_ADDRESS) {
-    await pool.query('delete from portal_sign_in_attempts where id = $1', [attempt.rows[0].id]);
+  if (counts.byEmail > MAX_FAILURES_PER_EMAIL || counts.byAddress > MAX_FAILURES_PER_ADDRESS) {
+    await deleteSignInAttempt(pool, attemptId);
     return { ok: false, reason: 'throttled' };
   }
   const user = await findUserByEmail(pool, email);
-  const stored = user ? await passwordHashOf(bus, user.user_id) : undefined;
+  const stored = user ? await findPasswordHash(pool, user.user_id) : undefined;
   const ok = user && stored ? await verifyPassword(password.slice(0, 1024), stored) : await verifyDecoy(password.slice(0, 1024));
-  if (ok) await pool.query('update portal_sign_in_attempts set ok = true where id = $1', [attempt.rows[0].id]);
-  await pool.query(`delete from portal_sign_in_attempts where attempted_at < now() - interval '1 day'`);
+  if (ok) await markSignInAttemptOk(pool, attemptId);
+  await deleteOldSignInAttempts(pool);
   if (!user) return { ok: false, reason: 'invalid' };
   if (!ok) {
     await bus.account(
