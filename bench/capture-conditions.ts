@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import type { UploadedLayout } from '../src/recognition/layout/uploaded-layout.ts';
 import { allLines, type Point } from '../src/recognition/page/page-result.ts';
 import { recognizePage } from '../src/recognition/recognize-page.ts';

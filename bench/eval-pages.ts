@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { defaultModelSpec } from '../src/recognition/models/default-model.ts';
 import { builtinModelSpec, loadModelSpec } from '../src/recognition/models/model-manifest.ts';
 import { OcrEngine } from '../src/recognition/engine/ocr-engine.ts';

@@ -23,7 +23,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { defaultModelSpec } from '../src/recognition/models/default-model.ts';
 import { builtinModelSpec, loadModelSpec } from '../src/recognition/models/model-manifest.ts';
 import { OcrEngine } from '../src/recognition/engine/ocr-engine.ts';

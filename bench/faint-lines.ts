@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { readFile } from 'node:fs/promises';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { prepareImage } from '../src/recognition/image/prepare-image.ts';
 import { contrastRatios } from '../src/recognition/layout/ink-contrast.ts';
 import { defaultModelSpec } from '../src/recognition/models/default-model.ts';

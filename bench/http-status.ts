@@ -19,11 +19,11 @@ import autocannon from 'autocannon';
 import yazl from 'yazl';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
 import { createAccount, createApiKey } from '../src/use-cases/accounts.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { freePort, startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import { intakeScanZip } from '../src/intake/scan-zip.ts';
-import { createLogger } from '../src/logger.ts';
-import { startRuntime } from '../src/runtime.ts';
+import { createLogger } from '../src/platform/logger.ts';
+import { startRuntime } from '../src/runtime/runtime.ts';
 import { markdownTable } from './lib/table.ts';
 
 const args = process.argv.slice(2);

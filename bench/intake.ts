@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import yazl from 'yazl';
 import { FilesystemBlobStore } from '../src/blobs/filesystem-blob-store.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { intakeScanZip } from '../src/intake/scan-zip.ts';
 
 const runs = Number(process.argv[2] ?? 5);

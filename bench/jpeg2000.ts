@@ -1,4 +1,4 @@
-// JPEG 2000 decoding: the service's decoder (OpenJPEG compiled to WebAssembly, src/pipeline/image/
+// JPEG 2000 decoding: the service's decoder (OpenJPEG compiled to WebAssembly, src/recognition/image/
 // jpeg2000-decode.ts) against the peer, OpenJPEG's own native command-line decoder
 // `opj_decompress` (Debian libopenjp2-tools), on the same files: the ten real pages of
 // ../shared/fixtures/pages made into JP2 by `opj_compress`, lossless and lossy (rate 20), as an

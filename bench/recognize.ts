@@ -22,7 +22,7 @@ import os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { allLines } from '../src/recognition/page/page-result.ts';
 import { recognizePage, type StageTimings } from '../src/recognition/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../src/pipeline/shared-engine.ts';

@@ -12,7 +12,7 @@
 import os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { prepareImage } from '../src/recognition/image/prepare-image.ts';
 import { segmentLines, type SegmentationTimings } from '../src/recognition/layout/line-segmenter.ts';
 import { defaultModelSpec } from '../src/recognition/models/default-model.ts';

@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { prepareImage } from '../src/recognition/image/prepare-image.ts';
 import { allLines } from '../src/recognition/page/page-result.ts';
 import { recognizePage } from '../src/recognition/recognize-page.ts';

@@ -1,5 +1,5 @@
 """Character n-gram language model: built from the training transcriptions, stored as JSON, queried
-by the CTC beam search (train/ctc_beam.py here, src/pipeline/decoding/ctc-beam-search.ts in the service).
+by the CTC beam search (train/ctc_beam.py here, src/recognition/decoding/ctc-beam-search.ts in the service).
 
 Estimation: interpolated Witten-Bell smoothing,
 

@@ -1,6 +1,6 @@
 """CTC prefix beam search with a character n-gram language model (Hannun et al. 2014, "first-pass LM").
 
-The TypeScript decoder (src/pipeline/decoding/ctc-beam-search.ts) implements the same algorithm with the same
+The TypeScript decoder (src/recognition/decoding/ctc-beam-search.ts) implements the same algorithm with the same
 parameters; this one measures it against greedy decoding on the validation set and tunes alpha/beta.
 
 For every prefix the search keeps two log scores: ending in blank (pb) and ending in its last
@@ -11,7 +11,7 @@ alpha * log P_lm(boundary | prefix) and the best total wins.
 Per frame only classes with log P_ctc >= log(prune) are tried (at most `max_candidates`).
 With known words (train/lexicon.py), a prefix whose last word ends (extended by a space, or at the end)
 gains `word_bonus` when that word, stripped of its edge punctuation and lower-cased, is known
-(src/pipeline/decoding/known-words.ts).
+(src/recognition/decoding/known-words.ts).
 """
 
 from __future__ import annotations

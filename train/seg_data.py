@@ -1,7 +1,7 @@
 """Pages of htr-pages as segmenter training examples: the page at the model's scale and its target maps.
 
 A page is scaled so that its longer side is `side` pixels (the service does the same before the
-segmenter runs, src/pipeline/layout/line-segmenter.ts). The targets are drawn at half that scale,
+segmenter runs, src/recognition/layout/line-segmenter.ts). The targets are drawn at half that scale,
 the network's output resolution, one channel each:
 
   0 baseline  every line's baseline polyline, BASELINE_WIDTH px wide

@@ -97,7 +97,7 @@ def main(argv):
         "format": "hwr-model/1",
         "name": "hwr-seg",
         "version": args.version,
-        "about": "Text-line segmenter for handwriting (train/seg_train.py, docs/training.md 'Training the line segmenter'): baseline, line-region and (from version 2) line-end maps, vectorised by src/pipeline/layout/vectorise-lines.ts. Recognition is borrowed.",
+        "about": "Text-line segmenter for handwriting (train/seg_train.py, docs/training.md 'Training the line segmenter'): baseline, line-region and (from version 2) line-end maps, vectorised by src/recognition/layout/vectorise-lines.ts. Recognition is borrowed.",
         "detection": {"model": "builtin"},
         "segmentation": {
             "file": "seg.onnx",

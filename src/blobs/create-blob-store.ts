@@ -1,6 +1,6 @@
 // The blob store a process uses, from its configuration (BLOB_STORE).
 import path from 'node:path';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { BlobStore } from './blob-store.ts';
 import { FilesystemBlobStore } from './filesystem-blob-store.ts';
 import { S3BlobStore } from './s3-blob-store.ts';

@@ -2,7 +2,7 @@
 // network cut, a throttling answer): says nothing about the blob asked for, and is worth trying
 // again once the store answers. The S3 store raises it for such failures; the filesystem store
 // never does (a local disk's errors are not passing). Workers wait for the store and run the task
-// again (workers/riding-out-outages.ts); the API answers 503 `storage_unavailable`.
+// again (workers/mechanics/riding-out-outages.ts); the API answers 503 `storage_unavailable`.
 import type { BlobStore } from './blob-store.ts';
 
 export class StorageUnavailableError extends Error {

@@ -1,8 +1,8 @@
 // Runs a CLI command against the service's database: the running embedded
 // PostgreSQL when a server is up, or a fresh start of it (stopped afterwards).
-import { loadConfig } from '../config.ts';
-import { createLogger } from '../logger.ts';
-import { startRuntime, type Runtime } from '../runtime.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { startRuntime, type Runtime } from '../runtime/runtime.ts';
 
 export async function withRuntime<T>(work: (runtime: Runtime) => Promise<T>, options: { statementTimeoutMs?: number } = {}): Promise<T> {
   const config = loadConfig();

@@ -5,7 +5,7 @@
 // detection, as in a scan ZIP (docs/intake.md, "Bring your own layout").
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../platform/config.ts';
 import { isPipelineError } from '../recognition/page/errors.ts';
 import { isLayoutError } from '../recognition/layout/uploaded-layout.ts';
 import { pageText } from '../recognition/page/page-result.ts';

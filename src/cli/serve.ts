@@ -1,11 +1,11 @@
 // `hwr serve [--role api|worker|all]`: the HTTP API, the workers, or both (default).
 import { countAccounts, createAccount, createApiKey } from '../use-cases/accounts.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../platform/config.ts';
 import { defaultPipelines } from '../pipeline/default-pipelines.ts';
 import { startHttpServer, type RunningServer } from '../server/http-server.ts';
-import { createLogger } from '../logger.ts';
+import { createLogger } from '../platform/logger.ts';
 import { startConfiguredMetricsServer } from '../server/metrics-server.ts';
-import { startRuntime, type Runtime } from '../runtime.ts';
+import { startRuntime, type Runtime } from '../runtime/runtime.ts';
 import { parseArgs, stringOption, UsageError } from './args.ts';
 
 const ROLES = ['api', 'worker', 'all'] as const;

@@ -1,6 +1,6 @@
 // The PostgreSQL pool and transactions.
 import pg from 'pg';
-import { createLogger, type Logger } from '../logger.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
 
 // Timestamps come back as Date, bigint as string (global positions can exceed 2^53).
 export type Queryable = Pick<pg.PoolClient, 'query'>;

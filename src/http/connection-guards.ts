@@ -4,7 +4,7 @@
 // one peer address may hold only so many connections.
 import type http from 'node:http';
 import type { Socket } from 'node:net';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import { HttpProblem, problemBody } from './problem.ts';
 
 const RATE_CHECK_MS = 5_000;

@@ -6,7 +6,7 @@ import type { Context, Next } from 'koa';
 import { CodedError, type ErrorCatalog, type ErrorShape, type ErrorSpec, isCodedError } from '../../domain/errors.ts';
 import { REJECTION_ERRORS, type RejectionCode } from '../../domain/rejections.ts';
 import { INTAKE_ERRORS } from '../intake/intake-error.ts';
-import { OUTAGE_NAMES, outageOf } from '../outage.ts';
+import { OUTAGE_NAMES, outageOf } from '../outage/outage.ts';
 
 /** The codes the HTTP layer answers with itself, each with its status on purpose. */
 export const HTTP_PROBLEMS = {

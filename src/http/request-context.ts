@@ -1,7 +1,7 @@
 // A request id for every request (X-Request-Id in and out, in logs and in problem+json).
 import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 
 export function requestContext(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {

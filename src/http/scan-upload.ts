@@ -8,10 +8,10 @@ import type { Context, Middleware, Next } from 'koa';
 import { koaBody } from 'koa-body';
 import { findIdempotencyKey } from '../../projections/idempotency-keys.ts';
 import { readJobStatus } from '../../projections/job-status.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import { uploadTooLargeError } from '../intake/intake-error.ts';
 import { tempUploadDir } from '../intake/temp-uploads.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { accountLimits, submitScan } from '../use-cases/submit-scan.ts';
 import {
   AccountLimitExceeded,

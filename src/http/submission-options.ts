@@ -1,6 +1,6 @@
 // The optional fields of POST /v1/process-scan, validated into JobOptions.
 import { checkWebhookUrl } from '../callbacks/webhook-url.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import {
   LLM_TIERS,
   PDF_FORMATS,

@@ -9,7 +9,7 @@ import { crc32 } from 'node:zlib';
 import sharp, { type Metadata } from 'sharp';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { PageSource } from '../../domain/events.ts';
 import { checkEntryPath, isDirectoryPath, isJunkPath } from '../shared/entry-path.ts';
 import { ACCEPTED_FORMAT_NAMES, detectImageType, IMAGE_SNIFF_BYTES, unsupportedFormatName } from './image-type.ts';

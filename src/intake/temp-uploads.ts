@@ -8,7 +8,7 @@ import { readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { newestModification } from '../blobs/filesystem-blob-store.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { processAlive } from '../shared/process-alive.ts';
 
 /** Leftovers whose owner cannot be checked (another host, the layout before this one) go after this long untouched. */

@@ -1,4 +1,4 @@
-// Prometheus metrics of this process (prom-client), served by metrics-server.ts on its own
+// Prometheus metrics of this process (prom-client), served by server/metrics-server.ts on its own
 // listener (METRICS_PORT). Counters and histograms live here and are updated where things
 // happen; the figures read from the database (jobs by state, queue depth) are collected at
 // scrape time by the server. docs/operations.md says what each means and what to alert on.

@@ -1,7 +1,7 @@
 // The real processing steps the service runs: recognition (+ correction) per page,
 // PageXML/ALTO/PDF export per job. Loaded only by worker processes.
-import type { Config } from '../config.ts';
-import type { Logger } from '../logger.ts';
+import type { Config } from '../platform/config.ts';
+import type { Logger } from '../platform/logger.ts';
 import type { ExportPipeline, PagePipeline } from './pipeline.ts';
 
 export async function defaultPipelines(

@@ -1,6 +1,6 @@
 // Counts pages and times their steps around any page pipeline (runtime.ts wraps the one it runs).
 import type { PagePipeline } from './pipeline.ts';
-import { isOutage } from '../outage.ts';
+import { isOutage } from '../outage/outage.ts';
 import { pageStepDuration, pagesFailed, pagesProcessed } from '../metrics/metrics.ts';
 
 export function measuredPagePipeline(pipeline: PagePipeline): PagePipeline {

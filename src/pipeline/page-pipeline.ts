@@ -1,7 +1,7 @@
 // The engine's page task: image preparation -> layout -> recognition -> correction,
 // as far as the job's pipeline_steps go. Models are loaded once per process, on the
 // first page (shared-engine.ts).
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
 import { storedPageImage } from './stored-page-image.ts';
 import type { PageResult } from '../recognition/page/page-result.ts';

@@ -2,7 +2,7 @@
 // the cookie names, the signed-in session guard and the page renderer. Its own module so the page
 // modules and portal.ts, which registers them, do not import each other.
 import type { Context } from 'koa';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import type { Html, PageOptions } from './html.ts';
 import type { Session } from './sessions.ts';
 import type { CookieNames } from './web.ts';

@@ -1,7 +1,7 @@
 // The portal's HTTP plumbing: security headers, cookies, form bodies, CSRF, the session.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { loadSession, type Session } from './sessions.ts';
 
 /** Strict: scripts and styles from this origin's static files only, no inline script, no framing. */

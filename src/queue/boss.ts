@@ -1,9 +1,9 @@
 // pg-boss in the same database as the events (schema `pgboss`), with its queues.
 import { PgBoss } from 'pg-boss';
 import type pg from 'pg';
-import { CALLBACK_TASK_EXPIRE_SECONDS, type Config } from '../config.ts';
+import { CALLBACK_TASK_EXPIRE_SECONDS, type Config } from '../platform/config.ts';
 import { poolTimeouts } from '../db/database.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { QUEUES } from './queues.ts';
 import type { Reaction } from './reactions.ts';
 

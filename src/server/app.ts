@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { httpMetrics } from '../http/http-metrics.ts';
 import { portal } from '../portal/portal.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { authenticate } from '../http/authenticate.ts';
 import { openApiDocument } from '../http/openapi.ts';
 import { problemMiddleware } from '../http/problem.ts';

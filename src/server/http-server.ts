@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { removeStaleTempUploads } from '../intake/temp-uploads.ts';
 import { createApp } from './app.ts';
 import { guardConnections } from '../http/connection-guards.ts';

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
 import { countJobsByState } from '../../projections/job-status.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { QUEUES } from '../queue/queues.ts';
 import { readQueueDepths } from '../queue/queue-depths.ts';
 import { metricsRegistry } from '../metrics/metrics.ts';

@@ -6,7 +6,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { JobOptions } from '../../domain/events.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { jobPrefix, pagesPrefix, uploadKey } from '../blobs/blob-keys.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { Database } from '../db/database.ts';
 import { intakeScanZip } from '../intake/scan-zip.ts';
 import type { CommandBus } from './command-bus.ts';

@@ -3,8 +3,8 @@
 import type { Job, PgBoss } from '../queue/boss.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { CommandBus } from '../use-cases/command-bus.ts';
-import type { Config } from '../config.ts';
-import type { Logger } from '../logger.ts';
+import type { Config } from '../platform/config.ts';
+import type { Logger } from '../platform/logger.ts';
 import type { ExportPipeline, PagePipeline } from '../pipeline/pipeline.ts';
 import { createCallbackHandler } from './tasks/callback-worker.ts';
 import { expireResults } from './tasks/expire-results-worker.ts';

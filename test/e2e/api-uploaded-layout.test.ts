@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { defaultPipelines } from '../../src/pipeline/default-pipelines.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import { checkResultArchive } from '../support/check-result-archive.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { testConfig } from '../support/engine.ts';

@@ -14,7 +14,7 @@ import { after, describe, test } from 'node:test';
 import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import { defaultPipelines } from '../../src/pipeline/default-pipelines.ts';
 import { startHttpServer } from '../../src/server/http-server.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
 import { checkResultArchive } from '../support/check-result-archive.ts';
 import { createTestDatabase } from '../support/database.ts';

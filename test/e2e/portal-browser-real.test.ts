@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { createAccount } from '../../src/use-cases/accounts.ts';
 import { defaultPipelines } from '../../src/pipeline/default-pipelines.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import type { PageResult } from '../../src/recognition/page/page-result.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { makeZip, startApiServer } from '../support/http-client.ts';

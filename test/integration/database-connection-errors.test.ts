@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import { checkOut, openDatabase } from '../../src/db/database.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import { createTestDatabase } from '../support/database.ts';
 
 const lines: Array<Record<string, unknown>> = [];

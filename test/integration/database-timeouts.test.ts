@@ -70,8 +70,8 @@ test('the runtime: its pool and pg-boss take DATABASE_STATEMENT_TIMEOUT_MS; an o
   } finally {
     await runtime.stop();
   }
-  const { startRuntime } = await import('../../src/runtime.ts');
-  const { createLogger } = await import('../../src/logger.ts');
+  const { startRuntime } = await import('../../src/runtime/runtime.ts');
+  const { createLogger } = await import('../../src/platform/logger.ts');
   const lifted = await startRuntime(config, createLogger('silent'), { workers: false, statementTimeoutMs: 0 });
   try {
     assert.equal((await lifted.db.pool.query('show statement_timeout')).rows[0].statement_timeout, '0');

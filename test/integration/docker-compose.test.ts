@@ -1,13 +1,13 @@
 // No Docker engine here: this parses docker-compose.yml and the Dockerfile and checks
 // that they fit the code: the services exist, every variable the hwr services set is
-// one src/config.ts reads (and loadConfig accepts the values), the API and the workers
+// one src/platform/config.ts reads (and loadConfig accepts the values), the API and the workers
 // share the database and the bucket of stored files (no shared volume), and the workers can be scaled.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/platform/config.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as Compose;
@@ -30,9 +30,9 @@ interface Compose {
   volumes?: Record<string, unknown>;
 }
 
-/** The variables src/config.ts reads: every `read.<kind>('NAME'` in its source. */
+/** The variables src/platform/config.ts reads: every `read.<kind>('NAME'` in its source. */
 function configVariables(): Set<string> {
-  const source = readFileSync(path.join(root, 'src/config.ts'), 'utf8');
+  const source = readFileSync(path.join(root, 'src/platform/config.ts'), 'utf8');
   return new Set([...source.matchAll(/read\.\w+\('([A-Z0-9_]+)'/g)].map((match) => match[1]));
 }
 
@@ -48,7 +48,7 @@ function environmentOf(service: Service): Record<string, string> {
 }
 
 const hwrServices = ['api', 'worker'] as const;
-/** Variables the image sets for the runtime beneath hwr (glibc), not for src/config.ts. */
+/** Variables the image sets for the runtime beneath hwr (glibc), not for src/platform/config.ts. */
 const RUNTIME_VARIABLES = new Set(['MALLOC_ARENA_MAX']);
 
 describe('docker-compose.yml', () => {
@@ -62,7 +62,7 @@ describe('docker-compose.yml', () => {
     assert.deepEqual(compose.services.worker.command, ['serve', '--role', 'worker']);
   });
 
-  test('every variable the hwr services set is one src/config.ts reads', () => {
+  test('every variable the hwr services set is one src/platform/config.ts reads', () => {
     const known = configVariables();
     assert.ok(known.has('DATABASE_URL') && known.has('WORKER_CONCURRENCY'), 'the config source was read');
     for (const name of hwrServices) {

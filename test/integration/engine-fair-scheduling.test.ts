@@ -3,7 +3,7 @@
 // another account's small one. First the priorities as submitted, then the real engine.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { Runtime } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime/runtime.ts';
 import { pageTaskId, QUEUES } from '../../src/queue/queues.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';

@@ -3,7 +3,7 @@
 // makes does not grow with the job.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { Runtime } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime/runtime.ts';
 import { PROJECTION_DISPATCHER } from '../../src/store/install-projections.ts';
 import { exportTaskId, QUEUES } from '../../src/queue/queues.ts';
 import { createTestDatabase } from '../support/database.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { Runtime } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime/runtime.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline, type PageLog } from '../support/test-pipelines.ts';

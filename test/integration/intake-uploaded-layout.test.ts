@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import yazl from 'yazl';
 import { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { loadConfig, type Config } from '../../src/platform/config.ts';
 import { IntakeError, type IntakeErrorCode } from '../../src/intake/intake-error.ts';
 import { intakeScanZip } from '../../src/intake/scan-zip.ts';
 import { MAX_LAYOUT_BYTES } from '../../src/recognition/layout/uploaded-layout.ts';

@@ -13,7 +13,7 @@ import { after, describe, test } from 'node:test';
 import type { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
 import { startHttpServer } from '../../src/server/http-server.ts';
 import { TEMP_UPLOAD_INSTANCE, tempUploadRoot } from '../../src/intake/temp-uploads.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import { sweepOrphanBlobs, sweepStalledWrites } from '../../src/workers/sweeps/orphan-blobs.ts';
 import { QUEUES } from '../../src/queue/queues.ts';
 import { createTestDatabase } from '../support/database.ts';

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import sharp from 'sharp';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { loadConfig, type Config } from '../../src/platform/config.ts';
 import { prepareImage } from '../../src/recognition/image/prepare-image.ts';
 import { patchToPage } from '../../src/recognition/image/raster.ts';
 import { rectCorners } from '../../src/recognition/page/geometry.ts';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/platform/config.ts';
 import { allLines, type PageResult } from '../../src/recognition/page/page-result.ts';
 import { boundingBox } from '../../src/recognition/page/geometry.ts';
 import { OcrEngine } from '../../src/recognition/engine/ocr-engine.ts';

@@ -4,10 +4,10 @@ import { randomUUID, createHash } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, type Config } from '../../src/config.ts';
-import { createLogger } from '../../src/logger.ts';
+import { loadConfig, type Config } from '../../src/platform/config.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import type { ExportPipeline, JobOptions, PagePipeline, PageSource } from '../../src/pipeline/pipeline.ts';
-import { startRuntime, type Runtime } from '../../src/runtime.ts';
+import { startRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { createAccount } from '../../src/use-cases/accounts.ts';
 
 export async function testConfig(databaseUrl: string, env: Record<string, string> = {}, dataDir?: string): Promise<Config> {

@@ -7,11 +7,11 @@ import path from 'node:path';
 import { after } from 'node:test';
 import yazl from 'yazl';
 import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
-import type { Config } from '../../src/config.ts';
+import type { Config } from '../../src/platform/config.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
 import { startHttpServer, type RunningServer } from '../../src/server/http-server.ts';
 import type { ExportPipeline, PagePipeline } from '../../src/pipeline/pipeline.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime/runtime.ts';
 import { startTestRuntime, testConfig } from './engine.ts';
 import { OpenApiValidator } from './openapi-validator.ts';
 

@@ -1,7 +1,7 @@
 // A browser stand-in for the portal over real HTTP: a cookie jar, forms with their CSRF token
 // read from the page, redirects not followed (tests look at them).
 import { inviteUser } from '../../src/use-cases/users.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime/runtime.ts';
 
 export interface PortalResponse {
   status: number;

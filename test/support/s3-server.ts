@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
 import S3rver from 's3rver';
-import type { S3Settings } from '../../src/config.ts';
+import type { S3Settings } from '../../src/platform/config.ts';
 
 export const TEST_S3_BUCKET = 'hwr-test';
 /** s3rver's fixed credentials. */

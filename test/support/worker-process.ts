@@ -1,9 +1,9 @@
 // A real worker process for crash tests: `node test/support/worker-process.ts`
 // with HWR_* settings in the environment (DATABASE_URL, DATA_DIR, STEP_MS).
 // Prints `page-start <job> <page>` when it begins a page and `ready` once started.
-import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/logger.ts';
-import { startRuntime } from '../../src/runtime.ts';
+import { loadConfig } from '../../src/platform/config.ts';
+import { createLogger } from '../../src/platform/logger.ts';
+import { startRuntime } from '../../src/runtime/runtime.ts';
 import { testExportPipeline, testPagePipeline } from './test-pipelines.ts';
 
 const config = loadConfig();

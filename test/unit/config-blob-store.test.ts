@@ -1,7 +1,7 @@
 // BLOB_STORE and the S3 settings (README, "Configuration").
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/platform/config.ts';
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {

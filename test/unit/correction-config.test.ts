@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/platform/config.ts';
 import { createCorrector, createProvider, NO_PROVIDER_WARNING } from '../../src/recognition/correction/create-corrector.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import { FilesystemBlobStore } from '../../src/blobs/filesystem-blob-store.ts';
 import { storedPageImage } from '../../src/pipeline/stored-page-image.ts';
 import { buildPage, HOOKER_RECOGNISED, jobOptions } from '../support/correction-pages.ts';

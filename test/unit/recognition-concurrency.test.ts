@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/platform/config.ts';
 import { Semaphore } from '../../src/recognition/threads/concurrency.ts';
 
 test('a semaphore runs at most its permits at once, in arrival order', async () => {

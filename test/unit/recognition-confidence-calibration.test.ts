@@ -1,4 +1,4 @@
-// Character confidences calibrated by the recognizer's manifest map (recognition/confidence-calibration.ts):
+// Character confidences calibrated by the recognizer's manifest map (recognition/models/confidence-calibration.ts):
 // the map itself, the manifest field, and the shipped model reading a real handwritten page with
 // and without its map (same text, each confidence mapped, the recognizers' choice unchanged).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The model graph rewrites done at load (src/pipeline/models/graph/): the protobuf wire codec keeps
+// The model graph rewrites done at load (src/recognition/models/graph/): the protobuf wire codec keeps
 // a model file byte for byte; the fused PP-OCRv4 models compute what the originals compute on a
 // real page (onnxruntime, the models as shipped), with fewer operators; a chain another node
 // reads from is left alone, in hand-built models that onnxruntime runs before and after; models

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/platform/config.ts';
 import { loadCharNgramFile, PER_LANGUAGE_MODELS } from '../../src/recognition/decoding/char-ngram-lm.ts';
 import { PipelineError } from '../../src/recognition/page/errors.ts';
 import { builtinModelSpec, loadModelSpec } from '../../src/recognition/models/model-manifest.ts';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { redactUrl } from '../../src/shared/redact-url.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 
 test('redactUrl replaces the query string, the fragment and the user info, and is idempotent', () => {
   assert.equal(redactUrl('https://hooks.example.com/hwr/done?token=s3cret&x=1'), 'https://hooks.example.com/hwr/done?[redacted]');

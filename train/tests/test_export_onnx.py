@@ -144,9 +144,9 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(manifest["training"]["datasetDigest"], self.digest)
         self.assertLessEqual(manifest["training"]["onnxMaxAbsDifference"], export_onnx.TOLERANCE)
         self.assertEqual((out / "charset.txt").read_text(encoding="utf-8"), "".join(ch + "\n" for ch in self.charset))
-        # the service reads the directory as a MODEL_DIR (src/pipeline/models/model-manifest.ts)
+        # the service reads the directory as a MODEL_DIR (src/recognition/models/model-manifest.ts)
         script = (
-            "import { loadModelSpec } from './src/pipeline/models/model-manifest.ts';"
+            "import { loadModelSpec } from './src/recognition/models/model-manifest.ts';"
             "const spec = loadModelSpec(process.argv[1]);"
             "console.log(JSON.stringify({ name: spec.name, recognition: spec.recognition.file, trailingPadding: spec.recognition.trailingPadding }));"
         )

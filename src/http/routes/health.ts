@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { pingDatabase } from '../../db/database.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
 
 /** Liveness (the process answers) and readiness (the database answers); no key needed. */
 export function registerHealth(router: Router, runtime: Runtime): void {

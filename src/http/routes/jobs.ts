@@ -4,7 +4,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { jobStreamId } from '../../../domain/events.ts';
 import { BlobNotFoundError } from '../../blobs/blob-store.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
 import { readStream } from '../../store/read-stream.ts';
 import { presentedKeyHash, type AuthContext, type Authenticate } from '../authenticate.ts';
 import { eventJson } from '../../store/event-json.ts';

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { billingReport } from '../../../projections/billing.ts';
 import { correctionUsageReport } from '../../../projections/correction-usage.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { HttpProblem } from '../problem.ts';
 

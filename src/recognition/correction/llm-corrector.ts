@@ -20,7 +20,7 @@ export interface LlmCorrectorSettings {
   retry: RetryPolicy;
 }
 
-/** Calls per page when the answer is malformed: the first, and one retry (src/config.ts checks the worst case). */
+/** Calls per page when the answer is malformed: the first, and one retry (src/platform/config.ts checks the worst case). */
 const ANSWER_ROUNDS = CORRECTION_ANSWER_ROUNDS;
 
 export class LlmCorrector implements PageCorrector {

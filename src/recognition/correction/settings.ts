@@ -1,5 +1,5 @@
 // The correction step's settings, given to createCorrector by whoever runs it (the service reads
-// them from the environment in src/config.ts). Kept apart from the providers so that reading
+// them from the environment in src/platform/config.ts). Kept apart from the providers so that reading
 // them loads no provider SDK.
 
 export const CORRECTION_PROVIDERS = ['gemini', 'openai'] as const;

@@ -6,8 +6,8 @@
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import { waitForStorage } from '../../blobs/storage-unavailable.ts';
 import { waitForDatabase } from '../../db/database.ts';
-import type { Logger } from '../../logger.ts';
-import { OUTAGE_NAMES, outageOf } from '../../outage.ts';
+import type { Logger } from '../../platform/logger.ts';
+import { OUTAGE_NAMES, outageOf } from '../../outage/outage.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
 
 /** Times one attempt runs a task again after the database or the blob store went away under it. */

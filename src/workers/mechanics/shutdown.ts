@@ -4,7 +4,7 @@
 // after its restart) runs them again. Handlers are idempotent, so a handed-back task that still
 // finishes here is harmless.
 import type { Job, PgBoss } from '../../queue/boss.ts';
-import type { Logger } from '../../logger.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { HandedBack } from './task-errors.ts';
 
 interface InFlight {

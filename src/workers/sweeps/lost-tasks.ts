@@ -9,8 +9,8 @@ import { readJobPages, readJobState, readRunningJobs } from '../../../projection
 import { redactUrl } from '../../shared/redact-url.ts';
 import type { JobWithMetadata, PgBoss } from '../../queue/boss.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
-import type { Config } from '../../config.ts';
-import type { Logger } from '../../logger.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { isTerminalCallbackState } from '../tasks/callback-body.ts';
 import { recordCallbackAttempt } from '../tasks/callback-worker.ts';
 import { failJob } from '../tasks/page-worker.ts';

@@ -11,7 +11,7 @@ import { readKnownJobIds } from '../../../projections/job-status.ts';
 import { JOBS_ROOT, jobPrefix } from '../../blobs/blob-keys.ts';
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { Queryable } from '../../db/database.ts';
-import type { Logger } from '../../logger.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { existingStreams } from '../../store/existing-streams.ts';
 
 export const ORPHAN_MIN_AGE_MS = 3600_000;

@@ -4,7 +4,7 @@ import { readExpiredResultsDue } from '../../../projections/job-status.ts';
 import { jobPrefix } from '../../blobs/blob-keys.ts';
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
-import type { Logger } from '../../logger.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { isJobEnded } from '../mechanics/task-errors.ts';
 
 export interface ExpireResultsDeps {

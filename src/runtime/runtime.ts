@@ -1,19 +1,19 @@
 // Starts what a process needs: the database (embedded or DATABASE_URL), migrations,
 // pg-boss, the command bus and blob storage; and, for worker roles, the workers.
 import path from 'node:path';
-import type { BlobStore } from './blobs/blob-store.ts';
-import { openBlobStore, type OpenedBlobStore } from './blobs/create-blob-store.ts';
-import { CommandBus } from './use-cases/command-bus.ts';
-import type { Config } from './config.ts';
-import { checkConnection, openDatabase, type Database } from './db/database.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
-import { migrate } from './store/migrate.ts';
-import type { Logger } from './logger.ts';
-import { backgroundErrors, commandCommitDuration } from './metrics/metrics.ts';
-import { measuredPagePipeline } from './pipeline/measured-page-pipeline.ts';
-import type { ExportPipeline, PagePipeline } from './pipeline/pipeline.ts';
-import { startBoss, type PgBoss } from './queue/boss.ts';
-import { startWorkers, type Workers } from './workers/start-workers.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import { openBlobStore, type OpenedBlobStore } from '../blobs/create-blob-store.ts';
+import { CommandBus } from '../use-cases/command-bus.ts';
+import type { Config } from '../platform/config.ts';
+import { checkConnection, openDatabase, type Database } from '../db/database.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres.ts';
+import { migrate } from '../store/migrate.ts';
+import type { Logger } from '../platform/logger.ts';
+import { backgroundErrors, commandCommitDuration } from '../metrics/metrics.ts';
+import { measuredPagePipeline } from '../pipeline/measured-page-pipeline.ts';
+import type { ExportPipeline, PagePipeline } from '../pipeline/pipeline.ts';
+import { startBoss, type PgBoss } from '../queue/boss.ts';
+import { startWorkers, type Workers } from '../workers/start-workers.ts';
 
 export interface Runtime {
   config: Config;

@@ -1,9 +1,9 @@
 // What went away under a call: the database or the blob store (a restart, a failover, a network
 // cut). Such an error says nothing about the work that was asked: a worker runs its task again once
-// it is back (workers/riding-out-outages.ts), the API answers 503 `<outage>_unavailable` with
+// it is back (workers/mechanics/riding-out-outages.ts), the API answers 503 `<outage>_unavailable` with
 // Retry-After (http/problem.ts), the portal a 503 page, and no page counts as failed.
-import { isStorageUnavailable } from './blobs/storage-unavailable.ts';
-import { isDatabaseUnavailable } from './db/database.ts';
+import { isStorageUnavailable } from '../blobs/storage-unavailable.ts';
+import { isDatabaseUnavailable } from '../db/database.ts';
 
 export type Outage = 'database' | 'storage';
 

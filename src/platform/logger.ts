@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { redactUrl } from './shared/redact-url.ts';
+import { redactUrl } from '../shared/redact-url.ts';
 import type { LogLevel } from './config.ts';
 
 // Secrets never reach the logs, whatever an object carries.

@@ -2,13 +2,13 @@
 // `loadConfig()` throws a ConfigError listing every invalid variable at once.
 import os from 'node:os';
 import path from 'node:path';
-import { defaultPixelBudget } from './recognition/engine/pixel-budget.ts';
+import { defaultPixelBudget } from '../recognition/engine/pixel-budget.ts';
 import {
   CORRECTION_ANSWER_ROUNDS,
   CORRECTION_PROVIDERS,
   type CorrectionProviderName,
   type CorrectionSettings,
-} from './recognition/correction/settings.ts';
+} from '../recognition/correction/settings.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
