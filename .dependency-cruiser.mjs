@@ -84,10 +84,10 @@ export default {
     },
     {
       name: 'portal-internal',
-      comment: 'Outside the portal only its mount point (portal.ts) is imported.',
+      comment: 'Outside the portal only its mount point (portal.ts) and its error catalog (errors.ts) are imported.',
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/portal/' },
-      to: { path: '^src/portal/', pathNot: '^src/portal/portal[.]ts$' },
+      to: { path: '^src/portal/', pathNot: '^src/portal/(portal|errors)[.]ts$' },
     },
     {
       name: 'worker-internals',

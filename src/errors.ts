@@ -6,6 +6,8 @@ import { REJECTION_ERRORS } from '../domain/rejections.ts';
 import { WEBHOOK_URL_ERRORS } from './callbacks/webhook-url.ts';
 import { EXPORT_ERRORS } from './export/errors.ts';
 import { HTTP_PROBLEMS } from './http/problem.ts';
+import { PORTAL_ERRORS } from './portal/errors.ts';
+import { ACCOUNT_ERRORS, SUBMISSION_ERRORS } from './use-cases/errors.ts';
 import { INTAKE_ERRORS } from './intake/intake-error.ts';
 import { PIPELINE_ERRORS } from './recognition/page/errors.ts';
 import { LAYOUT_ERRORS } from './recognition/layout/uploaded-layout.ts';
@@ -13,6 +15,9 @@ import { LAYOUT_ERRORS } from './recognition/layout/uploaded-layout.ts';
 export const ERROR_CATALOGS: Readonly<Record<string, ErrorCatalog>> = {
   'Rejection codes': REJECTION_ERRORS,
   'HTTP answers': HTTP_PROBLEMS,
+  Submissions: SUBMISSION_ERRORS,
+  'Accounts and users': ACCOUNT_ERRORS,
+  Portal: PORTAL_ERRORS,
   Uploads: INTAKE_ERRORS,
   'Webhook addresses': WEBHOOK_URL_ERRORS,
   'Uploaded layouts': LAYOUT_ERRORS,

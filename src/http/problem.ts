@@ -1,7 +1,8 @@
 // RFC 9457 problem+json errors. Every error a client can cause has a stable `code`, and every
 // code its status and retryability from one catalog: the HTTP layer's own below, the domain's
-// rejections (domain/rejections.ts), the upload's (src/intake/intake-error.ts) and the webhook
-// address's (src/callbacks/webhook-url.ts). docs/contract.md, "Error codes", lists them all.
+// rejections (domain/rejections.ts), the submission's (src/use-cases/errors.ts), the upload's
+// (src/intake/intake-error.ts) and the webhook address's (src/callbacks/webhook-url.ts).
+// docs/contract.md, "Error codes", lists them all.
 import type { Context, Next } from 'koa';
 import { CodedError, type ErrorCatalog, type ErrorShape, type ErrorSpec, isCodedError } from '../../domain/errors.ts';
 import { REJECTION_ERRORS, type RejectionCode } from '../../domain/rejections.ts';
@@ -26,17 +27,12 @@ export const HTTP_PROBLEMS = {
   method_not_allowed: { status: 405, retryable: false, title: 'Method not allowed' },
   /** The connection guard's answer to a body slower than MIN_BODY_BYTES_PER_SECOND (connection-guards.ts). */
   request_body_too_slow: { status: 408, retryable: true, title: 'Request Timeout' },
-  idempotency_key_reused: { status: 409, retryable: false, title: 'Idempotency-Key reused' },
   /** The result of a job that failed: there never will be one. */
   job_failed: { status: 409, retryable: false, title: 'Result not available' },
   result_expired: { status: 410, retryable: false, title: 'Result expired' },
   unsupported_media_type: { status: 415, retryable: false, title: 'Unsupported media type' },
   /** The API key's request rate is spent (rate-limit.ts); Retry-After says when a request goes through again. */
   rate_limited: { status: 429, retryable: true, title: 'Too many requests' },
-  /** The account has as many unfinished jobs as it may; a retry passes once one finishes. */
-  too_many_active_jobs: { status: 429, retryable: true, title: 'Account limit reached' },
-  /** The account has as many unprocessed pages as it may (this upload included); a retry passes once pages are done. */
-  too_many_queued_pages: { status: 429, retryable: true, title: 'Account limit reached' },
   internal_error: { status: 500, retryable: true, title: 'Internal server error' },
   insufficient_storage: { status: 503, retryable: true, title: 'Service unavailable' },
   /** The database could not be reached or went away under the request (a restart, a failover, a partition). */
@@ -116,7 +112,7 @@ export function toProblem(error: unknown): ProblemAnswer | null {
 }
 
 function answer(error: CodedError<string, number>, status: number): ProblemAnswer {
-  const title = (error as { title?: unknown }).title;
+  const { title, retryAfterSeconds } = error as { title?: unknown; retryAfterSeconds?: unknown };
   return {
     code: error.code,
     message: error.message,
@@ -124,7 +120,8 @@ function answer(error: CodedError<string, number>, status: number): ProblemAnswe
     status,
     retryable: error.retryable,
     title: typeof title === 'string' ? title : titleForStatus(status),
-    headers: {},
+    // A refusal for the moment may say when to come back (an account limit).
+    headers: typeof retryAfterSeconds === 'number' ? { 'Retry-After': String(retryAfterSeconds) } : {},
   };
 }
 

@@ -13,13 +13,7 @@ import { uploadTooLargeError } from '../intake/intake-error.ts';
 import { tempUploadDir } from '../intake/temp-uploads.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { accountLimits, submitScan } from '../use-cases/submit-scan.ts';
-import {
-  AccountLimitExceeded,
-  type AccountLimits,
-  accountLimitRefusal,
-  IDEMPOTENCY_WINDOW_HOURS,
-  IdempotencyConflict,
-} from '../use-cases/submit-job.ts';
+import { type AccountLimits, accountLimitRefusal, IDEMPOTENCY_WINDOW_HOURS } from '../use-cases/submit-job.ts';
 import type { AuthContext } from './authenticate.ts';
 import { resultUrl, statusUrl } from './job-view.ts';
 import { HttpProblem } from './problem.ts';
@@ -29,8 +23,6 @@ import { parseSubmissionOptions } from './submission-options.ts';
 const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
 const MAX_FORM_FIELDS = 20;
 const DISK_LOW_RETRY_AFTER_SECONDS = 300;
-/** A job of the account has to finish first: no telling when, so a poll interval's worth. */
-const ACCOUNT_LIMIT_RETRY_AFTER_SECONDS = 30;
 const MAX_FORM_FIELDS_BYTES = 64 * 1024;
 /** The `code` of formidable's errors (formidable 3, src/FormidableError.js; koa-body's parser). */
 const FORMIDABLE_ERRORS = {
@@ -74,7 +66,7 @@ export function receiveScanUpload(runtime: Runtime): Middleware[] {
           options: await parseSubmissionOptions(fields, config),
           idempotencyKey: readIdempotencyKey(ctx),
           requestId: ctx.state.requestId,
-        }).catch(conflictProblem);
+        });
         if (submitted.pages > 0) {
           ctx.state.log.info(
             { job_id: submitted.jobId, account_id: auth.accountId, pages: submitted.pages, replayed: submitted.replayed },
@@ -156,15 +148,11 @@ function refuseOverAccountLimits(runtime: Runtime, limits: AccountLimits) {
       const known = key !== '' && (await findIdempotencyKey(runtime.db.pool, accountId, key, IDEMPOTENCY_WINDOW_HOURS)) !== undefined;
       if (!known) {
         ctx.set('Connection', 'close');
-        throw accountLimitProblem(refusal);
+        throw refusal;
       }
     }
     await next();
   };
-}
-
-function accountLimitProblem(refusal: AccountLimitExceeded): HttpProblem {
-  return new HttpProblem(refusal.code, refusal.message, { headers: { 'Retry-After': String(ACCOUNT_LIMIT_RETRY_AFTER_SECONDS) } });
 }
 
 async function freeBytes(directory: string): Promise<number | null> {
@@ -243,12 +231,6 @@ function readIdempotencyKey(ctx: Context): string | null {
     throw new HttpProblem('invalid_idempotency_key', 'Idempotency-Key must be 1-255 visible ASCII characters.');
   }
   return key;
-}
-
-function conflictProblem(error: unknown): never {
-  if (error instanceof IdempotencyConflict) throw new HttpProblem('idempotency_key_reused', error.message);
-  if (error instanceof AccountLimitExceeded) throw accountLimitProblem(error);
-  throw error;
 }
 
 function invalidMultipart(detail: string): HttpProblem {

@@ -9,7 +9,7 @@ import { Rejection } from '../../domain/rejections.ts';
 import { csrfField, html, notice, time } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import { listAccountJobs, readJobPages } from '../../projections/job-status.ts';
-import { PortalHttpError } from './web.ts';
+import { PortalHttpError } from './errors.ts';
 
 export const JOBS_PER_PAGE = 25;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -43,7 +43,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     const jobId = String(ctx.params.jobId);
     const job = UUID.test(jobId) ? await readJobStatus(runtime.db.pool, jobId.toLowerCase(), accountId) : undefined;
     // Another account's job does not exist for this user.
-    if (!job) throw new PortalHttpError(404, 'There is no such job.');
+    if (!job) throw new PortalHttpError('not_found', 'There is no such job.');
     return job;
   }
 
@@ -92,7 +92,7 @@ ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Do
         { actor: `user:${session.userId}`, requestId: ctx.state.requestId },
       );
     } catch (error) {
-      if (error instanceof Rejection) throw new PortalHttpError(409, `The job cannot be cancelled: ${error.message}`);
+      if (error instanceof Rejection) throw new PortalHttpError('job_not_cancellable', `The job cannot be cancelled: ${error.message}`);
       throw error;
     }
     ctx.status = 303;
@@ -103,9 +103,9 @@ ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Do
   router.get('/portal/jobs/:jobId/result', async (ctx) => {
     const session = await pc.requireSession(ctx);
     const job = await ownJob(ctx, session.accountId);
-    if (job.state !== 'done') throw new PortalHttpError(409, `The job is ${job.state}; its result exists once it is done.`);
+    if (job.state !== 'done') throw new PortalHttpError('result_not_ready', `The job is ${job.state}; its result exists once it is done.`);
     if (job.result_expired || Date.now() >= job.expires_at.getTime() || !job.archive_key)
-      throw new PortalHttpError(410, 'The result has expired.');
+      throw new PortalHttpError('result_expired', 'The result has expired.');
     const { blobs } = runtime;
     if (runtime.config.results.redirect && blobs.presignedGetUrl) {
       const ttl = Math.max(1, Math.min(runtime.config.results.urlTtlSeconds, Math.floor((job.expires_at.getTime() - Date.now()) / 1000)));
@@ -130,7 +130,7 @@ ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Do
       ctx.set('Cache-Control', 'no-store');
       ctx.body = stream;
     } catch (error) {
-      if (error instanceof BlobNotFoundError) throw new PortalHttpError(410, 'The result is no longer stored.');
+      if (error instanceof BlobNotFoundError) throw new PortalHttpError('result_expired', 'The result is no longer stored.');
       throw error;
     }
   });

@@ -8,7 +8,7 @@ import { createApiKey, listApiKeys, revokeApiKey, type CreatedKey } from '../use
 import { csrfField, html, notice, time } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
-import { PortalHttpError } from './web.ts';
+import { PortalHttpError } from './errors.ts';
 
 export const MAX_LABEL_LENGTH = 100;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -76,7 +76,7 @@ export function registerKeyPages(router: Router, pc: PortalContext): void {
     const keyId = String(ctx.params.keyId);
     // Another account's key does not exist for this user.
     if (!UUID.test(keyId) || (await findKeyAccountId(runtime.db.pool, keyId)) !== session.accountId)
-      throw new PortalHttpError(404, 'There is no such key.');
+      throw new PortalHttpError('not_found', 'There is no such key.');
     await revokeApiKey(runtime.bus, keyId, `user:${session.userId}`);
     await keysPage(ctx, session, null, { kind: 'ok', text: 'The key is revoked.' });
   });

@@ -14,7 +14,8 @@ import { DEFAULT_PRESET, PRESETS } from '../recognition/correction/presets.ts';
 import { html, notice } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
-import { PortalHttpError, redirect, sameToken } from './web.ts';
+import { PortalHttpError } from './errors.ts';
+import { redirect, sameToken } from './web.ts';
 
 export function registerNewJobPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
@@ -62,7 +63,7 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
   router.post('/portal/jobs/new', async (ctx) => {
     const session = await pc.requireSession(ctx);
     if (!sameToken(String(ctx.query._csrf ?? ''), session.csrfToken))
-      throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
+      throw new PortalHttpError('form_expired', 'The form has expired or did not come from this site. Reload the page and try again.');
     ctx.state.portalSession = session;
     try {
       await submit(ctx);

@@ -10,7 +10,9 @@ import { OUTAGE_NAMES, outageOf } from '../outage/outage.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { csrfField, html, notice, page } from './html.ts';
 import { createSession, ABSOLUTE_TIMEOUT_MS, type Session } from './sessions.ts';
-import { changePassword, checkSignIn, completeSetup, inspectSetupLink, PortalError, recordSignIn } from '../use-cases/users.ts';
+import { Rejection } from '../../domain/rejections.ts';
+import { AccountError } from '../use-cases/errors.ts';
+import { changePassword, checkSignIn, completeSetup, inspectSetupLink, recordSignIn, THROTTLE_WINDOW_MS } from '../use-cases/users.ts';
 import { MIN_PASSWORD_LENGTH } from '../use-cases/users/passwords.ts';
 import { revokeOtherSessions } from '../use-cases/users/sql/revoke-other-sessions.ts';
 import { revokeSession } from '../use-cases/users/sql/revoke-session.ts';
@@ -22,11 +24,11 @@ import {
   cookieNames,
   currentSession,
   portalHeaders,
-  PortalHttpError,
   readForm,
   redirect,
   setCookie,
 } from './web.ts';
+import { PortalHttpError } from './errors.ts';
 import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
 import { registerViewerPages } from './viewer-pages.ts';
@@ -64,7 +66,7 @@ export function portal(runtime: Runtime): Middleware {
       const session = await currentSession(ctx, runtime, names);
       if (session) return session;
       if (ctx.method === 'GET' || ctx.method === 'HEAD') throw new SignInRequired();
-      throw new PortalHttpError(403, 'You are signed out. Sign in and try again.');
+      throw new PortalHttpError('signed_out', 'You are signed out. Sign in and try again.');
     },
     async signedInForm(ctx, session) {
       const form = await readForm(ctx);
@@ -79,7 +81,7 @@ export function portal(runtime: Runtime): Middleware {
   router.get('/portal/static/:file', async (ctx) => {
     const file = String(ctx.params.file);
     const type = STATIC_FILES[file];
-    if (!type) throw new PortalHttpError(404, 'No such file.');
+    if (!type) throw new PortalHttpError('not_found', 'No such file.');
     if (!statics.has(file)) statics.set(file, readFile(path.join(STATIC_DIR, file)));
     ctx.type = type;
     ctx.set('Cache-Control', 'public, max-age=300');
@@ -113,7 +115,7 @@ export function portal(runtime: Runtime): Middleware {
     const result = await checkSignIn(runtime.bus, email, form.get('password') ?? '', ctx.ip);
     if (!result.ok) {
       if (result.reason === 'throttled') {
-        ctx.set('Retry-After', '900');
+        ctx.set('Retry-After', String(THROTTLE_WINDOW_MS / 1000));
         return signInForm(ctx, email, 'Too many failed sign-ins. Wait 15 minutes and try again.', 429);
       }
       return signInForm(ctx, email, 'The email or the password is not right.', 401);
@@ -193,8 +195,9 @@ export function portal(runtime: Runtime): Middleware {
       // Every earlier session of this user ends with a password set through a link.
       await revokeUserSessions(runtime.db.pool, user.user_id);
     } catch (error) {
-      if (error instanceof PortalError) {
-        if (error.code === 'weak_password') return setupForm(ctx, token, link.email, error.message, 400);
+      if (error instanceof AccountError && error.code === 'weak_password')
+        return setupForm(ctx, token, link.email, error.message, error.status);
+      if (error instanceof AccountError || error instanceof Rejection) {
         return badLink(ctx, error.code === 'invite_used' ? 'used' : error.code === 'invite_expired' ? 'expired' : 'invalid');
       }
       throw error;
@@ -228,7 +231,10 @@ export function portal(runtime: Runtime): Middleware {
     try {
       await changePassword(runtime.bus, session.userId, form.get('current') ?? '', form.get('password') ?? '', ctx.ip);
     } catch (error) {
-      if (error instanceof PortalError) return accountPage(ctx, session, { kind: 'error', text: error.message }, 400);
+      if (error instanceof AccountError) {
+        if (error.code === 'throttled') ctx.set('Retry-After', String(THROTTLE_WINDOW_MS / 1000));
+        return accountPage(ctx, session, { kind: 'error', text: error.message }, error.status);
+      }
       throw error;
     }
     // The other sessions end; this one goes on.
@@ -255,10 +261,10 @@ export function portal(runtime: Runtime): Middleware {
         origin !== `${ctx.protocol}://${ctx.host}` &&
         origin !== new URL(runtime.config.baseUrl).origin
       ) {
-        throw new PortalHttpError(403, 'The form did not come from this site.');
+        throw new PortalHttpError('form_expired', 'The form did not come from this site.');
       }
       await routes(ctx as Parameters<typeof routes>[0], async () => {
-        throw new PortalHttpError(404, 'There is no such page.');
+        throw new PortalHttpError('not_found', 'There is no such page.');
       });
     } catch (error) {
       if (error instanceof SignInRequired) return redirect(ctx, `/portal/sign-in`);

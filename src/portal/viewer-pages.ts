@@ -14,7 +14,7 @@ import { openImage } from '../recognition/image/open-image.ts';
 import type { PageResult, Point } from '../recognition/page/page-result.ts';
 import { html, type Html } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
-import { PortalHttpError } from './web.ts';
+import { PortalHttpError } from './errors.ts';
 
 /** Words below this confidence are marked in the text. */
 export const LOW_CONFIDENCE = 0.5;
@@ -43,12 +43,12 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
   async function ownPage(ctx: Context, accountId: string) {
     const jobId = String(ctx.params.jobId);
     const job = UUID.test(jobId) ? await readJobStatus(runtime.db.pool, jobId.toLowerCase(), accountId) : undefined;
-    if (!job) throw new PortalHttpError(404, 'There is no such job.');
+    if (!job) throw new PortalHttpError('not_found', 'There is no such job.');
     const number = Number(ctx.params.page);
     const page = Number.isInteger(number)
       ? (await readJobPages(pc.runtime.db.pool, job.job_id)).find((row) => row.page_number === number)
       : undefined;
-    if (!page) throw new PortalHttpError(404, 'The job has no such page.');
+    if (!page) throw new PortalHttpError('not_found', 'The job has no such page.');
     return { job, page };
   }
 
@@ -57,7 +57,7 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     const { job, page } = await ownPage(ctx, session.accountId);
     const width = Number(ctx.query.w ?? IMAGE_WIDTHS[1]);
     if (!(IMAGE_WIDTHS as readonly number[]).includes(width))
-      throw new PortalHttpError(400, `Images are served ${IMAGE_WIDTHS.join(' or ')} pixels wide.`);
+      throw new PortalHttpError('invalid_image_width', `Images are served ${IMAGE_WIDTHS.join(' or ')} pixels wide.`);
     const etag = `"${page.sha256.slice(0, 32)}-${width}"`;
     ctx.set('ETag', etag);
     // The page image of a job never changes; it is the user's, so private to the browser.
@@ -73,7 +73,7 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
       try {
         source = await runtime.blobs.get(page.blob_key);
       } catch (error) {
-        if (error instanceof BlobNotFoundError) throw new PortalHttpError(410, 'The page image is no longer stored.');
+        if (error instanceof BlobNotFoundError) throw new PortalHttpError('result_expired', 'The page image is no longer stored.');
         throw error;
       }
       const scaled = async () =>
@@ -89,7 +89,7 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
         // A thread out of memory is the server's trouble, not the image's.
         if ((error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') throw error;
         // The page that failed its job for being unreadable is no more readable here: say so, not 500.
-        throw new PortalHttpError(422, `The page image cannot be shown: ${(error as Error).message.split('\n')[0]}`);
+        throw new PortalHttpError('page_image_unreadable', `The page image cannot be shown: ${(error as Error).message.split('\n')[0]}`);
       }
       images.set(cacheKey, body);
     }

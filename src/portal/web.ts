@@ -1,4 +1,5 @@
 // The portal's HTTP plumbing: security headers, cookies, form bodies, CSRF, the session.
+import { PortalHttpError } from './errors.ts';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Runtime } from '../runtime/runtime.ts';
@@ -59,23 +60,16 @@ export const MAX_FORM_BYTES = 16 * 1024;
 
 /** An application/x-www-form-urlencoded body (at most 16 KiB). */
 export async function readForm(ctx: Context): Promise<URLSearchParams> {
-  if (!ctx.is('application/x-www-form-urlencoded')) throw new PortalHttpError(415, 'Forms are sent as application/x-www-form-urlencoded.');
+  if (!ctx.is('application/x-www-form-urlencoded'))
+    throw new PortalHttpError('form_not_urlencoded', 'Forms are sent as application/x-www-form-urlencoded.');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_FORM_BYTES) throw new PortalHttpError(413, 'The form is too large.');
+    if (size > MAX_FORM_BYTES) throw new PortalHttpError('form_too_large', 'The form is too large.');
     chunks.push(chunk as Buffer);
   }
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-}
-
-export class PortalHttpError extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
 }
 
 export function sameToken(a: string | null | undefined, b: string | null | undefined): boolean {
@@ -100,13 +94,13 @@ export function anonymousCsrfToken(ctx: Context, names: CookieNames): string {
 /** A POST of a signed-out form: its _csrf must equal the CSRF cookie. */
 export function checkAnonymousCsrf(ctx: Context, names: CookieNames, form: URLSearchParams): void {
   if (!sameToken(form.get('_csrf'), readCookie(ctx, names.csrf)))
-    throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
+    throw new PortalHttpError('form_expired', 'The form has expired or did not come from this site. Reload the page and try again.');
 }
 
 /** A POST of a signed-in form: its _csrf must equal the session's token. */
 export function checkSessionCsrf(session: Session, form: URLSearchParams): void {
   if (!sameToken(form.get('_csrf'), session.csrfToken))
-    throw new PortalHttpError(403, 'The form has expired or did not come from this site. Reload the page and try again.');
+    throw new PortalHttpError('form_expired', 'The form has expired or did not come from this site. Reload the page and try again.');
 }
 
 export async function currentSession(ctx: Context, runtime: Runtime, names: CookieNames): Promise<Session | null> {

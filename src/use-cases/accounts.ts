@@ -5,20 +5,12 @@ import { countAccounts, findAccountIdByName } from '../../projections/accounts.t
 import { findKeyAccountId, listAccountKeys } from '../../projections/api-keys.ts';
 import type { Queryable } from '../db/database.ts';
 import type { CommandBus } from './command-bus.ts';
+import { AccountError } from './errors.ts';
 import { insertWebhookSecret } from './accounts/sql/insert-webhook-secret.ts';
 import { readKeyUsage } from './accounts/sql/read-key-usage.ts';
 import { saveWebhookSecret } from './accounts/sql/save-webhook-secret.ts';
 
 export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
-
-export class AccountError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.name = 'AccountError';
-    this.code = code;
-  }
-}
 
 export interface CreatedAccount {
   accountId: string;

@@ -8,14 +8,17 @@ import { initialJobState } from '../../domain/job.ts';
 import type { Queryable } from '../db/database.ts';
 import { ACCOUNT_SUBMISSION_LOCK_NAMESPACE, IDEMPOTENCY_LOCK_NAMESPACE } from '../store/locks.ts';
 import type { CommandBus } from './command-bus.ts';
+import { SubmissionError } from './errors.ts';
 
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
 
-export class IdempotencyConflict extends Error {
+export class IdempotencyConflict extends SubmissionError {
   readonly jobId: string;
   constructor(jobId: string) {
-    super(`This Idempotency-Key was used within the last ${IDEMPOTENCY_WINDOW_HOURS} h for a different request (job ${jobId}).`);
-    this.name = 'IdempotencyConflict';
+    super(
+      'idempotency_key_reused',
+      `This Idempotency-Key was used within the last ${IDEMPOTENCY_WINDOW_HOURS} h for a different request (job ${jobId}).`,
+    );
     this.jobId = jobId;
   }
 }
@@ -30,12 +33,13 @@ export interface AccountLimits {
   maxQueuedPages: number;
 }
 
-export class AccountLimitExceeded extends Error {
-  readonly code: 'too_many_active_jobs' | 'too_many_queued_pages';
-  constructor(code: AccountLimitExceeded['code'], detail: string) {
-    super(detail);
-    this.name = 'AccountLimitExceeded';
-    this.code = code;
+/** A job of the account has to finish first: no telling when, so a poll interval's worth. */
+const ACCOUNT_LIMIT_RETRY_AFTER_SECONDS = 30;
+
+export class AccountLimitExceeded extends SubmissionError {
+  declare readonly code: 'too_many_active_jobs' | 'too_many_queued_pages';
+  constructor(code: 'too_many_active_jobs' | 'too_many_queued_pages', detail: string) {
+    super(code, detail, ACCOUNT_LIMIT_RETRY_AFTER_SECONDS);
   }
 }
 

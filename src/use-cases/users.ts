@@ -6,7 +6,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Rejection } from '../../domain/rejections.ts';
 import { findInviteByTokenHash, findUser, findUserByEmail, listAccountUsers, type UserRow } from '../../projections/users.ts';
 import type { Queryable } from '../db/database.ts';
-import { AccountError, requireAccountId, sha256Hex } from './accounts.ts';
+import { requireAccountId, sha256Hex } from './accounts.ts';
+import { AccountError } from './errors.ts';
 import type { CommandBus } from './command-bus.ts';
 import { hashPassword, passwordProblem, verifyDecoy, verifyPassword } from './users/passwords.ts';
 import { countFailedSignIns } from './users/sql/count-failed-sign-ins.ts';
@@ -82,20 +83,12 @@ export async function inspectSetupLink(bus: CommandBus, token: string): Promise<
   return { ok: true, email: invite.email };
 }
 
-export class PortalError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-  }
-}
-
 /** Sets the password through a setup link: UserCreated (first time) or PasswordChanged; the link is then spent. */
 export async function completeSetup(bus: CommandBus, token: string, password: string, actor = 'portal'): Promise<UserRow> {
   const invite = token ? await findInviteByTokenHash(bus.db.pool, sha256Hex(token)) : undefined;
-  if (!invite) throw new PortalError('invite_not_found', 'This setup link is not valid.');
+  if (!invite) throw new AccountError('invite_not_found', 'This setup link is not valid.');
   const problem = passwordProblem(password, invite.email);
-  if (problem) throw new PortalError('weak_password', problem);
+  if (problem) throw new AccountError('weak_password', problem);
   const hash = await hashPassword(password);
   try {
     await bus.account(
@@ -107,7 +100,7 @@ export async function completeSetup(bus: CommandBus, token: string, password: st
       },
     );
   } catch (error) {
-    if (error instanceof Rejection) throw new PortalError(error.code, setupRefusal(error.code));
+    if (error instanceof Rejection) throw new Rejection(error.code, setupRefusal(error.code));
     throw error;
   }
   return (await findUser(bus.db.pool, invite.user_id))!;
@@ -126,13 +119,13 @@ function setupRefusal(code: string): string {
  */
 export async function changePassword(bus: CommandBus, userId: string, current: string, next: string, address: string): Promise<void> {
   const user = await findUser(bus.db.pool, userId);
-  if (!user) throw new PortalError('user_not_found', 'No such user.');
+  if (!user) throw new AccountError('user_not_found', 'No such user.');
   const check = await checkSignIn(bus, user.email, current, address);
   if (!check.ok && check.reason === 'throttled')
-    throw new PortalError('throttled', 'Too many failed attempts. Wait 15 minutes and try again.');
-  if (!check.ok || check.user.user_id !== userId) throw new PortalError('wrong_password', 'The current password is not right.');
+    throw new AccountError('throttled', 'Too many failed attempts. Wait 15 minutes and try again.');
+  if (!check.ok || check.user.user_id !== userId) throw new AccountError('wrong_password', 'The current password is not right.');
   const problem = passwordProblem(next, user.email);
-  if (problem) throw new PortalError('weak_password', problem);
+  if (problem) throw new AccountError('weak_password', problem);
   const hash = await hashPassword(next);
   await bus.account(user.account_id, { type: 'ChangePassword', userId, now: new Date() }, { actor: `user:${userId}` }, (client) =>
     savePasswordHash(client, userId, hash),

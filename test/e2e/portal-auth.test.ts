@@ -232,7 +232,9 @@ describe('sign-in and sessions', () => {
       current: TEST_PASSWORD,
       password: 'a brand new password',
     });
-    assert.equal(throttled.status, 400);
+    // A throttled password change answers as a throttled sign-in does (the catalog's `throttled`: 429, Retry-After).
+    assert.equal(throttled.status, 429);
+    assert.equal(throttled.headers.get('retry-after'), '900');
     assert.match(throttled.text, /Too many failed attempts/);
     assert.equal((await accountEvents()).filter((event) => event.type === 'UserSignInFailed').length >= MAX_FAILURES_PER_EMAIL, true);
   });

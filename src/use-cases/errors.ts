@@ -1,0 +1,50 @@
+// The use cases' refusals, each code with its status and retryability (docs/contract.md,
+// "Submissions" and "Accounts and users"): the API, the portal and the CLI answer them as the
+// catalog says. A submission's refusal is an HTTP answer; an account's or a user's reaches an
+// operator through `hwr` (exit 1, the message) and a customer through the portal's forms.
+import { CodedError, type ErrorCatalog } from '../../domain/errors.ts';
+
+export const SUBMISSION_ERRORS = {
+  /** An Idempotency-Key the account used for a different request within the window. */
+  idempotency_key_reused: { status: 409, retryable: false, title: 'Idempotency-Key reused' },
+  /** The account has as many unfinished jobs as it may; a retry passes once one finishes. */
+  too_many_active_jobs: { status: 429, retryable: true, title: 'Account limit reached' },
+  /** The account has as many unprocessed pages as it may (this upload included); a retry passes once pages are done. */
+  too_many_queued_pages: { status: 429, retryable: true, title: 'Account limit reached' },
+} as const satisfies ErrorCatalog<string, number>;
+
+export const ACCOUNT_ERRORS = {
+  invalid_account_name: { status: 400, retryable: false },
+  account_exists: { status: 409, retryable: false },
+  account_not_found: { status: 404, retryable: false },
+  key_not_found: { status: 404, retryable: false },
+  invalid_email: { status: 400, retryable: false },
+  user_exists: { status: 409, retryable: false },
+  user_not_found: { status: 404, retryable: false },
+  invite_not_found: { status: 404, retryable: false },
+  weak_password: { status: 400, retryable: false },
+  wrong_password: { status: 400, retryable: false },
+  /** Too many failed passwords for the email or from the address; the window is 15 minutes. */
+  throttled: { status: 429, retryable: true },
+} as const satisfies ErrorCatalog<string, number>;
+
+export type SubmissionErrorCode = keyof typeof SUBMISSION_ERRORS;
+export type AccountErrorCode = keyof typeof ACCOUNT_ERRORS;
+
+/** A refusal of a submission; `retryAfterSeconds`, where set, is the answer's Retry-After. */
+export class SubmissionError extends CodedError<SubmissionErrorCode, number> {
+  readonly title: string;
+  readonly retryAfterSeconds: number | undefined;
+  constructor(code: SubmissionErrorCode, message: string, retryAfterSeconds?: number) {
+    super(code, SUBMISSION_ERRORS[code], message);
+    this.title = SUBMISSION_ERRORS[code].title;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** A refusal of an account, key or user operation. */
+export class AccountError extends CodedError<AccountErrorCode, number> {
+  constructor(code: AccountErrorCode, message: string) {
+    super(code, ACCOUNT_ERRORS[code], message);
+  }
+}
