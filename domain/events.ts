@@ -20,6 +20,11 @@ export interface JobOptions {
   pipelineSteps: PipelineStep[];
   pdfFormat: PdfFormat;
   webhookUrl: string | null;
+  /**
+   * The account's trained model the pages are read with (a model id, docs/models.md); absent: the
+   * default model (every job submitted without one, and all events recorded before it existed).
+   */
+  model?: string;
 }
 
 export interface PageSource {
@@ -58,6 +63,13 @@ export const EVENT_SCHEMA_VERSIONS = {
   PasswordChanged: 1,
   UserSignedIn: 1,
   UserSignInFailed: 1,
+  ModelTrainingQueued: 1,
+  ModelTrainingStarted: 1,
+  ModelTrainingProgressed: 1,
+  ModelTrained: 1,
+  ModelTrainingFailed: 1,
+  ModelTrainingCancelled: 1,
+  ModelRetired: 1,
 } as const;
 
 export type EventType = keyof typeof EVENT_SCHEMA_VERSIONS;
@@ -148,7 +160,66 @@ export interface AccountEventData {
   UserSignInFailed: { userId: string; address: string; reason: 'wrong_password' | 'no_password'; failedAt: string };
 }
 
-export type EventData = JobEventData & AccountEventData;
+/** Lines of the ground truth left out of training, by why (docs/models.md, "Ground truth"). */
+export interface GroundTruthSkips {
+  /** No transcription (no TextEquiv/Unicode, no String@CONTENT), or only spaces. */
+  noText: number;
+  /** Neither an outline nor a baseline. */
+  noGeometry: number;
+  /** Wholly outside the page image, or with no area inside it. */
+  outsideImage: number;
+  /** Too small to read: a side under 8 px, or narrower than its text can be written in. */
+  tooSmall: number;
+  /** Characters no model can learn (control characters, unassigned code points, U+FFFD). */
+  unlearnableCharacters: number;
+}
+
+/** A model's stream (`model-<id>`): training on an account's ground truth, then the model's life (docs/models.md). */
+export interface ModelEventData {
+  ModelTrainingQueued: {
+    modelId: string;
+    accountId: string;
+    /** The API key that uploaded the ground truth (id, never the key); null for a portal user or `hwr`. */
+    keyId: string | null;
+    label: string | null;
+    /** `default` (the shipped recognizer) or the id of one of the account's ready models. */
+    baseModel: string;
+    /** The stored ground truth (ground-truth.ts: pages, their images and their lines with text). */
+    groundTruthKey: string;
+    pagesTotal: number;
+    /** Lines kept for training (their text and geometry are usable). */
+    linesTotal: number;
+    linesSkipped: GroundTruthSkips;
+    warnings: string[];
+    createdAt: string;
+  };
+  ModelTrainingStarted: { startedAt: string };
+  /** One epoch of the trainer; epochs only grow (a resumed training's repeated epochs are not recorded again). */
+  ModelTrainingProgressed: { epoch: number; trainLoss: number; validationCer: number };
+  /**
+   * The trained model, measured on the held-out lines with the base model (`…Before`) and with
+   * it (`…After`); `notBetter`: it does not read them better than its base (kept, and said so).
+   */
+  ModelTrained: {
+    finishedAt: string;
+    cerBefore: number;
+    cerAfter: number;
+    werBefore: number;
+    werAfter: number;
+    linesTrain: number;
+    linesValidation: number;
+    trainingMinutes: number;
+    /** Where the model directory is stored (rec.onnx, charset.txt, manifest.json under it). */
+    modelKey: string;
+    notBetter: boolean;
+  };
+  ModelTrainingFailed: { failedAt: string; reason: string };
+  ModelTrainingCancelled: { cancelledAt: string; previousState: 'queued' | 'training' };
+  /** No new job may use it; jobs queued with it still read with it. */
+  ModelRetired: { retiredAt: string };
+}
+
+export type EventData = JobEventData & AccountEventData & ModelEventData;
 
 export type DomainEvent<T extends EventType = EventType> = {
   [K in T]: { type: K; data: EventData[K] };
@@ -156,6 +227,7 @@ export type DomainEvent<T extends EventType = EventType> = {
 
 export type JobEvent = DomainEvent<keyof JobEventData>;
 export type AccountEvent = DomainEvent<keyof AccountEventData>;
+export type ModelEvent = DomainEvent<keyof ModelEventData>;
 
 export interface EventMetadata {
   /** Who caused it: an API key id, 'cli', 'worker', 'system'. */
@@ -191,3 +263,4 @@ export function upcast(type: string, data: unknown, _schemaVersion: number): Dom
 
 export const jobStreamId = (jobId: string): string => `job-${jobId}`;
 export const accountStreamId = (accountId: string): string => `account-${accountId}`;
+export const modelStreamId = (modelId: string): string => `model-${modelId}`;

@@ -22,6 +22,12 @@ export const REJECTION_CODES = {
   invite_not_found: 'The setup link does not exist.',
   invite_used: 'The setup link has already been used.',
   invite_expired: 'The setup link has expired.',
+  model_not_found: 'The model does not exist.',
+  model_already_exists: 'A model with this id already exists.',
+  model_not_training: 'The model is not training.',
+  model_not_trained: 'The model has not finished training.',
+  model_cancelled: "The model's training was cancelled.",
+  model_already_finished: "The model's training has already ended (ready, failed or retired).",
 } as const;
 
 export type RejectionCode = keyof typeof REJECTION_CODES;
@@ -30,7 +36,8 @@ export type RejectionCode = keyof typeof REJECTION_CODES;
  * Every rejection code's HTTP status and retryability, chosen on purpose (docs/contract.md,
  * "Rejection codes"): 404 where the thing named does not exist for the caller, 409 where the
  * command conflicts with the state it found. Retryable only where the state the command waits
- * for comes by itself (a job starts, finishes, its pages complete, its result reaches expiry).
+ * for comes by itself (a job starts, finishes, its pages complete, its result reaches expiry; a
+ * model's training starts or ends).
  */
 export const REJECTION_ERRORS: ErrorCatalog<RejectionCode, 404 | 409> = {
   job_not_found: { status: 404, retryable: false },
@@ -53,6 +60,12 @@ export const REJECTION_ERRORS: ErrorCatalog<RejectionCode, 404 | 409> = {
   invite_not_found: { status: 404, retryable: false },
   invite_used: { status: 409, retryable: false },
   invite_expired: { status: 409, retryable: false },
+  model_not_found: { status: 404, retryable: false },
+  model_already_exists: { status: 409, retryable: false },
+  model_not_training: { status: 409, retryable: true },
+  model_not_trained: { status: 409, retryable: true },
+  model_cancelled: { status: 409, retryable: false },
+  model_already_finished: { status: 409, retryable: false },
 };
 
 export class Rejection extends CodedError<RejectionCode, 404 | 409> {

@@ -4,6 +4,7 @@ import { billingProjection } from './billing.ts';
 import { correctionUsageProjection } from './correction-usage.ts';
 import { idempotencyKeysProjection } from './idempotency-keys.ts';
 import { jobStatusProjection } from './job-status.ts';
+import { modelsProjection } from './models.ts';
 import type { Projection } from './projection.ts';
 import { usersProjection } from './users.ts';
 
@@ -16,6 +17,7 @@ export const PROJECTIONS: readonly Projection[] = [
   idempotencyKeysProjection,
   correctionUsageProjection,
   usersProjection,
+  modelsProjection,
 ];
 
 export type { Projection };

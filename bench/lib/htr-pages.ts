@@ -74,5 +74,5 @@ function truthFromJson(page: HtrPage): UploadedLayout {
       regions.push({ id: line.region_id, type: region?.type ?? null, polygon: region?.polygon ?? [], lines: [] });
     regions.at(-1)!.lines.push({ id: line.id, polygon: line.polygon, baseline: line.baseline ?? [], text: line.text });
   }
-  return { format: 'page-2019', regions, warnings };
+  return { format: 'page-2019', regions, warnings, leftOut: [] };
 }

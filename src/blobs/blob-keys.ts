@@ -13,6 +13,14 @@
 // events name the key that won (PageCompleted.resultKey, JobSucceeded.archiveKey), and a claim
 // that finds another's key recorded deletes its own file; files written before that are
 // `results/<0001>.json` and `result.zip`, and still read through their events.
+//
+// A model's files (docs/models.md), under one prefix too:
+//
+//   models/<model_id>/ground-truth/pages/<0001>.<ext>         each page image of the ground truth
+//   models/<model_id>/ground-truth/pages/<0001>.layout.xml    its PageXML or ALTO file, as uploaded
+//   models/<model_id>/ground-truth/ground-truth.json          the lines to train on (src/intake/ground-truth.ts)
+//   models/<model_id>/run/…                                   the trainer's checkpoints (resume after a crash)
+//   models/<model_id>/model/…                                 the trained model directory (rec.onnx, charset.txt, manifest.json)
 import { randomBytes } from 'node:crypto';
 
 export const JOBS_ROOT = 'jobs';
@@ -24,6 +32,14 @@ export const pagesPrefix = (jobId: string): string => `${jobPrefix(jobId)}/pages
 export const pageResultKey = (jobId: string, page: number, claim: string): string =>
   `${jobPrefix(jobId)}/results/${String(page).padStart(4, '0')}.${claim}.json`;
 export const archiveKey = (jobId: string, claim: string): string => `${jobPrefix(jobId)}/result.${claim}.zip`;
+
+export const MODELS_ROOT = 'models';
+
+/** Everything of one model: deleting this prefix deletes its ground truth, its checkpoints and the model. */
+export const modelPrefix = (modelId: string): string => `${MODELS_ROOT}/${modelId}`;
+export const groundTruthPrefix = (modelId: string): string => `${modelPrefix(modelId)}/ground-truth`;
+/** Where the trained model directory goes (ModelTrained.modelKey). */
+export const trainedModelPrefix = (modelId: string): string => `${modelPrefix(modelId)}/model`;
 
 /**
  * One claim of a pg-boss task, named when its handler takes it: the task id, its retry count, and

@@ -111,7 +111,7 @@ export class HwrClient {
     const form = () => {
       const body = new FormData();
       body.set('scan_zip', blob, filename);
-      for (const field of ['llm_tier', 'preset', 'pipeline_steps', 'pdf_format', 'webhook_url'] as const) {
+      for (const field of ['llm_tier', 'preset', 'pipeline_steps', 'pdf_format', 'webhook_url', 'model'] as const) {
         const value = request[field];
         if (value !== undefined) body.set(field, value);
       }

@@ -10,8 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
 import { isJunkPath } from '../shared/entry-path.ts';
 import { sortPathsNaturally } from '../shared/natural-sort.ts';
-
-export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.tif', '.tiff', '.webp', '.jp2', '.j2k', '.j2c', '.jpf', '.jpx']);
+import { IMAGE_EXTENSIONS } from '../shared/scan-files.ts';
 
 export interface ScanInput {
   /** The ZIP to upload. */

@@ -23,8 +23,10 @@ export interface SubmitOptions {
   pdf_format?: PdfFormat;
   /** HTTPS address for the signed callback. */
   webhook_url?: string;
+  /** `default`, or the id of one of the account's ready models (docs/models.md). */
+  model?: string;
 }
-export const SUBMIT_FIELDS = ['scan_zip', 'llm_tier', 'preset', 'pipeline_steps', 'pdf_format', 'webhook_url'] as const;
+export const SUBMIT_FIELDS = ['scan_zip', 'llm_tier', 'preset', 'pipeline_steps', 'pdf_format', 'webhook_url', 'model'] as const;
 
 /** 202 answer to a submission. */
 export interface Submission {

@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document of the whole interface, served at /v1/openapi.json.
 // Tests validate every response they receive against it.
+import { MODEL_STATES } from '../../domain/model.ts';
 import { LLM_TIERS, PDF_FORMATS } from '../pipeline/pipeline.ts';
 import { PRESETS } from '../recognition/correction/presets.ts';
 
@@ -49,6 +50,14 @@ const databaseOrStorageUnavailable = {
 };
 
 const JOB_ID_PARAMETER = { name: 'job_id', in: 'path', required: true, schema: { type: 'string' }, description: 'The job id (a UUID).' };
+const MODEL_ID_PARAMETER = {
+  name: 'model_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+  description: 'The model id (a UUID).',
+};
+const fraction = { type: 'number', minimum: 0 } as const;
 
 export function openApiDocument(baseUrl: string) {
   return {
@@ -99,6 +108,13 @@ export function openApiDocument(baseUrl: string) {
                         '`all` or a comma list from layout,recognition,correction,export; export always runs; each step needs the ones before it.',
                     },
                     pdf_format: { type: 'string', enum: [...PDF_FORMATS], default: 'pdfa-2b' },
+                    model: {
+                      type: 'string',
+                      default: 'default',
+                      description:
+                        '`default` (the shipped recognizer) or the id of one of the account’s ready models (GET /v1/models); ' +
+                        'anything else: 400 invalid_model, a model not ready: 400 model_not_ready. The job records it (docs/models.md).',
+                    },
                   },
                 },
               },
@@ -110,23 +126,25 @@ export function openApiDocument(baseUrl: string) {
               headers: { Location: { schema: { type: 'string' } } },
               content: { 'application/json': { schema: { $ref: '#/components/schemas/Submission' } } },
             },
-            '400': problem('Invalid input (e.g. a password-protected ZIP, no images, an unknown option value).'),
+            '400': problem(
+              'Invalid input (e.g. a password-protected ZIP, no images, an unknown option value; invalid_model or model_not_ready for `model`).',
+            ),
             '401': unauthorized,
-            '408': problem('request_body_too_slow: the upload arrived slower than MIN_BODY_BYTES_PER_SECOND; retry.'),
+            '408': problem('request_body_too_slow: the upload arrived slower than the slowest rate the service waits for; retry.'),
             '409': problem('The Idempotency-Key was used for a different request.'),
-            '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
+            '413': problem('The upload is larger than the service takes (the detail says the limit in bytes).'),
             '415': problem('The body is not multipart/form-data.'),
             '429': {
               ...problem(
                 'rate_limited: the key sent requests faster than its rate limit; too_many_active_jobs or too_many_queued_pages: ' +
-                  'the account has as many unfinished jobs (MAX_ACTIVE_JOBS_PER_ACCOUNT) or unprocessed pages ' +
-                  '(MAX_QUEUED_PAGES_PER_ACCOUNT, this upload included) as it may; retry after Retry-After seconds.',
+                  'the account has as many unfinished jobs or unprocessed pages (this upload included) as it may; ' +
+                  'retry after Retry-After seconds.',
               ),
               headers: retryAfter,
             },
             '503': {
               ...problem(
-                'insufficient_storage: the service is low on disk space for uploads (MIN_FREE_DISK_BYTES); database_unavailable: ' +
+                'insufficient_storage: the service is low on disk space for uploads; database_unavailable: ' +
                   'the service cannot reach its database at the moment (any route may answer so); storage_unavailable: it cannot ' +
                   'reach its file storage (an S3 bucket) at the moment; retry after Retry-After seconds.',
               ),
@@ -173,8 +191,8 @@ export function openApiDocument(baseUrl: string) {
           operationId: 'getJobResult',
           summary: 'Download the result archive (ZIP)',
           description:
-            'Answers 200 with the archive, or, when the service keeps results in object storage (S3) with redirects on ' +
-            '(RESULT_REDIRECT), 302 to a short-lived presigned URL of the archive. Follow the redirect without the ' +
+            'Answers 200 with the archive, or, when the service keeps results in object storage (S3) and sends clients ' +
+            'there, 302 to a short-lived presigned URL of the archive. Follow the redirect without the ' +
             'X-API-Key header: the URL carries its own authorization and expires within minutes (fetch a new one ' +
             'from here when it has).',
           responses: {
@@ -188,8 +206,8 @@ export function openApiDocument(baseUrl: string) {
             },
             '302': {
               description:
-                'The archive is in object storage: GET the Location, a presigned URL valid for RESULT_URL_TTL_SECONDS ' +
-                '(300 s by default, never past expires_at), which answers the ZIP with the same Content-Disposition.',
+                'The archive is in object storage: GET the Location, a presigned URL valid for a few minutes ' +
+                '(5 by default, never past expires_at), which answers the ZIP with the same Content-Disposition.',
               headers: {
                 Location: { schema: { type: 'string', format: 'uri' } },
                 'Cache-Control': { schema: { type: 'string', const: 'no-store' } },
@@ -249,6 +267,134 @@ export function openApiDocument(baseUrl: string) {
             '401': unauthorized,
             '429': rateLimited,
             '503': databaseUnavailable,
+          },
+        },
+      },
+      '/v1/models': {
+        post: {
+          operationId: 'trainModel',
+          summary: 'Upload ground truth and queue the training of a model on it',
+          description:
+            'A ZIP of page images with their PageXML (2013/2019) or ALTO (v2-v4) files carrying each line’s outline and text, ' +
+            'as Transkribus, eScriptorium and this service’s result archive export them (docs/models.md). Checked as a scan is ' +
+            '(limits, paths, bombs, XML safety); lines without text, outside the image, too small or with characters no model ' +
+            'can learn are left out and counted; the answer names what was kept.',
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': {
+                schema: {
+                  type: 'object',
+                  required: ['training_zip'],
+                  properties: {
+                    training_zip: {
+                      type: 'string',
+                      format: 'binary',
+                      description:
+                        'Page images with their PageXML or ALTO files, paired by name (beside the image, or the image the file names).',
+                    },
+                    label: { type: 'string', maxLength: 100, description: 'A name for the model (at most 100 characters).' },
+                    base_model: {
+                      type: 'string',
+                      default: 'default',
+                      description: '`default` or the id of one of the account’s ready models, to train on from it.',
+                    },
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            '202': {
+              description: 'Accepted: the training is queued.',
+              headers: { Location: { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/ModelSubmission' } } },
+            },
+            '400': problem(
+              'Invalid input: a ZIP refused as a scan would be, page_without_layout, no_usable_lines, too_few_lines, ' +
+                'unlearnable_characters, training_zip_missing, invalid_label, invalid_model or model_not_ready (base_model).',
+            ),
+            '401': unauthorized,
+            '408': problem('request_body_too_slow: the upload arrived slower than MIN_BODY_BYTES_PER_SECOND; retry.'),
+            '413': problem('The upload is larger than MAX_UPLOAD_BYTES.'),
+            '415': problem('The body is not multipart/form-data.'),
+            '429': rateLimited,
+            '503': {
+              ...problem(
+                'training_unavailable: no trainer can run for this service (the detail says what an operator installs; not ' +
+                  'retryable); insufficient_storage, database_unavailable or storage_unavailable: retry after Retry-After seconds.',
+              ),
+              headers: {
+                'Retry-After': {
+                  required: false,
+                  description: 'Seconds to wait, where a retry can help.',
+                  schema: { type: 'string', pattern: '^[0-9]+$' },
+                },
+              },
+            },
+          },
+        },
+        get: {
+          operationId: 'listModels',
+          summary: 'The account’s models, newest first',
+          responses: {
+            '200': {
+              description: 'The account’s models (at most 1000, newest first).',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/ModelList' } } },
+            },
+            '401': unauthorized,
+            '429': rateLimited,
+            '503': databaseUnavailable,
+          },
+        },
+      },
+      '/v1/models/{model_id}': {
+        parameters: [MODEL_ID_PARAMETER],
+        get: {
+          operationId: 'getModel',
+          summary: 'A model: its state, training progress, figures, warnings',
+          responses: {
+            '200': {
+              description: 'The model.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/ModelStatus' } } },
+            },
+            '401': unauthorized,
+            '429': rateLimited,
+            '503': databaseUnavailable,
+            '404': problem('Unknown model, or another account’s.'),
+          },
+        },
+        delete: {
+          operationId: 'deleteModel',
+          summary: 'Cancel a queued or training model, or retire a ready one',
+          responses: {
+            '200': {
+              description:
+                'The model (state cancelled or retired); also for a model already cancelled or retired. A retired model takes no new jobs.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/ModelStatus' } } },
+            },
+            '401': unauthorized,
+            '429': rateLimited,
+            '503': databaseUnavailable,
+            '404': problem('Unknown model, or another account’s.'),
+            '409': problem('model_already_finished: the training failed; there is nothing to cancel or retire.'),
+          },
+        },
+      },
+      '/v1/models/{model_id}/events': {
+        parameters: [MODEL_ID_PARAMETER],
+        get: {
+          operationId: 'getModelEvents',
+          summary: 'The model’s event history (for auditors)',
+          responses: {
+            '200': {
+              description: 'Every event of the model, in order.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/ModelEvents' } } },
+            },
+            '401': unauthorized,
+            '429': rateLimited,
+            '503': databaseUnavailable,
+            '404': problem('Unknown model, or another account’s.'),
           },
         },
       },
@@ -443,6 +589,144 @@ export function openApiDocument(baseUrl: string) {
                 },
               },
             },
+          },
+        },
+        ModelSubmission: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['model_id', 'state', 'label', 'created_at', 'status_url', 'lines_total', 'pages_total'],
+          properties: {
+            model_id: uuid,
+            state: { const: 'queued' },
+            label: { type: ['string', 'null'] },
+            created_at: timestamp,
+            status_url: { type: 'string', format: 'uri' },
+            lines_total: { type: 'integer', minimum: 1, description: 'Lines kept for training.' },
+            pages_total: { type: 'integer', minimum: 1 },
+          },
+        },
+        ModelStatus: {
+          type: 'object',
+          additionalProperties: false,
+          required: [
+            'model_id',
+            'label',
+            'state',
+            'base_model',
+            'created_at',
+            'started_at',
+            'finished_at',
+            'pages_total',
+            'lines_total',
+            'lines_skipped',
+            'progress',
+            'figures',
+            'warnings',
+            'error_message',
+            'status_url',
+          ],
+          properties: {
+            model_id: uuid,
+            label: { type: ['string', 'null'] },
+            state: { type: 'string', enum: [...MODEL_STATES] },
+            base_model: { type: 'string', description: '`default` or the id of the model it was trained on from.' },
+            created_at: timestamp,
+            started_at: nullableTimestamp,
+            finished_at: nullableTimestamp,
+            pages_total: { type: 'integer', minimum: 1 },
+            lines_total: { type: 'integer', minimum: 1 },
+            lines_skipped: {
+              type: 'object',
+              additionalProperties: false,
+              description: 'Lines of the ground truth left out of training, by why.',
+              required: ['no_text', 'no_geometry', 'outside_image', 'too_small', 'unlearnable_characters'],
+              properties: {
+                no_text: { type: 'integer', minimum: 0 },
+                no_geometry: { type: 'integer', minimum: 0 },
+                outside_image: { type: 'integer', minimum: 0 },
+                too_small: { type: 'integer', minimum: 0 },
+                unlearnable_characters: { type: 'integer', minimum: 0 },
+              },
+            },
+            progress: {
+              description: 'The last epoch the trainer recorded, and every epoch so far; null before the first.',
+              oneOf: [
+                { type: 'null' },
+                {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['epoch', 'train_loss', 'validation_cer', 'history'],
+                  properties: {
+                    epoch: { type: 'integer', minimum: 0 },
+                    train_loss: fraction,
+                    validation_cer: fraction,
+                    history: {
+                      type: 'array',
+                      items: {
+                        type: 'object',
+                        additionalProperties: false,
+                        required: ['epoch', 'train_loss', 'validation_cer', 'recorded_at'],
+                        properties: {
+                          epoch: { type: 'integer', minimum: 0 },
+                          train_loss: fraction,
+                          validation_cer: fraction,
+                          recorded_at: timestamp,
+                        },
+                      },
+                    },
+                  },
+                },
+              ],
+            },
+            figures: {
+              description:
+                'Measured on the held-out lines with the base model (before) and the trained one (after); null until trained. ' +
+                '`not_better`: it does not read them better than its base (kept, and said in warnings).',
+              oneOf: [
+                { type: 'null' },
+                {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: [
+                    'cer_before',
+                    'cer_after',
+                    'wer_before',
+                    'wer_after',
+                    'lines_train',
+                    'lines_validation',
+                    'training_minutes',
+                    'not_better',
+                  ],
+                  properties: {
+                    cer_before: fraction,
+                    cer_after: fraction,
+                    wer_before: fraction,
+                    wer_after: fraction,
+                    lines_train: { type: 'integer', minimum: 0 },
+                    lines_validation: { type: 'integer', minimum: 0 },
+                    training_minutes: fraction,
+                    not_better: { type: 'boolean' },
+                  },
+                },
+              ],
+            },
+            warnings: { type: 'array', items: { type: 'string' } },
+            error_message: { type: ['string', 'null'] },
+            status_url: { type: 'string', format: 'uri' },
+          },
+        },
+        ModelList: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['models'],
+          properties: { models: { type: 'array', items: { $ref: '#/components/schemas/ModelStatus' } } },
+        },
+        ModelEvents: {
+          type: 'object',
+          required: ['model_id', 'events'],
+          properties: {
+            model_id: uuid,
+            events: { $ref: '#/components/schemas/JobEvents/properties/events' },
           },
         },
         Health: { type: 'object', required: ['status'], properties: { status: { type: 'string' }, detail: { type: 'string' } } },

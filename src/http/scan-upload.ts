@@ -33,7 +33,7 @@ const FORMIDABLE_ERRORS = {
   biggerThanMaxFileSize: 1016,
 } as const;
 
-interface UploadedFile {
+export interface UploadedFile {
   filepath: string;
   size: number;
   originalFilename: string | null;
@@ -49,12 +49,12 @@ export function receiveScanUpload(runtime: Runtime): Middleware[] {
   const { config } = runtime;
   const uploadDir = tempUploadDir(config.dataDir);
   return [
-    refuseOversizedUpload(config),
+    refuseOversizedUpload(config, SCAN_UPLOAD),
     refuseWhenDiskLow(config),
     refuseOverAccountLimits(runtime, accountLimits(config)),
-    parseUpload(config, uploadDir),
+    parseUpload(config, uploadDir, SCAN_UPLOAD),
     async (ctx) => {
-      const file = uploadedFile(ctx);
+      const file = uploadedFile(ctx, SCAN_UPLOAD);
       try {
         const auth = ctx.state.auth as AuthContext;
         const fields = (ctx.request.body ?? {}) as Record<string, string | string[]>;
@@ -100,7 +100,20 @@ async function respondWithSubmission(ctx: Context, runtime: Runtime, jobId: stri
   };
 }
 
-function refuseOversizedUpload(config: Config) {
+/** The multipart field an upload's ZIP comes in, what it is called in messages, and the refusal when it is missing. */
+export interface UploadField {
+  name: string;
+  what: string;
+  missing(): Error;
+}
+
+const SCAN_UPLOAD: UploadField = {
+  name: 'scan_zip',
+  what: 'scan',
+  missing: () => new HttpProblem('missing_scan_zip', 'The multipart field scan_zip (the ZIP of page images) is required.'),
+};
+
+export function refuseOversizedUpload(config: Config, field: UploadField) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const length = Number(ctx.get('Content-Length'));
     if (Number.isFinite(length) && length > config.limits.maxUploadBytes + MULTIPART_OVERHEAD_BYTES) {
@@ -108,7 +121,10 @@ function refuseOversizedUpload(config: Config) {
       throw uploadTooLargeError(config.limits.maxUploadBytes);
     }
     if (!ctx.is('multipart/form-data')) {
-      throw new HttpProblem('unsupported_media_type', 'Send the scan as multipart/form-data with the ZIP in the field scan_zip.');
+      throw new HttpProblem(
+        'unsupported_media_type',
+        `Send the ${field.what} as multipart/form-data with the ZIP in the field ${field.name}.`,
+      );
     }
     await next();
   };
@@ -119,7 +135,7 @@ function refuseOversizedUpload(config: Config) {
  * file system, refuse before reading the body, with 503 and Retry-After (space comes back as
  * results expire), instead of failing half-way through writing it.
  */
-function refuseWhenDiskLow(config: Config) {
+export function refuseWhenDiskLow(config: Config) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (config.limits.minFreeDiskBytes > 0) {
       const free = await freeBytes(config.dataDir);
@@ -169,7 +185,7 @@ async function freeBytes(directory: string): Promise<number | null> {
  * the parser left there) before the response goes out: formidable deletes a partial file
  * only on a timer after an error, and a file whose open was still pending can outlive it.
  */
-function parseUpload(config: Config, uploadRoot: string) {
+export function parseUpload(config: Config, uploadRoot: string, field: UploadField) {
   const options = (uploadDir: string) => ({
     multipart: true,
     urlencoded: false,
@@ -193,7 +209,7 @@ function parseUpload(config: Config, uploadRoot: string) {
         case FORMIDABLE_ERRORS.biggerThanTotalMaxFileSize:
           throw uploadTooLargeError(config.limits.maxUploadBytes);
         case FORMIDABLE_ERRORS.maxFilesExceeded:
-          throw invalidMultipart('Send exactly one file, the ZIP in the field scan_zip.');
+          throw invalidMultipart(`Send exactly one file, the ZIP in the field ${field.name}.`);
         case FORMIDABLE_ERRORS.maxFieldsExceeded:
         case FORMIDABLE_ERRORS.maxFieldsSizeExceeded:
           throw invalidMultipart(`At most ${MAX_FORM_FIELDS} form fields of ${MAX_FORM_FIELDS_BYTES / 1024} KiB in all are accepted.`);
@@ -213,13 +229,13 @@ function parseUpload(config: Config, uploadRoot: string) {
   };
 }
 
-function uploadedFile(ctx: Context): UploadedFile {
+export function uploadedFile(ctx: Context, field: UploadField): UploadedFile {
   const files = ctx.request.files as Record<string, UploadedFile | UploadedFile[]> | undefined;
-  const entry = files?.scan_zip;
+  const entry = files?.[field.name];
   const file = Array.isArray(entry) ? entry[0] : entry;
   if (!file) {
     for (const other of Object.values(files ?? {})) for (const f of [other].flat()) void rm(f.filepath, { force: true });
-    throw new HttpProblem('missing_scan_zip', 'The multipart field scan_zip (the ZIP of page images) is required.');
+    throw field.missing();
   }
   return file;
 }

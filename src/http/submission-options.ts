@@ -11,11 +11,27 @@ import {
   type PipelineStep,
 } from '../pipeline/pipeline.ts';
 import { DEFAULT_PRESET, isPreset, PRESETS } from '../recognition/correction/presets.ts';
+import { DEFAULT_MODEL } from '../../domain/model.ts';
+import { ModelError } from '../use-cases/errors.ts';
 import { HttpProblem, type HttpProblemCode } from './problem.ts';
 
 type Fields = Record<string, string | string[] | undefined>;
 
+/**
+ * The form fields of a submission besides its file (`scan_zip`). Any other field is refused with
+ * `unknown_field`: a typo (`pipline_steps`) ignored would run a paid job on the defaults
+ * (docs/decisions/0030-unknown-submission-fields-are-refused.md).
+ */
+const SUBMISSION_FIELDS: readonly string[] = ['llm_tier', 'preset', 'pdf_format', 'pipeline_steps', 'webhook_url', 'model'];
+
 export async function parseSubmissionOptions(fields: Fields, config: Config): Promise<JobOptions> {
+  const unknown = Object.keys(fields).filter((name) => name !== 'scan_zip' && !SUBMISSION_FIELDS.includes(name));
+  if (unknown.length > 0) {
+    throw invalid(
+      'unknown_field',
+      `unknown form field${unknown.length === 1 ? '' : 's'} ${unknown.map((name) => JSON.stringify(name)).join(', ')}; a submission takes scan_zip and ${SUBMISSION_FIELDS.join(', ')}`,
+    );
+  }
   const llmTier = oneOf(field(fields, 'llm_tier') ?? 'balanced', LLM_TIERS, 'llm_tier', 'invalid_llm_tier') as LlmTier;
   const preset = field(fields, 'preset') ?? DEFAULT_PRESET;
   if (!isPreset(preset)) throw invalid('invalid_preset', `preset must be one of ${PRESETS.join(', ')}; got ${JSON.stringify(preset)}`);
@@ -25,7 +41,22 @@ export async function parseSubmissionOptions(fields: Fields, config: Config): Pr
   const webhookUrl = rawWebhook
     ? (await checkWebhookUrl(rawWebhook, { allowHttp: config.callbacks.allowHttp, allowPrivate: config.callbacks.allowPrivate })).toString()
     : null;
-  return { llmTier, preset, pipelineSteps, pdfFormat, webhookUrl };
+  const model = parseModelField(field(fields, 'model'), 'model');
+  return { llmTier, preset, pipelineSteps, pdfFormat, webhookUrl, ...(model === DEFAULT_MODEL ? {} : { model }) };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A `model` or `base_model` field: `default` (also when absent or empty) or a model id (a UUID,
+ * lower-cased); anything else ModelError invalid_model. Whether the account has that model,
+ * ready, is the use case's check (use-cases/models.ts).
+ */
+export function parseModelField(value: string | null, name: 'model' | 'base_model'): string {
+  if (value === null || value.toLowerCase() === DEFAULT_MODEL) return DEFAULT_MODEL;
+  if (!UUID.test(value))
+    throw new ModelError('invalid_model', `${name} must be ${DEFAULT_MODEL} or a model id; got ${JSON.stringify(value.slice(0, 100))}`);
+  return value.toLowerCase();
 }
 
 /** `all`, or a comma list that runs the steps in order without gaps; export always runs. */
@@ -57,7 +88,7 @@ export function parsePipelineSteps(raw: string): PipelineStep[] {
   return [...pageSteps, 'export'];
 }
 
-function field(fields: Fields, name: string): string | null {
+export function field(fields: Fields, name: string): string | null {
   const value = fields[name];
   // Two values for one option would leave the job's option to the order of the parts.
   if (Array.isArray(value) && value.length > 1)

@@ -18,6 +18,7 @@ import { sortPathsNaturally } from '../shared/natural-sort.ts';
 import { isLayoutError, MAX_LAYOUT_BYTES } from '../recognition/layout/uploaded-layout.ts';
 import { readUploadedLayout } from '../recognition/layout/uploaded-layout-thread.ts';
 import { type ByteReader, jpeg2000TooLarge, readJpeg2000Header, unsupportedJpeg2000 } from '../recognition/image/jpeg2000-header.ts';
+import { MIN_PAGE_SIDE } from '../recognition/image/prepare-image.ts';
 
 export interface IntakeOptions {
   limits: Config['limits'];
@@ -40,7 +41,8 @@ export function maxZipEntries(maxPages: number): number {
   return maxPages * 4 + 1000;
 }
 
-interface Candidate {
+/** An entry that passed the central directory's checks (ground-truth-zip.ts reads the same). */
+export interface Candidate {
   entry: Entry;
   /** The entry path, `/`-separated. */
   path: string;
@@ -59,7 +61,8 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
     if (zip.entryCount > maxZipEntries(limits.maxPages)) {
       throw new IntakeError(
         'too_many_entries',
-        `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted (4 × MAX_PAGES + 1000)`,
+        `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted`,
+        { setting: 'MAX_PAGES' },
       );
     }
     const entries = await readCandidates(zip, limits, uploadName, size);
@@ -73,7 +76,8 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
     if (candidates.length > limits.maxPages) {
       throw new IntakeError(
         'too_many_pages',
-        `${quoteName(uploadName)} has ${candidates.length} files; at most ${limits.maxPages} pages are accepted (MAX_PAGES)`,
+        `${quoteName(uploadName)} has ${candidates.length} files; at most ${limits.maxPages} pages are accepted in one upload`,
+        { setting: 'MAX_PAGES' },
       );
     }
     const ordered = sortPathsNaturally(candidates, (candidate) => candidate.path);
@@ -132,7 +136,7 @@ function pairLayouts(entries: Candidate[]): { candidates: Candidate[]; layouts: 
   return { candidates, layouts };
 }
 
-function openZip(zipPath: string, uploadName: string): Promise<ZipFile> {
+export function openZip(zipPath: string, uploadName: string): Promise<ZipFile> {
   return new Promise((resolve, reject) => {
     yauzl.open(
       zipPath,
@@ -171,7 +175,7 @@ function isDirectoryEntry(entry: Entry, path: string): boolean {
 }
 
 /** Reads the central directory, applies every rule that needs no decompression, returns the page candidates. */
-function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: string, archiveBytes: number): Promise<Candidate[]> {
+export function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: string, archiveBytes: number): Promise<Candidate[]> {
   return new Promise((resolve, reject) => {
     const candidates: Candidate[] = [];
     const seen = new Set<string>();
@@ -231,8 +235,8 @@ function readCandidates(zip: ZipFile, limits: Config['limits'], uploadName: stri
       if (declaredTotal > limits.maxUncompressedBytes) {
         throw new IntakeError(
           'zip_bomb',
-          `${quoteName(uploadName)} declares more than ${limits.maxUncompressedBytes} bytes uncompressed in total (MAX_UNCOMPRESSED_BYTES)`,
-          { entry: path },
+          `${quoteName(uploadName)} declares more than ${limits.maxUncompressedBytes} bytes uncompressed in total, the most an upload may hold`,
+          { entry: path, setting: 'MAX_UNCOMPRESSED_BYTES' },
         );
       }
       checkArchiveRatio(uploadName, declaredTotal, archiveBytes, limits, 'declares', path);
@@ -251,15 +255,15 @@ function checkInflatedSize(
   if (inflated > limits.maxUncompressedBytes) {
     throw new IntakeError(
       'zip_bomb',
-      `entry ${quoteName(path)} ${verb} more than ${limits.maxUncompressedBytes} bytes uncompressed (MAX_UNCOMPRESSED_BYTES)`,
-      { entry: path },
+      `entry ${quoteName(path)} ${verb} more than ${limits.maxUncompressedBytes} bytes uncompressed, the most an upload may hold`,
+      { entry: path, setting: 'MAX_UNCOMPRESSED_BYTES' },
     );
   }
   if (inflated > RATIO_GRACE_BYTES && inflated / Math.max(1, compressed) > limits.maxCompressionRatio) {
     throw new IntakeError(
       'zip_bomb',
-      `entry ${quoteName(path)} ${verb} ${inflated} bytes from ${compressed} compressed, a ratio above ${limits.maxCompressionRatio} (MAX_COMPRESSION_RATIO)`,
-      { entry: path },
+      `entry ${quoteName(path)} ${verb} ${inflated} bytes from ${compressed} compressed, a ratio above ${limits.maxCompressionRatio}`,
+      { entry: path, setting: 'MAX_COMPRESSION_RATIO' },
     );
   }
 }
@@ -279,19 +283,19 @@ function checkArchiveRatio(
   if (inflated > RATIO_GRACE_BYTES && inflated / Math.max(1, archiveBytes) > limits.maxCompressionRatio) {
     throw new IntakeError(
       'zip_bomb',
-      `${quoteName(uploadName)} ${verb} ${inflated} bytes or more from a ${archiveBytes}-byte archive, a ratio above ${limits.maxCompressionRatio} (MAX_COMPRESSION_RATIO)`,
-      { entry },
+      `${quoteName(uploadName)} ${verb} ${inflated} bytes or more from a ${archiveBytes}-byte archive, a ratio above ${limits.maxCompressionRatio}`,
+      { entry, setting: 'MAX_COMPRESSION_RATIO' },
     );
   }
 }
 
-function openEntryStream(zip: ZipFile, candidate: Candidate): Promise<Readable> {
+export function openEntryStream(zip: ZipFile, candidate: Candidate): Promise<Readable> {
   return new Promise((resolve, reject) => {
     zip.openReadStream(candidate.entry, (error, stream) => (error ? reject(entryReadError(error, candidate.path)) : resolve(stream)));
   });
 }
 
-function entryReadError(error: unknown, path: string): unknown {
+export function entryReadError(error: unknown, path: string): unknown {
   if (error instanceof IntakeError || (error as Error)?.name === 'AbortError') return error;
   const message = error instanceof Error ? error.message : String(error);
   if (/too many bytes in the stream/i.test(message)) {
@@ -303,7 +307,7 @@ function entryReadError(error: unknown, path: string): unknown {
   return new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged: ${message}`, { entry: path, cause: error });
 }
 
-async function storePage(
+export async function storePage(
   zip: ZipFile,
   candidate: Candidate,
   pageNumber: number,
@@ -336,10 +340,8 @@ async function storePage(
     if (progress.inflatedBytes > limits.maxUncompressedBytes) {
       throw new IntakeError(
         'zip_bomb',
-        `the archive inflates to more than ${limits.maxUncompressedBytes} bytes in total (MAX_UNCOMPRESSED_BYTES)`,
-        {
-          entry: path,
-        },
+        `the archive inflates to more than ${limits.maxUncompressedBytes} bytes in total, the most an upload may hold`,
+        { entry: path, setting: 'MAX_UNCOMPRESSED_BYTES' },
       );
     }
     hash.update(chunk);
@@ -429,7 +431,15 @@ async function checkImageHeader(
   if (width * height > limits.maxImagePixels) {
     throw new IntakeError(
       'image_too_large',
-      `entry ${quoteName(path)} is ${width}×${height} pixels, more than ${limits.maxImagePixels} (MAX_IMAGE_PIXELS)`,
+      `entry ${quoteName(path)} is ${width}×${height} pixels, more than ${limits.maxImagePixels}, the most a page may have`,
+      { entry: path, setting: 'MAX_IMAGE_PIXELS' },
+    );
+  }
+  // A 1×1 image was accepted and failed its job later; the pipeline's own minimum, refused here.
+  if (width < MIN_PAGE_SIDE || height < MIN_PAGE_SIDE) {
+    throw new IntakeError(
+      'image_too_small',
+      `entry ${quoteName(path)} is ${width}×${height} pixels; a page image needs at least ${MIN_PAGE_SIDE} pixels a side`,
       { entry: path },
     );
   }
@@ -482,6 +492,26 @@ async function storeLayout(
   options: IntakeOptions,
   progress: { inflatedBytes: number; archiveBytes: number },
 ): Promise<string> {
+  const { path } = candidate;
+  const xml = await inflateLayout(zip, candidate, options, progress);
+  try {
+    await readUploadedLayout(xml, imageSize, options.signal);
+  } catch (error) {
+    if (isLayoutError(error))
+      throw new IntakeError(error.code, `entry ${quoteName(path)}: ${error.message}`, { entry: path, cause: error });
+    throw error;
+  }
+  await options.blobs.put(blobKey, Readable.from([xml]));
+  return blobKey;
+}
+
+/** A layout file's bytes: at most MAX_LAYOUT_BYTES, under the same bomb and CRC checks as images. */
+export async function inflateLayout(
+  zip: ZipFile,
+  candidate: Candidate,
+  options: Pick<IntakeOptions, 'limits' | 'signal' | 'uploadName'>,
+  progress: { inflatedBytes: number; archiveBytes: number },
+): Promise<Buffer> {
   const { path, entry } = candidate;
   const { limits, signal } = options;
   if (entry.uncompressedSize > MAX_LAYOUT_BYTES) {
@@ -519,14 +549,5 @@ async function storeLayout(
   }
   if (crc >>> 0 !== entry.crc32 >>> 0)
     throw new IntakeError('invalid_zip', `entry ${quoteName(path)} is damaged (CRC-32 mismatch)`, { entry: path });
-  const xml = Buffer.concat(chunks);
-  try {
-    await readUploadedLayout(xml, imageSize, options.signal);
-  } catch (error) {
-    if (isLayoutError(error))
-      throw new IntakeError(error.code, `entry ${quoteName(path)}: ${error.message}`, { entry: path, cause: error });
-    throw error;
-  }
-  await options.blobs.put(blobKey, Readable.from([xml]));
-  return blobKey;
+  return Buffer.concat(chunks);
 }

@@ -125,6 +125,16 @@ export interface Config {
   };
   /** The correction step's settings (the library's; read below). */
   correction: CorrectionSettings;
+  /** Training models on an account's ground truth (docs/models.md, "Where training runs"). */
+  training: {
+    /**
+     * TRAINER: `auto` (the default: training is offered where a Python with PyTorch, ONNX, NumPy
+     * and Pillow is found), `on` (offered without looking: a trainer runs on another machine), `off`.
+     */
+    mode: 'auto' | 'on' | 'off';
+    /** TRAINER_PYTHON: the Python to look for and run the trainer with; null: `python3` on the PATH, then /usr/bin/python3. */
+    python: string | null;
+  };
 }
 
 export interface S3Settings {
@@ -239,6 +249,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     recognition: recognitionConfig(read, cores),
     correction: readCorrection(read, problems),
+    training: {
+      mode: read.oneOf('TRAINER', ['auto', 'on', 'off'] as const, 'auto'),
+      python: read.string('TRAINER_PYTHON'),
+    },
   };
   const correctionMs = correctionWorstCaseMs(config.correction);
   if (config.correction.provider !== null && correctionMs > config.workers.taskExpireSeconds * 1000) {

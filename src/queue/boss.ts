@@ -10,6 +10,11 @@ import type { Reaction } from './reactions.ts';
 /** pg-boss's types, for the modules that hold a queue or a task: they import pg-boss only through here. */
 export type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
 
+/** Attempts of a training task after its first (a killed trainer's task is taken up again from its checkpoint). */
+const MODEL_TRAINING_RETRY_LIMIT = 3;
+/** The longest one attempt of a training may hold its task: the trainer's time budget, the export and the measuring, with room. */
+const MODEL_TRAINING_EXPIRE_SECONDS = 4 * 3600;
+
 export interface BossOptions {
   /** Run maintenance and supervision (expiry of dead tasks, cron). Workers do; an API-only process need not. */
   supervise: boolean;
@@ -74,6 +79,18 @@ export async function startBoss(databaseUrl: string, config: Config, options: Bo
   await ensureQueue(boss, QUEUES.sweepStranded, { ...common, retryLimit: 1, expireInSeconds: 300 });
   await ensureQueue(boss, QUEUES.expireResults, { ...common, retryLimit: 1, expireInSeconds: 600 });
   await ensureQueue(boss, QUEUES.sweepOrphanBlobs, { ...common, retryLimit: 1, expireInSeconds: 600 });
+  // Trainings (docs/models.md): a queued model's task waits here for a trainer. A killed trainer's
+  // task is retried after its heartbeat lapses (and resumes from its checkpoint); one that runs
+  // out of attempts without recording an end lands in the dead-letter queue.
+  await ensureQueue(boss, QUEUES.modelTrainingLost, deadLetter);
+  await ensureQueue(boss, QUEUES.modelTraining, {
+    ...common,
+    retryLimit: MODEL_TRAINING_RETRY_LIMIT,
+    retryDelay: 10,
+    expireInSeconds: MODEL_TRAINING_EXPIRE_SECONDS,
+    heartbeatSeconds: config.workers.heartbeatSeconds,
+    deadLetter: QUEUES.modelTrainingLost,
+  });
   return boss;
 }
 

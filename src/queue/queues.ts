@@ -14,8 +14,12 @@ export const QUEUES = {
   callbackLost: 'hwr-callback-lost',
   /** Cron: jobs still running with no live task are failed (docs/reliability.md). */
   sweepStranded: 'hwr-sweep-stranded',
-  /** Cron: blob folders `jobs/<id>` of jobs never recorded are deleted after an hour (orphan-blobs.ts). */
+  /** Cron: blob folders `jobs/<id>` and `models/<id>` never recorded are deleted after an hour (orphan-blobs.ts). */
   sweepOrphanBlobs: 'hwr-sweep-orphan-blobs',
+  /** One task per model whose training is queued (docs/models.md); the trainer role takes them. */
+  modelTraining: 'hwr-model-training',
+  /** Dead letters of the model-training queue: a training that ran out of attempts without recording its end. */
+  modelTrainingLost: 'hwr-model-training-lost',
 } as const;
 
 export interface PageTaskData {
@@ -32,6 +36,11 @@ export interface CallbackTaskData {
   attempt: number;
 }
 
+export interface ModelTrainingTaskData {
+  modelId: string;
+}
+
 export const pageTaskId = (jobId: string, page: number): string => derivedUuid('hwr-page', jobId, page);
 export const exportTaskId = (jobId: string): string => derivedUuid('hwr-export', jobId);
 export const callbackTaskId = (jobId: string, attempt: number): string => derivedUuid('hwr-callback', jobId, attempt);
+export const modelTrainingTaskId = (modelId: string): string => derivedUuid('hwr-model-training', modelId);

@@ -1,10 +1,11 @@
 // What the engine does in reaction to events, decided from the events and the
 // state after them. Written to pg-boss in the same transaction as the events:
 // no event without its reaction, no reaction for a rolled-back event.
-import type { DomainEvent } from '../../domain/events.ts';
+import type { DomainEvent, ModelEvent } from '../../domain/events.ts';
 import { pagesDone, type JobState } from '../../domain/job.ts';
+import type { ModelState } from '../../domain/model.ts';
 import { pagePriority } from './fair-share.ts';
-import { callbackTaskId, exportTaskId, pageTaskId, QUEUES } from './queues.ts';
+import { callbackTaskId, exportTaskId, modelTrainingTaskId, type ModelTrainingTaskData, pageTaskId, QUEUES } from './queues.ts';
 
 export type Reaction =
   | { kind: 'send'; queue: string; id: string; data: object; startAfter?: Date; priority?: number }
@@ -68,6 +69,24 @@ export function reactionsTo(events: readonly DomainEvent[], after: JobState, con
         break;
       default:
         break;
+    }
+  }
+  return reactions;
+}
+
+/**
+ * A model's reactions: a queued training becomes one task of the model-training queue (its id
+ * derived from the model, so a retried append inserts one); a cancelled one takes its task back
+ * (a trainer running it sees the cancel in the log, as page tasks do, ADR 0017).
+ */
+export function modelReactionsTo(events: readonly ModelEvent[], after: ModelState): Reaction[] {
+  const reactions: Reaction[] = [];
+  for (const event of events) {
+    if (event.type === 'ModelTrainingQueued') {
+      const data: ModelTrainingTaskData = { modelId: after.modelId };
+      reactions.push({ kind: 'send', queue: QUEUES.modelTraining, id: modelTrainingTaskId(after.modelId), data });
+    } else if (event.type === 'ModelTrainingCancelled') {
+      reactions.push({ kind: 'cancel', queue: QUEUES.modelTraining, ids: [modelTrainingTaskId(after.modelId)] });
     }
   }
   return reactions;

@@ -14,6 +14,7 @@ import { measuredPagePipeline } from '../pipeline/measured-page-pipeline.ts';
 import type { ExportPipeline, PagePipeline } from '../pipeline/pipeline.ts';
 import { startBoss, type PgBoss } from '../queue/boss.ts';
 import { startWorkers, type Workers } from '../workers/start-workers.ts';
+import { TRAINING_INSTRUCTION, type TrainerAvailability, trainerAvailability } from './trainer-probe.ts';
 
 export interface Runtime {
   config: Config;
@@ -22,6 +23,8 @@ export interface Runtime {
   boss: PgBoss;
   bus: CommandBus;
   blobs: BlobStore;
+  /** Whether training is offered here (trainer-probe.ts): looked for on the first call, then kept. */
+  trainer(): Promise<TrainerAvailability>;
   /**
    * Stops this process's workers: no new tasks; running ones may finish within `graceMs`
    * (default SHUTDOWN_GRACE_SECONDS); the rest are handed back without spending an attempt.
@@ -109,6 +112,19 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     let workersStopped: Promise<void> | null = null;
     const stopWorkers = (graceMs = config.workers.shutdownGraceSeconds * 1000) =>
       (workersStopped ??= workers ? workers.stop(graceMs).then(() => {}) : Promise.resolve());
+    const probeTrainer = trainerAvailability(config.training);
+    let trainerLogged = false;
+    const trainer = async () => {
+      const availability = await probeTrainer();
+      if (!trainerLogged) {
+        trainerLogged = true;
+        log.info(
+          { trainer: availability },
+          availability.available ? 'training is offered' : `training is not offered: ${TRAINING_INSTRUCTION}`,
+        );
+      }
+      return availability;
+    };
     return {
       config,
       log,
@@ -116,6 +132,7 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
       boss,
       bus,
       blobs,
+      trainer,
       stopWorkers,
       stop: async () => {
         await stopWorkers();

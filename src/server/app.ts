@@ -11,6 +11,7 @@ import { requestContext } from '../http/request-context.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import { registerHealth } from '../http/routes/health.ts';
 import { registerJobRoutes } from '../http/routes/jobs.ts';
+import { registerModelRoutes } from '../http/routes/models.ts';
 import { registerSubmitScan } from '../http/routes/submit-scan.ts';
 import { registerUsage } from '../http/routes/usage.ts';
 
@@ -32,6 +33,7 @@ export function createApp(runtime: Runtime): Koa {
   registerSubmitScan(router, runtime, auth);
   registerJobRoutes(router, runtime, auth);
   registerUsage(router, runtime, auth);
+  registerModelRoutes(router, runtime, auth);
   app.use(httpMetrics());
   app.use(securityHeaders(runtime.config.tls !== null || runtime.config.baseUrl.startsWith('https:')));
   app.use(requestContext(runtime.log));

@@ -13,13 +13,17 @@ import { foldAccount, decideAccount, type AccountCommand, type AccountState, evo
 import {
   accountStreamId,
   jobStreamId,
+  modelStreamId,
   type AccountEvent,
   type EventMetadata,
   type JobEvent,
+  type ModelEvent,
   type RecordedEvent,
 } from '../../domain/events.ts';
 import { decideJob, type JobCommand } from '../../domain/job-decide.ts';
 import { evolveJob, foldJob, type JobState } from '../../domain/job.ts';
+import { decideModel, type ModelCommand } from '../../domain/model-decide.ts';
+import { evolveModel, foldModel, type ModelState } from '../../domain/model.ts';
 import { LruCache } from '../shared/lru-cache.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { appendToStream } from '../store/append-to-stream.ts';
@@ -29,7 +33,7 @@ import { countStreamEvents, readStreamHead, readStreamScope } from '../store/rea
 import { toDomainEvent } from '../store/recorded-event.ts';
 import { scheduleReactions, type PgBoss } from '../queue/boss.ts';
 import { firstPageTag } from '../queue/fair-share.ts';
-import { reactionsTo } from '../queue/reactions.ts';
+import { modelReactionsTo, reactionsTo } from '../queue/reactions.ts';
 
 /** A conflict is retried until this long has passed since the first try. */
 const CONFLICT_RETRY_MS = 60_000;
@@ -182,6 +186,37 @@ export class CommandBus {
         return appended;
       });
       return { before, after, events: recorded, view: { state: after, seenVersion: recorded.at(-1)!.streamVersion } };
+    });
+  }
+
+  async loadModel(db: Queryable, modelId: string): Promise<ModelState> {
+    return foldModel((await readStream(db, modelStreamId(modelId))).map((event) => toDomainEvent<ModelEvent>(event)));
+  }
+
+  /**
+   * A model command (domain/model-decide.ts), decided from the model's whole stream (a few dozen
+   * events) and appended with its reactions (the training task) in one transaction. `command`
+   * may be a function of the current state (DELETE: cancel a training, retire a ready model).
+   */
+  async model(
+    modelId: string,
+    command: ModelCommand | ((state: ModelState) => ModelCommand),
+    metadata: EventMetadata = {},
+  ): Promise<CommandResult<ModelState>> {
+    return this.retryOnConflict(async () => {
+      const before = await this.loadModel(this.db.pool, modelId);
+      const events = decideModel(before, typeof command === 'function' ? command(before) : command);
+      if (events.length === 0) return { before, after: before, events: [] };
+      const after = events.reduce(evolveModel, before);
+      const recorded = await this.db.transaction(async (client) => {
+        const appended = await appendToStream(client, modelStreamId(modelId), before.version, events, {
+          accountId: after.accountId,
+          ...metadata,
+        });
+        await scheduleReactions(this.boss, client, modelReactionsTo(events, after));
+        return appended;
+      });
+      return { before, after, events: recorded };
     });
   }
 

@@ -28,7 +28,22 @@ export const ACCOUNT_ERRORS = {
   throttled: { status: 429, retryable: true },
 } as const satisfies ErrorCatalog<string, number>;
 
+/** The models API's refusals (docs/models.md): its own fields, and a model named by a submission or a training. */
+export const MODEL_ERRORS = {
+  /** No file in the field training_zip of POST /v1/models. */
+  training_zip_missing: { status: 400, retryable: false, title: 'Invalid input' },
+  /** A label longer than 100 characters or with control characters. */
+  invalid_label: { status: 400, retryable: false, title: 'Invalid input' },
+  /** A `model` or `base_model` that is neither `default` nor a model id of the account (another account's is unknown). */
+  invalid_model: { status: 400, retryable: false, title: 'Invalid input' },
+  /** A model of the account that is not ready: still training, failed, cancelled or retired. */
+  model_not_ready: { status: 400, retryable: false, title: 'Model not ready' },
+  /** No trainer can run here (TRAINER, a Python with PyTorch): an operator's setup, not the moment, so not retryable. */
+  training_unavailable: { status: 503, retryable: false, title: 'Training unavailable' },
+} as const satisfies ErrorCatalog<string, number>;
+
 export type SubmissionErrorCode = keyof typeof SUBMISSION_ERRORS;
+export type ModelErrorCode = keyof typeof MODEL_ERRORS;
 export type AccountErrorCode = keyof typeof ACCOUNT_ERRORS;
 
 /** A refusal of a submission; `retryAfterSeconds`, where set, is the answer's Retry-After. */
@@ -46,5 +61,14 @@ export class SubmissionError extends CodedError<SubmissionErrorCode, number> {
 export class AccountError extends CodedError<AccountErrorCode, number> {
   constructor(code: AccountErrorCode, message: string) {
     super(code, ACCOUNT_ERRORS[code], message);
+  }
+}
+
+/** A refusal of the models API, or of a model named by a submission. */
+export class ModelError extends CodedError<ModelErrorCode, number> {
+  readonly title: string;
+  constructor(code: ModelErrorCode, message: string) {
+    super(code, MODEL_ERRORS[code], message);
+    this.title = MODEL_ERRORS[code].title;
   }
 }

@@ -10,6 +10,7 @@ import type { Config } from '../platform/config.ts';
 import type { Database } from '../db/database.ts';
 import { intakeScanZip } from '../intake/scan-zip.ts';
 import type { CommandBus } from './command-bus.ts';
+import { usableModel } from './models.ts';
 import { type AccountLimits, findIdempotentJob, submitJob } from './submit-job.ts';
 
 export interface ScanSubmission {
@@ -43,7 +44,7 @@ export function accountLimits(config: Config): AccountLimits {
   return { maxActiveJobs: config.limits.maxActiveJobsPerAccount, maxQueuedPages: config.limits.maxQueuedPagesPerAccount };
 }
 
-/** Throws IdempotencyConflict, AccountLimitExceeded and intake's coded errors. */
+/** Throws IdempotencyConflict, AccountLimitExceeded, ModelError (the model named) and intake's coded errors. */
 export async function submitScan(deps: SubmitScanDeps, submission: ScanSubmission): Promise<SubmittedScan> {
   const { config, blobs } = deps;
   const idempotency = submission.idempotencyKey
@@ -58,6 +59,8 @@ export async function submitScan(deps: SubmitScanDeps, submission: ScanSubmissio
     const existing = await findIdempotentJob(deps.db.pool, submission.accountId, idempotency);
     if (existing) return { jobId: existing, replayed: true, pages: 0 };
   }
+  // A trained model must be the account's and ready (docs/models.md); the job records its id.
+  if (submission.options.model !== undefined) await usableModel(deps.db.pool, submission.accountId, submission.options.model, 'model');
 
   const jobId = randomUUID();
   const jobFiles = jobPrefix(jobId);

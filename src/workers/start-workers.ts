@@ -10,7 +10,7 @@ import { createCallbackHandler } from './tasks/callback-worker.ts';
 import { expireResults } from './tasks/expire-results-worker.ts';
 import { createExportHandler } from './tasks/export-worker.ts';
 import { startLostTaskWorkers } from './sweeps/lost-tasks.ts';
-import { sweepOrphanBlobs, sweepStalledWrites } from './sweeps/orphan-blobs.ts';
+import { sweepOrphanBlobs, sweepOrphanModelFolders, sweepStalledWrites } from './sweeps/orphan-blobs.ts';
 import { createPageHandler } from './tasks/page-worker.ts';
 import { QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from '../queue/queues.ts';
 import { TaskTracker } from './mechanics/shutdown.ts';
@@ -89,9 +89,10 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
   });
   tracker.addQueue(QUEUES.expireResults);
   await boss.schedule(QUEUES.expireResults, '* * * * *');
-  // Folders of jobs that were never recorded (a process lost between storing pages and recording the job).
+  // Folders of jobs and models that were never recorded (a process lost between storing files and recording them).
   await boss.work(QUEUES.sweepOrphanBlobs, { ...polling, batchSize: 1 }, async () => {
     await sweepOrphanBlobs({ db: deps.bus.db.pool, blobs: deps.blobs, log });
+    await sweepOrphanModelFolders({ db: deps.bus.db.pool, blobs: deps.blobs, log });
     await sweepStalledWrites({ blobs: deps.blobs, log });
   });
   tracker.addQueue(QUEUES.sweepOrphanBlobs);

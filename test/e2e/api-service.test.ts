@@ -32,6 +32,9 @@ const payer = await createCredentials(runtime, 'payer');
 const auth: Auth = { key: payer.key };
 
 describe('GET /v1/usage', () => {
+  /** The billed jobs: their pages and finish times (from their status). */
+  const billed: Array<{ pages: number; finishedAt: string }> = [];
+
   test('counts the pages of done jobs only; failed and cancelled jobs are not billed', async () => {
     const empty = await client.get('/v1/usage', auth);
     assert.deepEqual(empty.body, { account_id: payer.accountId, from: null, to: null, jobs: 0, pages: 0, correction: [] });
@@ -42,8 +45,14 @@ describe('GET /v1/usage', () => {
     const cancelled = (await client.submit(await pagesZip(['hold-1.jpg', '2.jpg']), auth)).body;
     await waitForState(client, auth, cancelled.job_id, ['processing']);
     assert.equal((await client.delete(cancelled.status_url, auth)).status, 200);
-    assert.equal((await waitForState(client, auth, done1.job_id, ['done', 'failed'])).state, 'done');
-    assert.equal((await waitForState(client, auth, done3.job_id, ['done', 'failed'])).state, 'done');
+    for (const [job, pages] of [
+      [done1, 1],
+      [done3, 3],
+    ] as const) {
+      const status = await waitForState(client, auth, job.job_id, ['done', 'failed']);
+      assert.equal(status.state, 'done');
+      billed.push({ pages, finishedAt: status.finished_at });
+    }
     assert.equal((await waitForState(client, auth, failed.job_id, ['done', 'failed'])).state, 'failed');
 
     const usage = await client.get('/v1/usage', auth);
@@ -67,6 +76,25 @@ describe('GET /v1/usage', () => {
     assert.equal((await client.get(`/v1/usage?to=${yesterday}`, auth)).body.pages, 0);
     const now = new Date().toISOString();
     assert.equal((await client.get(`/v1/usage?to=${encodeURIComponent(now)}`, auth)).body.pages, 4);
+    // At the boundary: a job finished at exactly `from` counts, one finished at exactly `to` does not.
+    assert.equal(billed.length, 2);
+    for (const { finishedAt } of billed) {
+      const at = encodeURIComponent(finishedAt);
+      const from: { jobs: number; pages: number } = (await client.get(`/v1/usage?from=${at}`, auth)).body;
+      const to: { jobs: number; pages: number } = (await client.get(`/v1/usage?to=${at}`, auth)).body;
+      const atOrAfter = billed.filter((job) => Date.parse(job.finishedAt) >= Date.parse(finishedAt));
+      const before = billed.filter((job) => Date.parse(job.finishedAt) < Date.parse(finishedAt));
+      assert.deepEqual(
+        [from.jobs, from.pages],
+        [atOrAfter.length, atOrAfter.reduce((sum, job) => sum + job.pages, 0)],
+        `from=${finishedAt} includes the job finished then`,
+      );
+      assert.deepEqual(
+        [to.jobs, to.pages],
+        [before.length, before.reduce((sum, job) => sum + job.pages, 0)],
+        `to=${finishedAt} excludes the job finished then`,
+      );
+    }
   });
 
   test('an invalid date: 400 invalid_date', async () => {
@@ -140,14 +168,19 @@ describe('GET /v1/openapi.json', () => {
         .map((method) => `${method.toUpperCase()} ${path}`),
     );
     assert.deepEqual(operations.sort(), [
+      'DELETE /v1/models/{model_id}',
       'DELETE /v1/process-scan/{job_id}',
       'GET /healthz',
       'GET /readyz',
+      'GET /v1/models',
+      'GET /v1/models/{model_id}',
+      'GET /v1/models/{model_id}/events',
       'GET /v1/openapi.json',
       'GET /v1/process-scan/{job_id}',
       'GET /v1/process-scan/{job_id}/events',
       'GET /v1/process-scan/{job_id}/result',
       'GET /v1/usage',
+      'POST /v1/models',
       'POST /v1/process-scan',
     ]);
     for (const [path, item] of Object.entries(
@@ -163,6 +196,7 @@ describe('GET /v1/openapi.json', () => {
     const form = document.paths['/v1/process-scan'].post.requestBody.content['multipart/form-data'].schema;
     assert.deepEqual(Object.keys(form.properties).sort(), [
       'llm_tier',
+      'model',
       'pdf_format',
       'pipeline_steps',
       'preset',
@@ -249,8 +283,14 @@ describe('TLS', () => {
       assert.equal(submitted.body.status_url, `${secure.baseUrl}/v1/process-scan/${submitted.body.job_id}`);
       const status = await httpsRequest(secure, 'GET', submitted.body.status_url, { Authorization: `Bearer ${payer.key}` });
       assert.equal(status.status, 200);
-      // Plain HTTP on the TLS port is not served.
-      await assert.rejects(fetch(`http://127.0.0.1:${new URL(secure.baseUrl).port}/healthz`));
+      // Plain HTTP on the TLS port is not served: the connection is closed without an answer.
+      await assert.rejects(
+        fetch(`http://127.0.0.1:${new URL(secure.baseUrl).port}/healthz`),
+        (error: Error & { cause?: { code?: string } }) =>
+          error instanceof TypeError &&
+          error.message === 'fetch failed' &&
+          ['UND_ERR_SOCKET', 'ECONNRESET'].includes(error.cause?.code ?? ''),
+      );
     } finally {
       await secure.close();
     }

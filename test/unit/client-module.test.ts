@@ -183,8 +183,8 @@ describe('result download', () => {
     });
     const client = new HwrClient({ url: server.url, apiKey: 'k', retries: 0 });
     const file = path.join(tmp, 'short.zip');
-    await assert.rejects(client.downloadResult('job', file));
-    await assert.rejects(readFile(file));
-    await assert.rejects(readFile(`${file}.part`));
+    await assert.rejects(client.downloadResult('job', file), { name: 'TypeError', message: 'terminated' });
+    await assert.rejects(readFile(file), { code: 'ENOENT' });
+    await assert.rejects(readFile(`${file}.part`), { code: 'ENOENT' });
   });
 });

@@ -6,6 +6,7 @@ import { runInThread, ThreadFailure } from '../threads/off-thread.ts';
 import {
   type ImageSize,
   LAYOUT_ERRORS,
+  type LayoutReadOptions,
   LayoutError,
   type LayoutErrorCode,
   parseUploadedLayout,
@@ -20,12 +21,17 @@ const TIMEOUT_MS = 60_000;
  */
 const INLINE_BYTES = 256 * 1024;
 
-export async function readUploadedLayout(xml: Uint8Array, image: ImageSize, signal?: AbortSignal): Promise<UploadedLayout> {
-  if (xml.byteLength <= INLINE_BYTES) return parseUploadedLayout(xml, image);
+export async function readUploadedLayout(
+  xml: Uint8Array,
+  image: ImageSize,
+  signal?: AbortSignal,
+  options: LayoutReadOptions = {},
+): Promise<UploadedLayout> {
+  if (xml.byteLength <= INLINE_BYTES) return parseUploadedLayout(xml, image, options);
   try {
     return await runInThread<UploadedLayout>(
       new URL('./uploaded-layout-worker.ts', import.meta.url),
-      { xml, image: { width: image.width, height: image.height } },
+      { xml, image: { width: image.width, height: image.height }, options },
       { name: 'hwr-layout', timeoutMs: TIMEOUT_MS, signal },
     );
   } catch (error) {

@@ -57,8 +57,32 @@ export interface UploadedLine {
   polygon: Point[];
   /** Left-to-right baseline in image pixels, clamped; empty when the file has none. */
   baseline: Point[];
-  /** The transcription the file carries (ground truth for evaluation; not used by the service). */
+  /**
+   * The transcription the file carries, as written (not normalised): PageXML's line
+   * TextEquiv/Unicode (the lowest @index; the line's Words' joined by spaces when the line has
+   * none), ALTO's String@CONTENT joined by spaces. The ground truth of a training
+   * (src/intake/ground-truth-zip.ts) and of evaluations; a job's recognition ignores it.
+   */
   text: string;
+}
+
+/** Why a line of the file was left out. */
+export type LeftOutReason = 'no_geometry' | 'outside_image' | 'no_area';
+
+/** A line of the file that is not in the layout, with why (and its text, for counting ground truth). */
+export interface LeftOutLine {
+  id: string;
+  reason: LeftOutReason;
+  text: string;
+}
+
+export interface LayoutReadOptions {
+  /**
+   * A line wholly outside the image: `refuse` (the default: a job's layout that does not fit its
+   * image is another image's, LayoutError layout_outside_image) or `skip` (left out and listed in
+   * `leftOut`: ground truth keeps its other lines).
+   */
+  outsideImage?: 'refuse' | 'skip';
 }
 
 export interface UploadedRegion {
@@ -76,6 +100,8 @@ export interface UploadedLayout {
   regions: UploadedRegion[];
   /** Lines left out (no usable geometry), with why. */
   warnings: string[];
+  /** The same lines, each with its reason and text. */
+  leftOut: LeftOutLine[];
 }
 
 export interface ImageSize {
@@ -84,7 +110,7 @@ export interface ImageSize {
 }
 
 /** Reads and checks a layout file against the page image it belongs to. */
-export function parseUploadedLayout(bytes: Uint8Array | string, image: ImageSize): UploadedLayout {
+export function parseUploadedLayout(bytes: Uint8Array | string, image: ImageSize, options: LayoutReadOptions = {}): UploadedLayout {
   const size = typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.byteLength;
   if (size > MAX_LAYOUT_BYTES)
     throw new LayoutError('layout_too_large', `the layout file is ${size} bytes; at most ${MAX_LAYOUT_BYTES} are accepted`);
@@ -101,7 +127,7 @@ export function parseUploadedLayout(bytes: Uint8Array | string, image: ImageSize
     throw error;
   }
   const namespace = root.attributes[root.name.includes(':') ? `xmlns:${root.name.split(':')[0]}` : 'xmlns'] ?? '';
-  const reader = new Reader(image);
+  const reader = new Reader(image, options.outsideImage ?? 'refuse');
   let format: LayoutFormat;
   let regions: UploadedRegion[];
   if (root.localName === 'PcGts') {
@@ -126,7 +152,7 @@ export function parseUploadedLayout(bytes: Uint8Array | string, image: ImageSize
       `the layout file's root element is <${root.name}>; PageXML (<PcGts>) or ALTO (<alto>) is expected`,
     );
   }
-  return { format, regions, warnings: reader.warnings };
+  return { format, regions, warnings: reader.warnings, leftOut: reader.leftOut };
 }
 
 function decodeUtf8(bytes: Uint8Array): string {
@@ -139,14 +165,17 @@ function decodeUtf8(bytes: Uint8Array): string {
 
 class Reader {
   readonly warnings: string[] = [];
+  readonly leftOut: LeftOutLine[] = [];
   private scaleX = 1;
   private scaleY = 1;
   private points = 0;
   private lines = 0;
   private readonly image: ImageSize;
+  private readonly outsideImage: 'refuse' | 'skip';
 
-  constructor(image: ImageSize) {
+  constructor(image: ImageSize, outsideImage: 'refuse' | 'skip') {
     this.image = image;
+    this.outsideImage = outsideImage;
   }
 
   page(root: XmlElement): UploadedRegion[] {
@@ -249,25 +278,30 @@ class Reader {
       let polygon = line.polygon;
       if (polygon.length < 3 && line.baseline.length >= 2) polygon = bandAround(line.baseline, this.image);
       if (polygon.length < 3) {
-        this.warnings.push(`layout line ${line.id} has no outline or baseline; left out`);
+        this.leaveOut(line, 'no_geometry', `layout line ${line.id} has no outline or baseline; left out`);
         continue;
       }
       const box = boundingBox(polygon);
       if (box.x >= this.image.width || box.y >= this.image.height || box.x + box.width <= 0 || box.y + box.height <= 0) {
-        throw new LayoutError(
-          'layout_outside_image',
-          `layout line ${line.id} lies outside the ${this.image.width}×${this.image.height} image`,
-        );
+        const outside = `layout line ${line.id} lies outside the ${this.image.width}×${this.image.height} image`;
+        if (this.outsideImage === 'refuse') throw new LayoutError('layout_outside_image', outside);
+        this.leaveOut(line, 'outside_image', `${outside}; left out`);
+        continue;
       }
       const clamped = this.clamp(polygon);
       const clampedBox = boundingBox(clamped);
       if (clampedBox.width < 1 || clampedBox.height < 1) {
-        this.warnings.push(`layout line ${line.id} has no area inside the image; left out`);
+        this.leaveOut(line, 'no_area', `layout line ${line.id} has no area inside the image; left out`);
         continue;
       }
       lines.push({ id: line.id, polygon: clamped, baseline: this.clamp(line.baseline), text: line.text });
     }
     return lines;
+  }
+
+  private leaveOut(line: { id: string; text: string }, reason: LeftOutReason, warning: string): void {
+    this.warnings.push(warning);
+    this.leftOut.push({ id: line.id, reason, text: line.text });
   }
 
   private clamp(points: Point[]): Point[] {
@@ -352,9 +386,20 @@ function number(value: string | undefined): number {
 }
 
 function pageText(element: XmlElement): string {
+  const own = textEquiv(element);
+  if (own !== null) return own;
+  // A line transcribed word by word only (some tools write no line-level TextEquiv).
+  const words = childrenNamed(element, 'Word')
+    .map((word) => textEquiv(word) ?? '')
+    .filter((word) => word !== '');
+  return words.join(' ');
+}
+
+/** The Unicode of the element's own TextEquiv with the lowest @index; null when it has none. */
+function textEquiv(element: XmlElement): string | null {
   const equivs = childrenNamed(element, 'TextEquiv').sort((a, b) => Number(a.attributes.index ?? 0) - Number(b.attributes.index ?? 0));
   const unicode = equivs[0] ? childNamed(equivs[0], 'Unicode') : undefined;
-  return unicode?.text ?? '';
+  return unicode ? unicode.text : null;
 }
 
 function altoText(line: XmlElement): string {

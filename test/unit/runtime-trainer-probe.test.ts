@@ -1,0 +1,38 @@
+// Whether training is offered (src/runtime/trainer-probe.ts): TRAINER=off never, on always, auto
+// where the Python it finds imports the trainer's packages; looked for once per process.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadConfig } from '../../src/platform/config.ts';
+import { trainerAvailability } from '../../src/runtime/trainer-probe.ts';
+
+const training = (env: Record<string, string>) => loadConfig(env).training;
+
+test('TRAINER: auto by default; off, on; anything else is a configuration problem', () => {
+  assert.deepEqual(training({}), { mode: 'auto', python: null });
+  assert.deepEqual(training({ TRAINER: 'off', TRAINER_PYTHON: '/opt/py/bin/python3' }), { mode: 'off', python: '/opt/py/bin/python3' });
+  assert.throws(() => training({ TRAINER: 'yes' }), /TRAINER must be one of auto, on, off/);
+});
+
+test('off and on answer without looking', async () => {
+  assert.deepEqual(await trainerAvailability(training({ TRAINER: 'off' }))(), { available: false, python: null, reason: 'TRAINER=off' });
+  assert.equal((await trainerAvailability(training({ TRAINER: 'on', TRAINER_PYTHON: '/nonexistent' }))()).available, true);
+});
+
+test('auto: a Python that is not there, or that fails the imports, is no trainer; one that passes is', async () => {
+  const missing = await trainerAvailability(training({ TRAINER_PYTHON: '/nonexistent/python3' }))();
+  assert.deepEqual(missing, {
+    available: false,
+    python: null,
+    reason: 'no Python with PyTorch, ONNX, NumPy and Pillow (tried /nonexistent/python3)',
+  });
+  // `false` and `true` stand for a Python whose imports fail and one whose imports pass.
+  assert.equal((await trainerAvailability(training({ TRAINER_PYTHON: '/bin/false' }))()).available, false);
+  const found = await trainerAvailability(training({ TRAINER_PYTHON: '/bin/true' }))();
+  assert.deepEqual(found, { available: true, python: '/bin/true', reason: '/bin/true has PyTorch, ONNX, NumPy and Pillow' });
+});
+
+test('looked for once: later calls get the same answer', async () => {
+  const probe = trainerAvailability(training({ TRAINER_PYTHON: '/bin/true' }));
+  const first = probe();
+  assert.equal(probe(), first);
+});
