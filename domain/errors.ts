@@ -34,13 +34,20 @@ export class CodedError<Code extends string = string, Status extends number | nu
   readonly code: Code;
   readonly status: Status;
   readonly retryable: boolean;
+  /**
+   * The server setting (an environment variable, e.g. `MAX_PAGES`) behind a refusal, for the
+   * operator's log: the message, which clients and customers read, says the limit in their words
+   * and never names the setting (they can neither see nor change it).
+   */
+  readonly setting: string | undefined;
 
-  constructor(code: Code, spec: ErrorSpec<Status>, message: string, options?: { cause?: unknown }) {
+  constructor(code: Code, spec: ErrorSpec<Status>, message: string, options?: { cause?: unknown; setting?: string }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
     this.status = spec.status;
     this.retryable = spec.retryable;
+    this.setting = options?.setting;
   }
 }
 

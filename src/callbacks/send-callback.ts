@@ -47,6 +47,8 @@ export interface CallbackOutcome {
   status: number | null;
   /** Why the attempt failed, for the attempt's event; null when ok. */
   error: string | null;
+  /** The server setting behind a refused address (WEBHOOK_ALLOW_PRIVATE…), for the operator's log, never the event. */
+  setting?: string;
   durationMs: number;
 }
 
@@ -79,7 +81,7 @@ export async function sendCallback(options: SendCallbackOptions): Promise<Callba
     if (status !== null && (status < 200 || status >= 300)) return outcome(status, `HTTP ${status}`);
     return outcome(status, null);
   } catch (error) {
-    if (isWebhookUrlError(error)) return outcome(null, `invalid_webhook_url: ${error.detail}`);
+    if (isWebhookUrlError(error)) return { ...outcome(null, `invalid_webhook_url: ${error.detail}`), setting: error.setting };
     return outcome(null, describeError(error));
   }
 }

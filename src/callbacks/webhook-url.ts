@@ -41,7 +41,7 @@ export class WebhookUrlError extends CodedError<keyof typeof WEBHOOK_URL_ERRORS,
   readonly title = WEBHOOK_URL_ERRORS.invalid_webhook_url.title;
   readonly detail: string;
 
-  constructor(detail: string, options?: { cause?: unknown }) {
+  constructor(detail: string, options?: { cause?: unknown; setting?: string }) {
     super('invalid_webhook_url', WEBHOOK_URL_ERRORS.invalid_webhook_url, detail, options);
     this.name = 'WebhookUrlError';
     this.detail = detail;
@@ -68,11 +68,11 @@ export async function resolveWebhookTarget(raw: string, options: WebhookUrlOptio
     throw new WebhookUrlError('webhook_url is not a valid absolute URL');
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && options.allowHttp)) {
-    throw new WebhookUrlError(
-      options.allowHttp
-        ? 'webhook_url must be an http or https URL'
-        : 'webhook_url must be an https URL (http is accepted only with WEBHOOK_ALLOW_HTTP=1)',
-    );
+    throw options.allowHttp
+      ? new WebhookUrlError('webhook_url must be an http or https URL')
+      : new WebhookUrlError('webhook_url must be an https URL; this service does not call plain http addresses', {
+          setting: 'WEBHOOK_ALLOW_HTTP',
+        });
   }
   if (url.username !== '' || url.password !== '') throw new WebhookUrlError('webhook_url must not contain a user name or password');
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
@@ -97,9 +97,9 @@ export async function resolveWebhookTarget(raw: string, options: WebhookUrlOptio
       const verdict = classifyAddress(address);
       if (!verdict.allowed) {
         const what = literal !== 0 ? `host ${address} is` : `host ${hostname} resolves to ${address},`;
-        throw new WebhookUrlError(
-          `webhook_url ${what} ${verdict.reason}; only public addresses are accepted (WEBHOOK_ALLOW_PRIVATE=1 relaxes this)`,
-        );
+        throw new WebhookUrlError(`webhook_url ${what} ${verdict.reason}; only public addresses are accepted`, {
+          setting: 'WEBHOOK_ALLOW_PRIVATE',
+        });
       }
     }
   }

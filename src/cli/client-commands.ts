@@ -1,8 +1,9 @@
 // The client commands of `hwr`, for a running service over HTTP (src/client):
 // submit, status, result, cancel, events, usage. --url / HWR_URL (default the local server),
 // --key / HWR_API_KEY. Exit codes: 0 done (or accepted, without --wait), 1 the job failed,
-// 2 a usage error, 3 the job was cancelled, 4 the service refused or could not be reached,
-// 130 interrupted (Ctrl-C while waiting leaves the job running).
+// 2 a usage error, 3 the job was cancelled, 4 a service error (a 5xx answer, or no answer),
+// 5 the service refused the request (a 4xx answer: the request is at fault, sent again unchanged
+// it is refused again), 130 interrupted (Ctrl-C while waiting leaves the job running).
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
@@ -13,7 +14,7 @@ import { LLM_TIERS, PDF_FORMATS, PRESETS, type JobStatus, type SubmitOptions } f
 import { parseArgs, UsageError, type ParsedArgs } from './args.ts';
 import { formatBytes, formatDuration, jsonLinesView, terminalView, type ProgressView } from './progress.ts';
 
-export const EXIT = { done: 0, failed: 1, usage: 2, cancelled: 3, error: 4, interrupted: 130 } as const;
+export const EXIT = { done: 0, failed: 1, usage: 2, cancelled: 3, error: 4, refused: 5, interrupted: 130 } as const;
 
 const CONNECTION = `connection:
   --url URL     the service (default: HWR_URL, else http://localhost:$PORT, PORT defaulting to 8080)
@@ -27,7 +28,8 @@ export const USAGES: Record<string, string> = {
   PATH: a ZIP, or folders of images and image files (zipped on the fly, in natural order).
   --wait  follow the job until it ends: a progress bar on a terminal, else one JSON line per change
   --out   download the result archive when the job is done (implies --wait)
-Exit: 0 done (or submitted, without --wait), 1 failed, 2 usage, 3 cancelled, 4 service error, 130 Ctrl-C (the job keeps running).
+Exit: 0 done (or submitted, without --wait), 1 failed, 2 usage, 3 cancelled, 4 service error (5xx or unreachable),
+      5 refused (a 4xx answer: fix the request), 130 Ctrl-C (the job keeps running).
 ${CONNECTION}`,
   status: `usage: hwr status JOB_ID [--wait] [--out result.zip]\n\n  prints the job status (JSON); --wait follows it as \`hwr submit --wait\` does\n${CONNECTION}`,
   result: `usage: hwr result JOB_ID [--out FILE]   download the result archive (default FILE: JOB_ID.zip)\n${CONNECTION}`,
@@ -70,8 +72,11 @@ function reportError(name: string, error: unknown): number {
     return EXIT.usage;
   }
   if (error instanceof HwrApiError) {
-    process.stderr.write(`hwr ${name}: ${error.message}\n`);
-    return EXIT.error;
+    // A 4xx is a refusal of this request (a wrong key, a bad option or upload, an unknown job):
+    // retrying it unchanged is pointless, which a script tells from a service error by the code.
+    const refused = error.status >= 400 && error.status < 500;
+    process.stderr.write(`hwr ${name}: ${refused ? 'refused: ' : ''}${error.message}\n`);
+    return refused ? EXIT.refused : EXIT.error;
   }
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : null;
   process.stderr.write(`hwr ${name}: ${error instanceof Error ? error.message : String(error)}${cause ? ` (${cause})` : ''}\n`);

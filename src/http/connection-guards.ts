@@ -5,16 +5,17 @@
 import type http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from '../platform/config.ts';
-import { HttpProblem, problemBody } from './problem.ts';
+import type { Logger } from '../platform/logger.ts';
+import { HttpProblem, logRefusalSetting, problemBody } from './problem.ts';
 
 const RATE_CHECK_MS = 5_000;
 const SMALL_BODY_BYTES = 64 * 1024;
 
-export function guardConnections(server: http.Server, config: Config['http']): void {
+export function guardConnections(server: http.Server, config: Config['http'], log?: Logger): void {
   if (config.maxConnectionsPerAddress > 0) capConnectionsPerAddress(server, config.maxConnectionsPerAddress);
   server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
     if (!hasBody(request)) return;
-    if (config.minBodyBytesPerSecond > 0) watchBodyRate(request, response, config);
+    if (config.minBodyBytesPerSecond > 0) watchBodyRate(request, response, config, log);
     response.once('finish', () => {
       if (!request.complete && !isSmallBody(request)) closeUnreadBody(request);
     });
@@ -42,7 +43,7 @@ function closeUnreadBody(request: http.IncomingMessage): void {
   setTimeout(() => socket.destroy(), 1_000).unref();
 }
 
-function watchBodyRate(request: http.IncomingMessage, response: http.ServerResponse, config: Config['http']): void {
+function watchBodyRate(request: http.IncomingMessage, response: http.ServerResponse, config: Config['http'], log?: Logger): void {
   const socket = request.socket;
   const windowMs = config.bodyRateWindowSeconds * 1000;
   const minBytes = config.minBodyBytesPerSecond * config.bodyRateWindowSeconds;
@@ -56,7 +57,7 @@ function watchBodyRate(request: http.IncomingMessage, response: http.ServerRespo
       const oldest = samples[0];
       if (now - oldest.at >= windowMs && socket.bytesRead - oldest.bytes < minBytes) {
         stop();
-        refuseSlowBody(response, socket, config);
+        refuseSlowBody(response, socket, config, log);
       }
     },
     Math.min(RATE_CHECK_MS, windowMs / 2),
@@ -75,16 +76,15 @@ function watchBodyRate(request: http.IncomingMessage, response: http.ServerRespo
   socket.once('close', stop);
 }
 
-function refuseSlowBody(response: http.ServerResponse, socket: Socket, config: Config['http']): void {
+function refuseSlowBody(response: http.ServerResponse, socket: Socket, config: Config['http'], log?: Logger): void {
   if (!response.headersSent) {
-    const body = JSON.stringify(
-      problemBody(
-        new HttpProblem(
-          'request_body_too_slow',
-          `The request body arrived slower than ${config.minBodyBytesPerSecond} bytes/s over ${config.bodyRateWindowSeconds} s (MIN_BODY_BYTES_PER_SECOND).`,
-        ),
-      ),
+    const problem = new HttpProblem(
+      'request_body_too_slow',
+      `The request body arrived slower than ${config.minBodyBytesPerSecond} bytes/s over ${config.bodyRateWindowSeconds} s, the slowest this service waits for; send it again over a faster connection.`,
+      { setting: 'MIN_BODY_BYTES_PER_SECOND' },
     );
+    logRefusalSetting(log?.child({ address: socket.remoteAddress }), problem);
+    const body = JSON.stringify(problemBody(problem));
     response.writeHead(408, { 'content-type': 'application/problem+json', connection: 'close', 'content-length': Buffer.byteLength(body) });
     response.end(body);
   }

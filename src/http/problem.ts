@@ -8,6 +8,7 @@ import { CodedError, type ErrorCatalog, type ErrorShape, type ErrorSpec, isCoded
 import { REJECTION_ERRORS, type RejectionCode } from '../../domain/rejections.ts';
 import { INTAKE_ERRORS } from '../intake/intake-error.ts';
 import { OUTAGE_NAMES, outageOf } from '../outage/outage.ts';
+import type { Logger } from '../platform/logger.ts';
 
 /** The codes the HTTP layer answers with itself, each with its status on purpose. */
 export const HTTP_PROBLEMS = {
@@ -21,6 +22,8 @@ export const HTTP_PROBLEMS = {
   invalid_pipeline_steps: { status: 400, retryable: false, title: 'Invalid input' },
   invalid_preset: { status: 400, retryable: false, title: 'Invalid input' },
   missing_scan_zip: { status: 400, retryable: false, title: 'Invalid input' },
+  /** A submission's form field that is not one of its options (a typo such as `pipline_steps`). */
+  unknown_field: { status: 400, retryable: false, title: 'Invalid input' },
   missing_api_key: { status: 401, retryable: false, title: 'Unauthorized' },
   invalid_api_key: { status: 401, retryable: false, title: 'Unauthorized' },
   not_found: { status: 404, retryable: false, title: 'Not found' },
@@ -65,10 +68,10 @@ export class HttpProblem extends CodedError<AnswerCode, number> implements Probl
   readonly detail: string;
   readonly headers: Record<string, string>;
 
-  constructor(code: AnswerCode, detail: string, options: { title?: string; headers?: Record<string, string> } = {}) {
+  constructor(code: AnswerCode, detail: string, options: { title?: string; headers?: Record<string, string>; setting?: string } = {}) {
     const spec: ErrorSpec<number> =
       code in HTTP_PROBLEMS ? HTTP_PROBLEMS[code as HttpProblemCode] : REJECTION_ERRORS[code as RejectionCode];
-    super(code, spec, detail);
+    super(code, spec, detail, { setting: options.setting });
     this.name = 'HttpProblem';
     this.title = options.title ?? spec.title ?? titleForStatus(spec.status);
     this.detail = detail;
@@ -129,6 +132,19 @@ function titleForStatus(status: number): string {
   return STATUS_TITLES[status] ?? 'Error';
 }
 
+/**
+ * A refusal set by a server setting (MAX_PAGES, WEBHOOK_ALLOW_PRIVATE…) names it to the operator,
+ * in the request's log line: the answer's detail, which the client reads, says the limit in its
+ * own words (docs/contract.md, "Error codes").
+ */
+export function logRefusalSetting(log: Logger | undefined, error: unknown): void {
+  if (!isCodedError(error) || error.setting === undefined) return;
+  log?.info(
+    { code: error.code, status: error.status, setting: error.setting },
+    `request refused under the server setting ${error.setting}`,
+  );
+}
+
 /** Turns every thrown error into problem+json; unexpected ones into a 500 that hides internals. */
 export async function problemMiddleware(ctx: Context, next: Next): Promise<void> {
   try {
@@ -138,6 +154,7 @@ export async function problemMiddleware(ctx: Context, next: Next): Promise<void>
       throw new HttpProblem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
   } catch (error) {
     let problem = toProblem(error);
+    if (problem) logRefusalSetting(ctx.state.log, error);
     const outage = problem ? null : outageOf(error);
     if (outage) {
       ctx.state.log?.warn({ err: error }, `request failed: the ${OUTAGE_NAMES[outage]} is unavailable`);

@@ -2,6 +2,7 @@
 // an HTTP status and a problem+json title; `detail` names the offending file. docs/intake.md
 // lists every code with the rule behind it. None is retryable: the same upload is refused again.
 import { CodedError, type ErrorCatalog } from '../../domain/errors.ts';
+import { BIDI_CONTROL_CLASS } from '../shared/bidi-controls.ts';
 
 export const INTAKE_ERRORS = {
   upload_too_large: { status: 413, retryable: false, title: 'Upload too large' },
@@ -19,6 +20,7 @@ export const INTAKE_ERRORS = {
   multi_page_image: { status: 400, retryable: false, title: 'Multi-page image' },
   image_too_large: { status: 400, retryable: false, title: 'Image has too many pixels' },
   too_many_pages: { status: 400, retryable: false, title: 'Too many pages' },
+  image_too_small: { status: 400, retryable: false, title: 'Image too small to be a page' },
   layout_unmatched: { status: 400, retryable: false, title: 'Layout file without its page image' },
   layout_too_large: { status: 400, retryable: false, title: 'Layout file too large' },
   layout_unsafe_xml: { status: 400, retryable: false, title: 'Layout file declares a DTD or entities' },
@@ -35,7 +37,7 @@ export class IntakeError extends CodedError<IntakeErrorCode, number> {
   /** The ZIP entry path the error is about, when it is about one. */
   readonly entry: string | null;
 
-  constructor(code: IntakeErrorCode, detail: string, options: { entry?: string; cause?: unknown } = {}) {
+  constructor(code: IntakeErrorCode, detail: string, options: { entry?: string; cause?: unknown; setting?: string } = {}) {
     super(code, INTAKE_ERRORS[code], detail, options);
     this.name = 'IntakeError';
     this.title = INTAKE_ERRORS[code].title;
@@ -50,15 +52,26 @@ export function isIntakeError(error: unknown): error is IntakeError {
 
 /** For the HTTP layer, which enforces MAX_UPLOAD_BYTES while the upload streams to disk. */
 export function uploadTooLargeError(maxUploadBytes: number, uploadName = 'scan_zip'): IntakeError {
-  return new IntakeError('upload_too_large', `${uploadName} is larger than the ${maxUploadBytes}-byte limit (MAX_UPLOAD_BYTES)`);
+  return new IntakeError('upload_too_large', `${uploadName} is larger than the ${maxUploadBytes}-byte limit for an upload`, {
+    setting: 'MAX_UPLOAD_BYTES',
+  });
 }
+
+/** Quotes, C0 controls and DEL, bidirectional controls. */
+const QUOTED_NAME_ESCAPES = new RegExp(`["\\u0000-\\u001f\\u007f${BIDI_CONTROL_CLASS}]`, 'g');
 
 /**
  * A file or entry name as it appears in a `detail`: in double quotes, with quotes and control
  * characters escaped (backslashes stay as they are: `"C:\evil.jpg"` is what the client wrote).
+ * Bidirectional controls (U+202E, right-to-left override, and its kin) are escaped as `\u202e`:
+ * sent raw, they reorder the text around them where the message is shown and can disguise a
+ * name's extension (`invoice\u202egpj.exe` reads as `invoiceexe.jpg`).
  */
 export function quoteName(name: string): string {
-  // eslint-disable-next-line no-control-regex
-  const escaped = name.replace(/["\u0000-\u001f\u007f]/g, (character) => JSON.stringify(character).slice(1, -1));
+  const escaped = name.replace(QUOTED_NAME_ESCAPES, (character) =>
+    character === '"' || character.charCodeAt(0) < 0x80
+      ? JSON.stringify(character).slice(1, -1)
+      : `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
   return `"${escaped}"`;
 }

@@ -8,6 +8,7 @@ import { unbilledJobsByState } from '../../projections/job-status.ts';
 import { rotateWebhookSecret } from '../use-cases/accounts.ts';
 import { findWebhookSecret } from '../use-cases/accounts/sql/find-webhook-secret.ts';
 import { checkSignIn } from '../use-cases/users.ts';
+import type { Flash } from './flash.ts';
 import { csrfField, html, notice, type Html } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
@@ -15,19 +16,14 @@ import type { Session } from './sessions.ts';
 export function registerAccountPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
 
-  const webhookPage = (
-    ctx: Context,
-    session: Session,
-    shown: { title: string; secret: string } | null,
-    error: string | null,
-    status = 200,
-  ) =>
+  /** The page; the flash of the form before: the secret (shown this once) or a refusal with its status. */
+  const webhookPage = (ctx: Context, session: Session, flash: Flash) =>
     pc.render(
       ctx,
       'Webhook secret',
-      html`${notice('error', error)}${
-        shown
-          ? html`<section class="notice ok" role="status"><h2>${shown.title}</h2><p class="secret" id="webhook-secret">${shown.secret}</p>
+      html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}${
+        flash.secret
+          ? html`<section class="notice ok" role="status"><h2>${flash.secret.heading}</h2><p class="secret" id="webhook-secret">${flash.secret.value}</p>
 <button type="button" class="quiet" data-copy="webhook-secret" hidden>Copy</button></section>`
           : ''
       }
@@ -41,7 +37,7 @@ export function registerAccountPages(router: Router, pc: PortalContext): void {
 <button type="submit" class="danger">Rotate the secret</button></form>`,
       session,
       'webhook',
-      status,
+      flash.status,
     );
 
   /** The password again, through sign-in's own check: throttled, failures recorded. */
@@ -52,24 +48,30 @@ export function registerAccountPages(router: Router, pc: PortalContext): void {
     return 'The password is not right.';
   }
 
-  router.get('/portal/settings/webhook', async (ctx) => webhookPage(ctx, await pc.requireSession(ctx), null, null));
+  router.get('/portal/settings/webhook', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    webhookPage(ctx, session, await pc.takeFlash(ctx));
+  });
+
+  // Both forms answer 303 to the page (Post/Redirect/Get): a reload sends no password again.
+  const back = (ctx: Context, flash: Flash) => pc.redirectWithFlash(ctx, '/portal/settings/webhook', flash);
 
   router.post('/portal/settings/webhook/reveal', async (ctx) => {
     const session = await pc.requireSession(ctx);
     const form = await pc.signedInForm(ctx, session);
     const refused = await reauthenticate(ctx, session, form.get('password') ?? '');
-    if (refused) return webhookPage(ctx, session, null, refused, 403);
+    if (refused) return back(ctx, { notice: { kind: 'error', text: refused }, status: 403 });
     const secret = await findWebhookSecret(runtime.db.pool, session.accountId);
-    webhookPage(ctx, session, { title: 'Your webhook secret', secret: secret ?? '' }, null);
+    await back(ctx, { secret: { heading: 'Your webhook secret', value: secret ?? '' } });
   });
 
   router.post('/portal/settings/webhook/rotate', async (ctx) => {
     const session = await pc.requireSession(ctx);
     const form = await pc.signedInForm(ctx, session);
     const refused = await reauthenticate(ctx, session, form.get('password') ?? '');
-    if (refused) return webhookPage(ctx, session, null, refused, 403);
+    if (refused) return back(ctx, { notice: { kind: 'error', text: refused }, status: 403 });
     const secret = await rotateWebhookSecret(runtime.bus, session.accountName, `user:${session.userId}`);
-    webhookPage(ctx, session, { title: 'New webhook secret (the old one no longer signs callbacks)', secret }, null);
+    await back(ctx, { secret: { heading: 'New webhook secret (the old one no longer signs callbacks)', value: secret } });
   });
 
   router.get('/portal/usage', async (ctx) => {

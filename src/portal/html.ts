@@ -1,5 +1,7 @@
 // Server-rendered HTML with escaping by default: every value interpolated into `html`…`` is
 // escaped unless it is itself Html (made by `html`). Nothing reaches a page unescaped otherwise.
+import { showBidiControls } from '../shared/bidi-controls.ts';
+
 export class Html {
   readonly value: string;
   constructor(value: string) {
@@ -30,7 +32,10 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
 }
 
 export interface PageOptions {
+  /** The document's title (plain text), and the page's heading unless `heading` is given. */
   title: string;
+  /** The heading, where it holds markup (an uploaded name in <bdi>). */
+  heading?: Html;
   /** The signed-in user's email and account, for the header; null on signed-out pages. */
   user: { email: string; accountName: string; csrfToken: string } | null;
   /** Which navigation item is current. */
@@ -38,7 +43,7 @@ export interface PageOptions {
   body: Html;
 }
 
-export function page({ title, user, nav, body }: PageOptions): string {
+export function page({ title, heading, user, nav, body }: PageOptions): string {
   const link = (href: string, label: string, name: PageOptions['nav']) =>
     html`<li><a href="${href}"${nav === name ? html` aria-current="page"` : ''}>${label}</a></li>`;
   const header = user
@@ -50,10 +55,18 @@ export function page({ title, user, nav, body }: PageOptions): string {
   return `<!doctype html>
 ${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · hwr</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/portal/static/portal.css"><script src="/portal/static/portal.js" defer></script></head>
-<body>${header}<main id="main"><h1>${title}</h1>${body}</main></body></html>`}`;
+<body>${header}<main id="main"><h1>${heading ?? title}</h1>${body}</main></body></html>`}`;
 }
 
 export const csrfField = (token: string): Html => html`<input type="hidden" name="_csrf" value="${token}">`;
+
+/**
+ * An uploaded file name as a page shows it: isolated in <bdi>, so that its direction (a Hebrew or
+ * Arabic name, or a right-to-left override) cannot reorder the text around it, and with each
+ * bidirectional control written visibly (`[U+202E]`), so that an override inside the name cannot
+ * disguise it either (`invoice[U+202E]gpj.exe`, not `invoiceexe.jpg`).
+ */
+export const uploadedName = (name: string): Html => html`<bdi>${showBidiControls(name)}</bdi>`;
 
 export function notice(kind: 'error' | 'warn' | 'ok', text: string | null | undefined): Html {
   if (!text) return html``;

@@ -6,12 +6,17 @@ import { readJobStatus } from '../../projections/job-status.ts';
 import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { readStream } from '../store/read-stream.ts';
 import { Rejection } from '../../domain/rejections.ts';
-import { csrfField, html, notice, time } from './html.ts';
+import { BIDI_CONTROL_CLASS, showBidiControls } from '../shared/bidi-controls.ts';
+import { csrfField, html, notice, time, uploadedName } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import { listAccountJobs, readJobPages } from '../../projections/job-status.ts';
 import { PortalHttpError } from './errors.ts';
 
 export const JOBS_PER_PAGE = 25;
+
+const BIDI_CONTROL = new RegExp(`[${BIDI_CONTROL_CLASS}]`, 'g');
+const jsonWithoutBidiControls = (data: unknown): string =>
+  JSON.stringify(data, null, 1).replace(BIDI_CONTROL, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function registerJobPages(router: Router, pc: PortalContext): void {
@@ -25,7 +30,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
     const rows = listed.slice(0, JOBS_PER_PAGE).map(
       (
         job,
-      ) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a>${job.first_page ? html`<br><span class="muted">${job.first_page}${job.page_count > 1 ? ` and ${job.page_count - 1} more` : ''}</span>` : ''}</td><td class="state-${job.state}">${job.state}</td>
+      ) => html`<tr><td><a href="/portal/jobs/${job.job_id}"><code>${job.job_id}</code></a>${job.first_page ? html`<br><span class="muted">${uploadedName(job.first_page)}${job.page_count > 1 ? ` and ${job.page_count - 1} more` : ''}</span>` : ''}</td><td class="state-${job.state}">${job.state}</td>
 <td>${job.pages_done} / ${job.page_count}</td><td>${job.current_step ?? '—'}</td><td>${time(job.created_at)}</td><td>${time(job.finished_at)}</td></tr>`,
     );
     pc.render(
@@ -56,12 +61,13 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
       (
         p,
       ) => html`<li><a href="/portal/jobs/${job.job_id}/pages/${p.page_number}"><img src="/portal/jobs/${job.job_id}/pages/${p.page_number}/image?w=160" alt="" width="160" loading="lazy">
-<span>${p.page_number}. ${p.name}</span><span class="muted">${p.completed ? `${p.line_count ?? 0} lines` : 'not done'}</span></a></li>`,
+<span>${p.page_number}. ${uploadedName(p.name)}</span><span class="muted">${p.completed ? `${p.line_count ?? 0} lines` : 'not done'}</span></a></li>`,
     );
     const downloadable = job.state === 'done' && !job.result_expired && job.archive_key && Date.now() < job.expires_at.getTime();
     const timeline = events.map(
       (event) =>
-        html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${JSON.stringify(event.data, null, 1)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
+        // Page names in the data: bidirectional controls as JSON escapes (\u202e), never raw.
+        html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${jsonWithoutBidiControls(event.data)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
     );
     pc.render(
       ctx,
@@ -69,7 +75,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
       html`<div data-live-job><dl><dt>State</dt><dd class="state-${job.state}">${job.state}</dd>
 <dt>Pages done</dt><dd>${job.pages_done} / ${job.page_count}</dd><dt>Step</dt><dd>${job.current_step ?? '—'}</dd>
 <dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd>${job.state === 'failed' || job.state === 'cancelled' ? '' : html`<dt>Result kept until</dt><dd>${time(job.expires_at)}</dd>`}</dl>
-${job.error_message ? notice('error', job.error_message) : ''}${job.warning_message ? notice('warn', job.warning_message) : ''}
+${job.error_message ? notice('error', showBidiControls(job.error_message)) : ''}${job.warning_message ? notice('warn', showBidiControls(job.warning_message)) : ''}
 ${job.state === 'queued' || job.state === 'processing' ? html`<form method="post" action="/portal/jobs/${job.job_id}/cancel" data-confirm="Cancel this job? Its pages stop being processed.">${csrfField(session.csrfToken)}<button type="submit" class="danger">Cancel the job</button></form>` : ''}
 ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
 <h2>Pages</h2><ul class="thumbs">${thumbnails}</ul>

@@ -2,15 +2,18 @@
 // (src/http/routes/submit-scan.ts: the same streaming upload, intake checks, options and error
 // messages), called in-process with the signed-in user as the caller (actor `user:<id>`, no key).
 // The CSRF token travels in the form's action (`?_csrf=`), since the multipart body is read
-// only after the caller is known.
+// only after the caller is known. With the script, image files or a folder are zipped in the
+// browser into the same ZIP field (static/portal.js), picked by the list `hwr submit` uses.
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { LLM_TIERS, PDF_FORMATS } from '../../domain/events.ts';
 import type { AuthContext } from '../http/authenticate.ts';
-import { toProblem } from '../http/problem.ts';
+import { logRefusalSetting, toProblem } from '../http/problem.ts';
 import { RateLimiter } from '../http/rate-limit.ts';
 import { receiveScanUpload } from '../http/scan-upload.ts';
 import { DEFAULT_PRESET, PRESETS } from '../recognition/correction/presets.ts';
+import { IMAGE_EXTENSIONS } from '../shared/scan-files.ts';
+import type { Flash } from './flash.ts';
 import { html, notice } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import type { Session } from './sessions.ts';
@@ -38,14 +41,21 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
   const submit = (ctx: Context, index = 0): Promise<unknown> =>
     index === submitChain.length ? Promise.resolve() : Promise.resolve(submitChain[index](ctx, () => submit(ctx, index + 1)));
 
-  const form = (ctx: Context, session: Session, error: string | null, status = 200) => {
+  const form = (ctx: Context, session: Session, flash: Flash) => {
     const options = (values: readonly string[], chosen: string) =>
       values.map((value) => html`<option${value === chosen ? html` selected` : ''}>${value}</option>`);
     pc.render(
       ctx,
       'New job',
-      html`${notice('error', error)}<form class="stack wide" method="post" enctype="multipart/form-data" action="/portal/jobs/new?_csrf=${session.csrfToken}">
-<label class="drop">ZIP of page images (drop it here or choose it) <input type="file" name="scan_zip" accept=".zip,application/zip" required></label>
+      html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}<form class="stack wide" method="post" enctype="multipart/form-data" action="/portal/jobs/new?_csrf=${session.csrfToken}">
+<label class="drop">ZIP of page images (drop it here or choose it) <input type="file" id="scan-zip" name="scan_zip" accept=".zip,application/zip" required aria-describedby="page-order"></label>
+<fieldset class="pick" data-scan-picker data-zip-input="scan-zip" data-extensions="${[...IMAGE_EXTENSIONS].join(' ')}" hidden>
+<legend>Or page images, zipped here in your browser</legend>
+<label>Image files <input type="file" multiple accept="${[...IMAGE_EXTENSIONS, '.xml'].join(',')}" data-pick="files"></label>
+<label>A folder of images <input type="file" webkitdirectory data-pick="folder"></label>
+<p class="muted" data-scan-summary role="status"></p>
+</fieldset>
+<p class="muted" id="page-order">The pages are taken in the natural order of their names, folders included: numbers count as numbers, so <code>2.jpg</code> before <code>10.jpg</code>, and <code>scans/2.jpg</code> before <code>scans/10.jpg</code>. Name the files in reading order.</p>
 <label>Correction tier <select name="llm_tier">${options(LLM_TIERS, 'balanced')}</select></label>
 <label>Document type (correction preset) <select name="preset">${options(PRESETS, DEFAULT_PRESET)}</select></label>
 <label>PDF <select name="pdf_format">${options(PDF_FORMATS, 'pdfa-2b')}</select></label>
@@ -54,11 +64,14 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
 <button type="submit">Submit</button></form>`,
       session,
       'jobs',
-      status,
+      flash.status,
     );
   };
 
-  router.get('/portal/jobs/new', async (ctx) => form(ctx, await pc.requireSession(ctx), null));
+  router.get('/portal/jobs/new', async (ctx) => {
+    const session = await pc.requireSession(ctx);
+    form(ctx, session, await pc.takeFlash(ctx));
+  });
 
   router.post('/portal/jobs/new', async (ctx) => {
     const session = await pc.requireSession(ctx);
@@ -70,9 +83,14 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
     } catch (error) {
       const problem = toProblem(error);
       if (!problem) throw error;
-      ctx.set(problem.headers); // Retry-After of a refusal for the moment
-      // The API's own message, on the form again.
-      return form(ctx, session, problem.detail, problem.status);
+      logRefusalSetting(ctx.state.log, error);
+      // The API's own message and status, on the form again after a redirect (a reload sends no
+      // upload again), with the Retry-After of a refusal for the moment.
+      return pc.redirectWithFlash(ctx, '/portal/jobs/new', {
+        notice: { kind: 'error', text: problem.detail },
+        status: problem.status,
+        retryAfter: problem.headers['Retry-After'],
+      });
     }
     const jobId = (ctx.body as { job_id?: string } | undefined)?.job_id;
     if (ctx.status !== 202 || !jobId) throw new Error(`the submission answered ${ctx.status}`);

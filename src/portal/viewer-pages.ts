@@ -12,7 +12,8 @@ import { LruCache } from '../shared/lru-cache.ts';
 import { isJpeg2000 } from '../recognition/image/jpeg2000-header.ts';
 import { openImage } from '../recognition/image/open-image.ts';
 import type { PageResult, Point } from '../recognition/page/page-result.ts';
-import { html, type Html } from './html.ts';
+import { showBidiControls } from '../shared/bidi-controls.ts';
+import { html, type Html, uploadedName } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import { PortalHttpError } from './errors.ts';
 
@@ -101,6 +102,9 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     const session = await pc.requireSession(ctx);
     const { job, page } = await ownPage(ctx, session.accountId);
     const base = `/portal/jobs/${job.job_id}/pages/${page.page_number}`;
+    // The uploaded name: isolated in the heading, its bidirectional controls visible in both.
+    const title = `Page ${page.page_number}: ${showBidiControls(page.name)}`;
+    const heading = html`Page ${page.page_number}: ${uploadedName(page.name)}`;
     let result: PageResult | null = null;
     if (page.result_key) {
       try {
@@ -114,11 +118,13 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     if (!result) {
       pc.render(
         ctx,
-        `Page ${page.page_number}: ${page.name}`,
+        title,
         html`<p>${page.completed ? 'The page result is no longer stored.' : job.state === 'failed' || job.state === 'cancelled' ? `This page was not read: the job ${job.state === 'failed' ? 'failed' : 'was cancelled'} first.` : 'This page is not recognised yet.'}</p>
 <img class="page-only" src="${base}/image?w=1200" alt="${`Page ${page.page_number}`}">${nav}`,
         session,
         'jobs',
+        200,
+        heading,
       );
       return;
     }
@@ -146,13 +152,15 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     }
     pc.render(
       ctx,
-      `Page ${page.page_number}: ${page.name}`,
+      title,
       html`<p class="muted">${result.regions.length} regions, ${texts.length} lines${result.correction ? html`, corrected by ${result.correction.model}` : ''}. Words under ${Math.round(LOW_CONFIDENCE * 100)} % confidence are <mark class="low">marked</mark>.</p>
 <div class="viewer"><figure><svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${`Page ${page.page_number} with its text lines outlined`}">
 <image href="${base}/image?w=1200" aria-hidden="true" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}</svg></figure>
 <ol class="lines" aria-label="Text, line by line">${texts}</ol></div>${nav}`,
       session,
       'jobs',
+      200,
+      heading,
     );
   });
 }

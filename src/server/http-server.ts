@@ -29,7 +29,7 @@ export async function startHttpServer(runtime: Runtime, port = runtime.config.po
   server.keepAliveTimeout = 65_000;
   // Large uploads on slow links may take long; a body that stalls is cut by its rate instead.
   server.requestTimeout = 0;
-  guardConnections(server, runtime.config.http);
+  guardConnections(server, runtime.config.http, runtime.log);
   // Responses in flight, so that a shutdown can tell their clients not to reuse the connection.
   const inFlight = new Set<http.ServerResponse>();
   let closing = false;

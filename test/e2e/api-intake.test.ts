@@ -129,12 +129,7 @@ describe('intake checks through HTTP', () => {
   test('an upload over MAX_UPLOAD_BYTES is 413, while streaming and from Content-Length alone', async () => {
     const tiny = await serverWith({ MAX_UPLOAD_BYTES: '5000' });
     // 21 KB: the multipart parser stops at the limit.
-    assertProblem(
-      await submitFixture('valid-mixed.zip', tiny),
-      413,
-      'upload_too_large',
-      /larger than the 5000-byte limit \(MAX_UPLOAD_BYTES\)/,
-    );
+    assertProblem(await submitFixture('valid-mixed.zip', tiny), 413, 'upload_too_large', /larger than the 5000-byte limit for an upload$/);
     // Far over the limit: refused from Content-Length before the body is read.
     const big = Buffer.alloc(3 * 1024 * 1024, 7);
     assertProblem(await tiny.client.submit(big, auth, {}, {}, 'big.zip'), 413, 'upload_too_large', /5000-byte limit/);

@@ -42,8 +42,10 @@ test('two real pages recognised, seen in the portal viewer in a real browser', {
   const { runtime, baseUrl } = server;
   await createAccount(runtime.bus, 'archive', 'test');
   const user = await portalUser(runtime, baseUrl, 'archive', 'reader@example.org');
+  // The form answers 303 (Post/Redirect/Get); the page it leads to shows the key once.
   const created = await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'scanner' });
-  const key = /<p class="secret" id="new-key">([^<]+)<\/p>/.exec(created.text)![1];
+  const shown = await user.get(created.headers.get('location')!);
+  const key = /<p class="secret" id="new-key">([^<]+)<\/p>/.exec(shown.text)![1];
 
   const zip = await makeZip([
     { name: '1_dracula.png', data: await readFile(path.join(SCANS, 'fondue_en_print_dracula_page_51.png')) },

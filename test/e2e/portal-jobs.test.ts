@@ -4,12 +4,14 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createTestDatabase } from '../support/database.ts';
-import { createCredentials, pagesZip, startApiServer, waitForState } from '../support/http-client.ts';
+import { createCredentials, pagesZip, startApiServer, waitForState, waitForStatus } from '../support/http-client.ts';
 import { portalUser, type PortalClient } from '../support/portal-client.ts';
-import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
+import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
 const databaseUrl = await createTestDatabase();
-const server = await startApiServer(databaseUrl, { pipelines: { page: testPagePipeline({ worker: 'w1' }), export: testExportPipeline() } });
+// A page named hold-* stays in its first step until released: a job seen while it runs.
+const pipelines = scriptedPipelines();
+const server = await startApiServer(databaseUrl, { pipelines });
 after(() => server.close());
 const { runtime, baseUrl, client } = server;
 const acme = await createCredentials(runtime, 'acme');
@@ -37,8 +39,20 @@ describe('portal jobs', () => {
     assert.match(list.text, /class="state-done">done<\/td>\s*<td>2 \/ 2<\/td>/);
     assert.match(list.text, /class="state-done">done<\/td>\s*<td>1 \/ 1<\/td>/);
     // Each job is told apart by its first page's name (the ids alone said nothing to a customer).
-    assert.match(list.text, new RegExp(`${jobIds[1]}</code></a><br><span class="muted">1\\.jpg and 1 more</span>`));
-    assert.match(list.text, new RegExp(`${jobIds[0]}</code></a><br><span class="muted">1\\.jpg</span>`));
+    // (The name isolated in <bdi>: its direction never reorders the text around it.)
+    assert.match(list.text, new RegExp(`${jobIds[1]}</code></a><br><span class="muted"><bdi>1\\.jpg</bdi> and 1 more</span>`));
+    assert.match(list.text, new RegExp(`${jobIds[0]}</code></a><br><span class="muted"><bdi>1\\.jpg</bdi></span>`));
+
+    // A running job shows the step its page is in.
+    const running = (await client.submit(await pagesZip(['hold-1.jpg']), auth)).body.job_id as string;
+    await waitForStatus(client, auth, running, (body) => body.state === 'processing' && body.current_step === 'layout', 'held in layout');
+    const during = await user.get('/portal/jobs');
+    const rows = [...during.text.matchAll(/href="\/portal\/jobs\/([0-9a-f-]{36})"/g)].map((m) => m[1]);
+    assert.deepEqual(rows, [running, jobIds[1], jobIds[0]]);
+    assert.match(during.text, /class="state-processing">processing<\/td>\s*<td>0 \/ 1<\/td><td>layout<\/td>/);
+    assert.match(during.text, /class="state-done">done<\/td>\s*<td>2 \/ 2<\/td><td>—<\/td>/, 'a finished job is in no step');
+    pipelines.release(running);
+    await waitForState(client, auth, running, ['done']);
   });
 
   test('a job page shows status, every event of the timeline, and the result downloads with the session', async () => {

@@ -11,7 +11,7 @@ import { createAccount, createApiKey } from '../../src/use-cases/accounts.ts';
 import { readStream } from '../../src/store/read-stream.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startApiServer } from '../support/http-client.ts';
-import { csrfTokenOf, PortalClient, portalUser, TEST_PASSWORD } from '../support/portal-client.ts';
+import { csrfTokenOf, PortalClient, type PortalResponse, portalUser, TEST_PASSWORD } from '../support/portal-client.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const databaseUrl = await createTestDatabase();
@@ -39,6 +39,11 @@ function hwr(args: string[]): Promise<{ code: number | null; stdout: string; std
 
 const apiStatus = async (key: string) => (await fetch(`${baseUrl}/v1/usage`, { headers: { 'X-API-Key': key } })).status;
 const newKeyOf = (text: string) => /<p class="secret" id="new-key">([^<]+)<\/p>/.exec(text)?.[1];
+/** The page a form's POST leads to (Post/Redirect/Get: every form answers 303), as a browser shows it. */
+const shown = async (c: PortalClient, response: PortalResponse): Promise<PortalResponse> => {
+  assert.equal(response.status, 303, response.text);
+  return c.get(response.headers.get('location')!);
+};
 
 describe('portal API keys', () => {
   let user: PortalClient;
@@ -58,14 +63,14 @@ describe('portal API keys', () => {
       password: TEST_PASSWORD,
       password2: TEST_PASSWORD,
     });
-    assert.equal(set.status, 200);
+    assert.equal(set.status, 303);
     assert.equal((await user.signIn('keys@example.org', TEST_PASSWORD)).status, 303);
     const listed = await hwr(['users', 'list', '--account', 'acme']);
     assert.equal(JSON.parse(listed.stdout.trim()).email, 'keys@example.org');
   });
 
   test('a new key is shown once, works against the API, and its markup label is escaped everywhere', async () => {
-    const created = await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: MARKUP });
+    const created = await shown(user, await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: MARKUP }));
     assert.equal(created.status, 200);
     const key = newKeyOf(created.text);
     assert.match(key ?? '', /^hwr_[\w-]{40}$/);
@@ -84,13 +89,13 @@ describe('portal API keys', () => {
   });
 
   test('an empty label is refused; revoking makes the API answer 401 on the next request', async () => {
-    assert.equal((await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: '   ' })).status, 400);
-    const created = await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'to revoke' });
+    assert.equal((await shown(user, await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: '   ' }))).status, 400);
+    const created = await shown(user, await user.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'to revoke' }));
     const key = newKeyOf(created.text)!;
     assert.equal(await apiStatus(key), 200);
     const { rows } = await runtime.db.pool.query<{ key_id: string }>(`select key_id from api_keys where label = 'to revoke'`);
     const action = `/portal/settings/keys/${rows[0].key_id}/revoke`;
-    const revoked = await user.submit('/portal/settings/keys', action, {});
+    const revoked = await shown(user, await user.submit('/portal/settings/keys', action, {}));
     assert.equal(revoked.status, 200);
     assert.match(revoked.text, /The key is revoked/);
     assert.equal(await apiStatus(key), 401);
@@ -103,16 +108,16 @@ describe('portal API keys', () => {
     const owner = await portalUser(runtime, baseUrl, 'full', 'owner@full.example');
     const keys = [];
     for (let i = 0; i < MAX_ACTIVE_API_KEYS; i++) keys.push(await createApiKey(runtime.bus, 'full', `scanner ${i}`));
-    const refused = await owner.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'one more' });
+    const refused = await shown(owner, await owner.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'one more' }));
     assert.equal(refused.status, 409);
     assert.match(refused.text, /as many active API keys as it may \(100\); revoke one first/);
     const cli = await hwr(['keys', 'create', '--account', 'full', '--label', 'one more']);
     assert.equal(cli.code, 1);
     assert.match(cli.stderr, /^hwr keys: The account has as many active API keys as it may \(100\); revoke one first\.$/m);
     assert.equal(cli.stdout, '');
-    const revoked = await owner.submit('/portal/settings/keys', `/portal/settings/keys/${keys[0].keyId}/revoke`, {});
+    const revoked = await shown(owner, await owner.submit('/portal/settings/keys', `/portal/settings/keys/${keys[0].keyId}/revoke`, {}));
     assert.equal(revoked.status, 200);
-    const created = await owner.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'one more' });
+    const created = await shown(owner, await owner.submit('/portal/settings/keys', '/portal/settings/keys', { label: 'one more' }));
     assert.equal(created.status, 200);
     assert.equal(await apiStatus(newKeyOf(created.text)!), 200);
   });

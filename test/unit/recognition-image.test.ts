@@ -75,7 +75,7 @@ test('absurd sizes are refused with typed errors, before decoding', async () => 
   await rejectsWith(
     prepareImage(page, { ...options, maxPixels: 100_000 }),
     'image_too_large',
-    /120000 pixels \(400x300\); the limit is 100000 \(MAX_IMAGE_PIXELS\)/,
+    /120000 pixels \(400x300\); the limit is 100000$/,
   );
   const strip = await solid(31_000, 16, { r: 255, g: 255, b: 255 }).png().toBuffer();
   await rejectsWith(prepareImage(strip, options), 'image_too_large', /no side may exceed 30000 pixels/);

@@ -15,7 +15,12 @@ import type { RgbImage } from './raster.ts';
 const ACCEPTED_FORMATS = new Set(['jpeg', 'png', 'tiff', 'webp', 'jp2', 'j2k', 'heif', 'gif']);
 /** A side longer than this is not a page (2.5 m at 300 dpi), whatever the pixel budget. */
 const MAX_SIDE = 30_000;
-const MIN_SIDE = 16;
+/**
+ * A side shorter than this is not a page: no line of text fits (a handwritten line is 30-150 px
+ * high at the 100-300 dpi pages are scanned at). Intake refuses such an image at upload
+ * (`image_too_small`, src/intake/scan-zip.ts), so only a page that bypassed it meets it here.
+ */
+export const MIN_PAGE_SIDE = 16;
 /** Further pages at most this fraction of the first page's sides are reduced copies. */
 const REDUCED_COPY_RATIO = 0.75;
 
@@ -108,17 +113,19 @@ async function readMetadata(bytes: Buffer, name: string): Promise<Metadata> {
 }
 
 function checkDimensions(name: string, width: number, height: number, maxPixels: number): void {
-  if (width < MIN_SIDE || height < MIN_SIDE) {
-    throw new PipelineError('image_too_small', `${name}: ${width}x${height} pixels; a page image needs at least ${MIN_SIDE} pixels a side`);
+  if (width < MIN_PAGE_SIDE || height < MIN_PAGE_SIDE) {
+    throw new PipelineError(
+      'image_too_small',
+      `${name}: ${width}x${height} pixels; a page image needs at least ${MIN_PAGE_SIDE} pixels a side`,
+    );
   }
   if (width > MAX_SIDE || height > MAX_SIDE) {
     throw new PipelineError('image_too_large', `${name}: ${width}x${height} pixels; no side may exceed ${MAX_SIDE} pixels`);
   }
   if (width * height > maxPixels) {
-    throw new PipelineError(
-      'image_too_large',
-      `${name}: ${width * height} pixels (${width}x${height}); the limit is ${maxPixels} (MAX_IMAGE_PIXELS)`,
-    );
+    throw new PipelineError('image_too_large', `${name}: ${width * height} pixels (${width}x${height}); the limit is ${maxPixels}`, {
+      setting: 'MAX_IMAGE_PIXELS',
+    });
   }
 }
 

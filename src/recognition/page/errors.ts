@@ -23,7 +23,7 @@ export const PIPELINE_ERRORS = {
 export type PipelineErrorCode = keyof typeof PIPELINE_ERRORS;
 
 export class PipelineError extends CodedError<PipelineErrorCode, null> {
-  constructor(code: PipelineErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: PipelineErrorCode, message: string, options?: { cause?: unknown; setting?: string }) {
     super(code, PIPELINE_ERRORS[code], message, options);
     this.name = 'PipelineError';
   }

@@ -44,7 +44,13 @@ export function createCallbackHandler(deps: CallbackWorkerDeps) {
       : { ok: false, status: null, error: 'the account has no webhook secret: not sent unsigned', durationMs: 0 };
     // The URL redacted (its query string may be a token); the event below keeps it whole.
     (outcome.ok ? log.info.bind(log) : log.warn.bind(log))(
-      { ok: outcome.ok, http_status: outcome.status, error: outcome.error, webhook_url: redactUrl(state.options.webhookUrl) },
+      {
+        ok: outcome.ok,
+        http_status: outcome.status,
+        error: outcome.error,
+        setting: outcome.setting,
+        webhook_url: redactUrl(state.options.webhookUrl),
+      },
       'callback attempt',
     );
     await recordCallbackAttempt(deps, jobId, attempt, state.options.webhookUrl, {
