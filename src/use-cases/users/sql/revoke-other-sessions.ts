@@ -1,5 +1,5 @@
 // portal_sessions (migration 0010): every live session of the user but one ends (a password change
-// keeps the session that made it).
+// keeps only the new session it opens for the browser that made it).
 import type { Queryable } from '../../../db/database.ts';
 
 export async function revokeOtherSessions(db: Queryable, userId: string, keptSessionSha256: string): Promise<void> {
