@@ -150,7 +150,7 @@ describe('concurrency and shutdown', () => {
     const uploads = tempUploadDir(server.config.dataDir);
     await until(async () => (await readdir(uploads).catch(() => [])).length > 0, 'the upload started');
     controller.abort();
-    await assert.rejects(pending);
+    await assert.rejects(pending, { name: 'AbortError' });
     await until(async () => (await readdir(uploads)).length === 0, 'the partial upload is removed');
     const jobsBefore = await runtime.db.pool.query('select count(*)::int as n from job_status');
     assert.equal((await client.get('/healthz', null)).status, 200);
@@ -210,8 +210,10 @@ describe('concurrency and shutdown', () => {
     const shutdown = closing.close().then(() => {
       closed = true;
     });
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(closed, false, 'the server waits for the upload');
+    // The shutdown is under way once the listener is closed (a new connection is refused); it
+    // has not ended, and the upload is still open: the server waits for it.
+    await until(async () => (await refused(`${closing.baseUrl}/healthz`)) !== null, 'the listener closed');
+    assert.equal(closed, false, 'the shutdown waits for the upload');
     push(zip.subarray(1000));
     push(tail);
     push(null);
@@ -222,9 +224,20 @@ describe('concurrency and shutdown', () => {
     assert.equal(JSON.parse(raw.toString()).page_count, 3);
     assert.equal(response.headers.get('connection'), 'close', 'the client is told not to reuse the connection');
     await shutdown;
-    await assert.rejects(fetch(`${closing.baseUrl}/healthz`), 'no new connections after shutdown');
+    assert.equal(await refused(`${closing.baseUrl}/healthz`), 'ECONNREFUSED', 'no new connections after shutdown');
   });
 });
+
+/** The code of the error a request to `url` is refused with (fetch's TypeError, its cause the socket's), or null when it is answered. */
+async function refused(url: string): Promise<string | null> {
+  try {
+    await (await fetch(url)).arrayBuffer();
+    return null;
+  } catch (error) {
+    assert.ok(error instanceof TypeError, String(error));
+    return (error.cause as NodeJS.ErrnoException | undefined)?.code ?? error.message;
+  }
+}
 
 async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -78,7 +78,7 @@ function start(
   args: string[],
   extra: Record<string, string> = {},
   node = process.execPath,
-): { child: ChildProcess; done: Promise<Run>; stdout: () => string } {
+): { child: ChildProcess; done: Promise<Run>; stdout: () => string; stderr: () => string } {
   const child = spawn(node, [path.join(root, 'bin/hwr.js'), ...args], { cwd: work, env: env(extra) });
   children.add(child);
   let stdout = '';
@@ -92,7 +92,7 @@ function start(
       resolve({ code, stdout, stderr });
     });
   });
-  return { child, done, stdout: () => stdout };
+  return { child, done, stdout: () => stdout, stderr: () => stderr };
 }
 
 const hwr = (args: string[], extra: Record<string, string> = {}): Promise<Run> => start(args, extra).done;
@@ -160,7 +160,7 @@ describe('hwr submit on real scans', () => {
 });
 
 describe('hwr submit and the other client commands against the scripted service', () => {
-  test('a failed job: exit 1, its error on stderr-free JSON lines; a usage error: exit 2; a refused key: exit 4', async () => {
+  test('a failed job: exit 1, its error on stderr-free JSON lines; a usage error: exit 2; a refused key: exit 5', async () => {
     const dir = await pagesDir('failing', ['1.jpg', 'fail-2.jpg']);
     const failed = await hwr(['submit', dir, '--wait']);
     assert.equal(failed.code, 1, failed.stderr);
@@ -192,8 +192,8 @@ describe('hwr submit and the other client commands against the scripted service'
     assert.match(nothing.stderr, /no such file or folder/);
 
     const refused = await hwr(['status', '00000000-0000-4000-8000-000000000000'], { HWR_API_KEY: 'hwr_wrong' });
-    assert.equal(refused.code, 4);
-    assert.match(refused.stderr, /401 invalid_api_key/);
+    assert.equal(refused.code, 5); // refused (4xx); 4 is a service error (docs/client.md)
+    assert.match(refused.stderr, /refused: 401 invalid_api_key/);
     const noKey = await hwr(['usage'], { HWR_API_KEY: '' });
     assert.equal(noKey.code, 2);
     assert.match(noKey.stderr, /set HWR_API_KEY or --key/);
@@ -230,8 +230,8 @@ describe('hwr submit and the other client commands against the scripted service'
     const usage = JSON.parse((await hwr(['usage'])).stdout);
     assert.ok(usage.jobs >= 1);
     const notDone = await hwr(['result', '00000000-0000-4000-8000-000000000000']);
-    assert.equal(notDone.code, 4);
-    assert.match(notDone.stderr, /404 job_not_found/);
+    assert.equal(notDone.code, 5);
+    assert.match(notDone.stderr, /refused: 404 job_not_found/);
   });
 
   test('Ctrl-C during --wait leaves the job running and says how to follow or cancel it; cancel; a cancelled job exits 3', async () => {
@@ -260,10 +260,14 @@ describe('hwr submit and the other client commands against the scripted service'
   test("--wait outlives the service being away for longer than one request's retries: it says so, waits, and ends done", async () => {
     // A forwarder to the service that, while down, closes every connection at once (a restart).
     let down = false;
+    let refusedWhileDown = 0;
     const open = new Set<net.Socket>();
     const target = new URL(service.baseUrl);
     const forwarder = net.createServer((socket) => {
-      if (down) return socket.destroy();
+      if (down) {
+        refusedWhileDown++;
+        return socket.destroy();
+      }
       const upstream = net.connect(Number(target.port), target.hostname);
       socket.pipe(upstream).pipe(socket);
       for (const end of [socket, upstream]) {
@@ -284,14 +288,18 @@ describe('hwr submit and the other client commands against the scripted service'
       const jobId = jsonLines(waiting.stdout()).find((line) => line.event === 'submitted').job_id;
       down = true;
       for (const socket of open) socket.destroy();
-      // One request's own retries take about 15 s; the follower goes on past them.
-      await new Promise((resolve) => setTimeout(resolve, 20_000));
+      // One request's own retries end (about 15 s): the follower says so, and goes on asking.
+      const saysSo = new RegExp(`the service does not answer .*job ${jobId} goes on there`);
+      await until('the follower to say the service does not answer', () => saysSo.test(waiting.stderr()), 60_000, waiting.stderr);
+      const triesBefore = refusedWhileDown;
+      await until('the follower to ask again after saying so', () => refusedWhileDown > triesBefore);
+      assert.equal(waiting.child.exitCode, null, 'still following');
       scripted.release(jobId);
       down = false;
       const ended = await waiting.done;
       assert.equal(ended.code, 0, ended.stderr);
       assert.equal(jsonLines(ended.stdout).at(-1).event, 'done');
-      assert.match(ended.stderr, new RegExp(`the service does not answer .*job ${jobId} goes on there`));
+      assert.match(ended.stderr, saysSo);
     } finally {
       forwarder.close();
     }
@@ -309,14 +317,13 @@ describe('hwr submit and the other client commands against the scripted service'
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk));
     const code = new Promise<number | null>((resolve) => child.on('close', (exit) => resolve(exit)));
-    // Two pages done, the third held: the bar shows 2/3 and an ETA; then the job is let go.
+    // Two pages done, the third held: the bar shows 2/3, the step and an ETA; then the job is let go.
     await until(
-      'the bar at 2/3',
-      () => /\] 2\/3 pages/.test(output),
+      'the bar at 2/3 with its step and ETA',
+      () => /\[█+░+\] 2\/3 pages +(layout|recognition|correction|export) +\d+:\d\d +ETA \d+:\d\d/.test(output),
       30_000,
       () => JSON.stringify(output),
     );
-    await new Promise((resolve) => setTimeout(resolve, 1200));
     scripted.release(/job ([0-9a-f-]{36}): 3 pages submitted/.exec(output)![1]);
     assert.equal(await code, 0, output);
     const screen = output.replace(/\r\n/g, '\n');

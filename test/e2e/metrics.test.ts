@@ -1,24 +1,37 @@
 // GET /metrics (Prometheus text, its own listener) scraped while a real job runs through the
 // engine: HTTP requests by route pattern and status, jobs by state, queue depth, pages
 // processed and failed, step durations, callback attempts by outcome, pool error events.
+// The job is real: real handwriting strips through the real pipelines (ONNX layout and
+// recognition, the real export), one page held in its first step so that it is scraped mid-job.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
+import { checkOut } from '../../src/db/database.ts';
+import { defaultPipelines } from '../../src/pipeline/default-pipelines.ts';
+import { createLogger } from '../../src/platform/logger.ts';
 import { startMetricsServer } from '../../src/server/metrics-server.ts';
 import { createTestDatabase } from '../support/database.ts';
+import { testConfig } from '../support/engine.ts';
 import { createCredentials, pagesZip, startApiServer, waitForState, waitForStatus, type Auth } from '../support/http-client.ts';
 import { scriptedPipelines } from '../support/scripted-pipelines.ts';
 
 const databaseUrl = await createTestDatabase();
-const pipelines = scriptedPipelines();
-const service = await startApiServer(databaseUrl, { pipelines });
+// No LLM: correction is a step that keeps the recognised text (and says so).
+const env = { CORRECTION_PROVIDER: 'none' };
+const real = await defaultPipelines(await testConfig(databaseUrl, env), createLogger('silent'));
+// `hold-*` pages held, `fail-*` pages failing (scripted); every other page real.
+const pipelines = scriptedPipelines(real);
+const service = await startApiServer(databaseUrl, { env, pipelines });
 const metrics = await startMetricsServer(service.runtime, 0, '127.0.0.1');
 const receiver = http.createServer((request, response) => request.resume().on('end', () => response.writeHead(204).end()));
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 after(async () => {
   await metrics.close();
   receiver.close();
+  await service.close();
+  await real.close();
 });
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 const auth: Auth = { key: (await createCredentials(service.runtime, 'metrics')).key };
@@ -46,8 +59,15 @@ describe('GET /metrics', () => {
       webhook_url: receiverUrl,
     });
     assert.equal(status, 202);
-    // Pages 2 and 3 finish; page 1 is held in processing.
-    await waitForStatus(service.client, auth, job.job_id, (body) => body.state === 'processing' && body.pages_done === 2, 'two pages done');
+    // Pages 2 and 3 finish; page 1 is held in processing. (The models load at the first page.)
+    await waitForStatus(
+      service.client,
+      auth,
+      job.job_id,
+      (body) => body.state === 'processing' && body.pages_done === 2,
+      'two pages done',
+      180_000,
+    );
 
     // The held page is claimed once a worker slot frees (pages 2 and 3 may have taken both).
     let during = await scrape();
@@ -70,16 +90,16 @@ describe('GET /metrics', () => {
     for (const key of during.keys()) assert.ok(!key.includes(job.job_id), `no job id in a label: ${key}`);
 
     pipelines.release(job.job_id);
-    await waitForState(service.client, auth, job.job_id, ['done']);
+    await waitForState(service.client, auth, job.job_id, ['done'], 180_000);
     await waitForStatus(service.client, auth, job.job_id, (body) => body.callback?.state === 'delivered', 'callback delivered');
     const notFound = await fetch(`${service.baseUrl}/no/such/path`);
     assert.equal(notFound.status, 404);
 
     const afterJob = await scrape();
     assert.equal(value(afterJob, 'hwr_pages_processed_total') - value(before, 'hwr_pages_processed_total'), 3);
-    // The scripted held page enters layout twice (once while held, once in the base pipeline).
+    // Each real page went through layout, recognition and correction (the held one too, once let go).
     for (const [step, times] of [
-      ['layout', 4],
+      ['layout', 3],
       ['recognition', 3],
       ['correction', 3],
     ] as const) {
@@ -113,7 +133,17 @@ describe('GET /metrics', () => {
     });
     await waitForState(service.client, auth, job.job_id, ['failed']);
     await waitForStatus(service.client, auth, job.job_id, (body) => (body.callback?.attempts ?? 0) >= 1, 'a callback attempt');
-    service.runtime.db.pool.emit('error', new Error('connection lost (test)'));
+    // A pooled connection lost for real: PostgreSQL ends it (as a restart or an administrator
+    // does), ended from another of the pool's connections. It is checked out meanwhile, so that
+    // no command of the service's own takes it and fails on it too.
+    const { pool } = service.runtime.db;
+    const doomed = await checkOut(pool);
+    const pid = (await doomed.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
+    const lost = once(pool, 'error');
+    await pool.query('select pg_terminate_backend($1)', [pid]);
+    const [error] = await lost;
+    doomed.release(true);
+    assert.equal((error as { code?: string }).code, '57P01', String(error));
     const afterFailure = await scrape();
     assert.equal(value(afterFailure, 'hwr_pages_failed_total') - value(before, 'hwr_pages_failed_total'), 1);
     assert.ok(

@@ -11,7 +11,7 @@ import { readStream } from '../../src/store/read-stream.ts';
 import { inviteUser, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_EMAIL } from '../../src/use-cases/users.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startApiServer } from '../support/http-client.ts';
-import { csrfTokenOf, PortalClient, portalUser, TEST_PASSWORD } from '../support/portal-client.ts';
+import { csrfTokenOf, PortalClient, type PortalResponse, portalUser, TEST_PASSWORD } from '../support/portal-client.ts';
 
 const databaseUrl = await createTestDatabase();
 // TRUST_PROXY: each test speaks from its own X-Forwarded-For address, so per-address throttling
@@ -24,6 +24,16 @@ let addresses = 0;
 const from = () => ({ 'X-Forwarded-For': `203.0.113.${++addresses}` });
 const client = () => new PortalClient(baseUrl, from());
 const tokenOf = (url: string) => new URL(url).searchParams.get('token')!;
+/** The page a form's POST leads to (Post/Redirect/Get: every form answers 303), as a browser shows it. */
+const shown = async (c: PortalClient, response: PortalResponse): Promise<PortalResponse> => {
+  assert.equal(response.status, 303, response.text);
+  return c.get(response.headers.get('location')!);
+};
+/** A sign-in as a browser sees it: a success is the POST's 303 onwards; a refusal, the sign-in page it leads back to. */
+const signedInPage = async (c: PortalClient, email: string, password: string): Promise<PortalResponse> => {
+  const response = await c.signIn(email, password);
+  return response.headers.get('location')?.startsWith('/portal/sign-in') ? shown(c, response) : response;
+};
 const accountEvents = async (name = 'acme') => {
   const { rows } = await runtime.db.pool.query<{ account_id: string }>('select account_id from accounts where name = $1', [name]);
   return readStream(runtime.db.pool, accountStreamId(rows[0].account_id));
@@ -41,7 +51,7 @@ describe('portal pages and headers', () => {
     for (const path of ['/portal/jobs', '/portal/settings/keys', '/portal/settings/account']) {
       const page = await c.get(path);
       assert.equal(page.status, 303, path);
-      assert.equal(page.headers.get('location'), '/portal/sign-in');
+      assert.equal(page.headers.get('location'), `/portal/sign-in?next=${encodeURIComponent(path)}`);
     }
   });
 
@@ -81,23 +91,29 @@ describe('setup links', () => {
     assert.match(form.text, /ada@example\.org/);
     const token = tokenOf(invitation.url);
     const csrf = csrfTokenOf(form.text, '/portal/setup');
-    const mismatch = await c.post('/portal/setup', { _csrf: csrf, token, password: TEST_PASSWORD, password2: `${TEST_PASSWORD}!` });
+    const mismatch = await shown(
+      c,
+      await c.post('/portal/setup', { _csrf: csrf, token, password: TEST_PASSWORD, password2: `${TEST_PASSWORD}!` }),
+    );
     assert.equal(mismatch.status, 400);
     assert.match(mismatch.text, /differ/);
-    const short = await c.post('/portal/setup', { _csrf: csrf, token, password: 'short', password2: 'short' });
+    const short = await shown(c, await c.post('/portal/setup', { _csrf: csrf, token, password: 'short', password2: 'short' }));
     assert.equal(short.status, 400);
     assert.match(short.text, /at least 12 characters/);
-    const done = await c.post('/portal/setup', { _csrf: csrf, token, password: TEST_PASSWORD, password2: TEST_PASSWORD });
+    const done = await shown(c, await c.post('/portal/setup', { _csrf: csrf, token, password: TEST_PASSWORD, password2: TEST_PASSWORD }));
     assert.equal(done.status, 200);
     assert.match(done.text, /Your password is set/);
     // Used: refused on GET and on POST, the password unchanged.
     assert.equal((await c.get(setupPath)).status, 410);
-    const again = await c.post('/portal/setup', {
-      _csrf: csrf,
-      token,
-      password: 'another password 123',
-      password2: 'another password 123',
-    });
+    const again = await shown(
+      c,
+      await c.post('/portal/setup', {
+        _csrf: csrf,
+        token,
+        password: 'another password 123',
+        password2: 'another password 123',
+      }),
+    );
     assert.equal(again.status, 410);
     assert.match(again.text, /already been used/);
     const signedIn = await c.signIn('ADA@example.org', TEST_PASSWORD);
@@ -126,12 +142,15 @@ describe('setup links', () => {
     assert.equal((await c.get(invitation.url.slice(baseUrl.length))).status, 410);
     const page = await c.get('/portal/sign-in');
     const csrf = csrfTokenOf(page.text, '/portal/sign-in');
-    const expired = await c.post('/portal/setup', {
-      _csrf: csrf,
-      token: tokenOf(invitation.url),
-      password: TEST_PASSWORD,
-      password2: TEST_PASSWORD,
-    });
+    const expired = await shown(
+      c,
+      await c.post('/portal/setup', {
+        _csrf: csrf,
+        token: tokenOf(invitation.url),
+        password: TEST_PASSWORD,
+        password2: TEST_PASSWORD,
+      }),
+    );
     assert.equal(expired.status, 410);
     assert.match(expired.text, /expired/);
     // A second link for the same user ends the first one.
@@ -169,8 +188,8 @@ describe('sign-in and sessions', () => {
 
   test('a wrong password and an unknown email get the same answer; a known user gets a UserSignInFailed event', async () => {
     await portalUser(runtime, baseUrl, 'acme', 'wrong@example.org', TEST_PASSWORD, from());
-    const wrong = await client().signIn('wrong@example.org', 'not the password at all');
-    const unknown = await client().signIn('nobody@example.org', 'not the password at all');
+    const wrong = await signedInPage(client(), 'wrong@example.org', 'not the password at all');
+    const unknown = await signedInPage(client(), 'nobody@example.org', 'not the password at all');
     assert.equal(wrong.status, 401);
     assert.equal(unknown.status, 401);
     const message = (text: string) => /<p class="notice error"[^>]*>([^<]*)</.exec(text)?.[1];
@@ -184,14 +203,14 @@ describe('sign-in and sessions', () => {
   test(`${MAX_FAILURES_PER_EMAIL} failures throttle the email (even the right password then gets 429), from any address`, async () => {
     await portalUser(runtime, baseUrl, 'acme', 'throttle@example.org', TEST_PASSWORD, from());
     for (let i = 0; i < MAX_FAILURES_PER_EMAIL; i++)
-      assert.equal((await client().signIn('throttle@example.org', `wrong password ${i}`)).status, 401);
-    const throttled = await client().signIn('throttle@example.org', TEST_PASSWORD);
+      assert.equal((await signedInPage(client(), 'throttle@example.org', `wrong password ${i}`)).status, 401);
+    const throttled = await signedInPage(client(), 'throttle@example.org', TEST_PASSWORD);
     assert.equal(throttled.status, 429);
     assert.equal(throttled.headers.get('retry-after'), '900');
     assert.match(throttled.text, /Too many failed sign-ins/);
     // Ten wrong passwords in all: every one refused, no session.
     for (let i = 0; i < 10 - MAX_FAILURES_PER_EMAIL; i++)
-      assert.equal((await client().signIn('throttle@example.org', `wrong ${i}`)).status, 429);
+      assert.equal((await signedInPage(client(), 'throttle@example.org', `wrong ${i}`)).status, 429);
     // A throttled attempt checks no password and is no failure: trying on does not lengthen the wait.
     const { rows } = await runtime.db.pool.query(
       "select count(*)::int as n from portal_sign_in_attempts where email = 'throttle@example.org' and not ok",
@@ -207,7 +226,7 @@ describe('sign-in and sessions', () => {
   test('sign-ins sent side by side get no more password checks than the limit (each counts the others)', async () => {
     await portalUser(runtime, baseUrl, 'acme', 'burst@example.org', TEST_PASSWORD, from());
     const burst = await Promise.all(
-      Array.from({ length: 19 }, (_, i) => client().signIn('burst@example.org', i === 18 ? TEST_PASSWORD : `wrong guess ${i}`)),
+      Array.from({ length: 19 }, (_, i) => signedInPage(client(), 'burst@example.org', i === 18 ? TEST_PASSWORD : `wrong guess ${i}`)),
     );
     const statuses = burst.map((response) => response.status);
     const checked = statuses.filter((status) => status !== 429).length;
@@ -221,33 +240,46 @@ describe('sign-in and sessions', () => {
   test('the current password of a password change is throttled as a sign-in is (a stolen session cannot guess it)', async () => {
     const c = await portalUser(runtime, baseUrl, 'acme', 'guessed@example.org', TEST_PASSWORD, from());
     for (let i = 0; i < MAX_FAILURES_PER_EMAIL; i++) {
-      const wrong = await c.submit('/portal/settings/account', '/portal/settings/password', {
-        current: `guess ${i}`,
-        password: 'a brand new password',
-      });
+      const wrong = await shown(
+        c,
+        await c.submit('/portal/settings/account', '/portal/settings/password', {
+          current: `guess ${i}`,
+          password: 'a brand new password',
+        }),
+      );
       assert.equal(wrong.status, 400);
       assert.match(wrong.text, /current password is not right/);
     }
-    const throttled = await c.submit('/portal/settings/account', '/portal/settings/password', {
-      current: TEST_PASSWORD,
-      password: 'a brand new password',
-    });
+    const throttled = await shown(
+      c,
+      await c.submit('/portal/settings/account', '/portal/settings/password', {
+        current: TEST_PASSWORD,
+        password: 'a brand new password',
+      }),
+    );
     // A throttled password change answers as a throttled sign-in does (the catalog's `throttled`: 429, Retry-After).
     assert.equal(throttled.status, 429);
     assert.equal(throttled.headers.get('retry-after'), '900');
     assert.match(throttled.text, /Too many failed attempts/);
-    assert.equal((await accountEvents()).filter((event) => event.type === 'UserSignInFailed').length >= MAX_FAILURES_PER_EMAIL, true);
+    // Each wrong current password is a failure of this user (and the throttled attempt checks none).
+    const { rows } = await runtime.db.pool.query<{ user_id: string }>('select user_id from portal_users where email = $1', [
+      'guessed@example.org',
+    ]);
+    const failures = (await accountEvents()).filter(
+      (event) => event.type === 'UserSignInFailed' && (event.data as { userId: string }).userId === rows[0].user_id,
+    );
+    assert.equal(failures.length, MAX_FAILURES_PER_EMAIL);
   });
 
   test('behind the proxy, the address is the entry the proxy added (the last), not one the client wrote before it', async () => {
     const proxy = `198.51.100.${++addresses}`;
     for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++) {
       const spoofed = new PortalClient(baseUrl, { 'X-Forwarded-For': `192.0.2.${i}, ${proxy}` });
-      assert.equal((await spoofed.signIn(`spray${i}@example.org`, 'password guess 1')).status, 401);
+      assert.equal((await signedInPage(spoofed, `spray${i}@example.org`, 'password guess 1')).status, 401);
     }
     const next = new PortalClient(baseUrl, { 'X-Forwarded-For': `192.0.2.250, ${proxy}` });
     assert.equal(
-      (await next.signIn('spray-last@example.org', 'password guess 1')).status,
+      (await signedInPage(next, 'spray-last@example.org', 'password guess 1')).status,
       429,
       'a rotating first entry does not escape the throttle',
     );
@@ -257,8 +289,8 @@ describe('sign-in and sessions', () => {
     await portalUser(runtime, baseUrl, 'acme', 'address@example.org', TEST_PASSWORD, from());
     const attacker = client();
     for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++)
-      assert.equal((await attacker.signIn(`guess${i}@example.org`, 'password guess 1')).status, 401);
-    assert.equal((await attacker.signIn('address@example.org', TEST_PASSWORD)).status, 429);
+      assert.equal((await signedInPage(attacker, `guess${i}@example.org`, 'password guess 1')).status, 401);
+    assert.equal((await signedInPage(attacker, 'address@example.org', TEST_PASSWORD)).status, 429);
     assert.equal((await client().signIn('address@example.org', TEST_PASSWORD)).status, 303);
   });
 
@@ -353,20 +385,26 @@ describe('sign-in and sessions', () => {
     const c = await portalUser(runtime, baseUrl, 'acme', 'change@example.org', TEST_PASSWORD, from());
     const other = new PortalClient(baseUrl, from());
     await other.signIn('change@example.org', TEST_PASSWORD);
-    const wrong = await c.submit('/portal/settings/account', '/portal/settings/password', {
-      current: 'not it at all',
-      password: 'a brand new password',
-    });
+    const wrong = await shown(
+      c,
+      await c.submit('/portal/settings/account', '/portal/settings/password', {
+        current: 'not it at all',
+        password: 'a brand new password',
+      }),
+    );
     assert.equal(wrong.status, 400);
-    const changed = await c.submit('/portal/settings/account', '/portal/settings/password', {
-      current: TEST_PASSWORD,
-      password: 'a brand new password',
-    });
+    const changed = await shown(
+      c,
+      await c.submit('/portal/settings/account', '/portal/settings/password', {
+        current: TEST_PASSWORD,
+        password: 'a brand new password',
+      }),
+    );
     assert.equal(changed.status, 200);
     assert.match(changed.text, /password is changed/);
     assert.equal((await c.get('/portal/jobs')).status, 200);
     assert.equal((await other.get('/portal/jobs')).status, 303);
-    assert.equal((await client().signIn('change@example.org', TEST_PASSWORD)).status, 401);
+    assert.equal((await signedInPage(client(), 'change@example.org', TEST_PASSWORD)).status, 401);
     assert.equal((await client().signIn('change@example.org', 'a brand new password')).status, 303);
     assert.ok(
       (await accountEvents()).some(

@@ -32,7 +32,7 @@ test('a checked-out connection the database ends is logged as lost, checked out,
   await terminate(pid);
   const [error] = await lost;
   assert.equal((error as { code?: string }).code, '57P01');
-  await assert.rejects(client.query('select 1'));
+  await assert.rejects(client.query('select 1'), { message: 'Client has encountered a connection error and is not queryable' });
   client.release(true);
   const line = lines.find((entry) => entry.msg === 'database connection lost' && entry.checked_out === true);
   assert.ok(line, JSON.stringify(lines));

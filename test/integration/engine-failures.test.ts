@@ -4,6 +4,7 @@ import { correctionUsageReport } from '../../projections/correction-usage.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const config = await testConfig(await createTestDatabase(), { PAGE_RETRY_LIMIT: '1' });
 const runtime = await startTestRuntime(config, {
@@ -35,7 +36,14 @@ describe('page failures', () => {
       await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
     ).rows.map((row) => row.type);
     assert.equal(types.filter((type) => type === 'JobFailed').length, 1);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Once every task of the job has ended, nothing more can be appended for it.
+    await waitUntil('every task of the job ended', async () => {
+      const pending = await runtime.db.pool.query(
+        `select 1 from pgboss.job where data->>'jobId' = $1 and state in ('created', 'retry', 'active')`,
+        [jobId],
+      );
+      return pending.rows.length === 0;
+    });
     const after = (
       await runtime.db.pool.query('select type from events where stream_id = $1 order by stream_version', [`job-${jobId}`])
     ).rows.map((row) => row.type);

@@ -16,6 +16,7 @@ import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { startWorkerProcess } from '../support/worker-processes.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const databaseUrl = await createTestDatabase();
 const config = await testConfig(databaseUrl, { PAGE_RETRY_LIMIT: '1' });
@@ -88,7 +89,14 @@ describe('lost workers', () => {
 
     // Idempotent: the sweep finds nothing left to do.
     assert.deepEqual(await sweepStrandedJobs({ bus: api.bus, log: api.log }), []);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Once every task of the job has ended (its dead letters and callback too), nothing more can be appended for it.
+    await waitUntil('every task of the job ended', async () => {
+      const pending = await api.db.pool.query(
+        `select 1 from pgboss.job where data->>'jobId' = $1 and state in ('created', 'retry', 'active')`,
+        [jobId],
+      );
+      return pending.rows.length === 0;
+    });
     const types = (await jobEvents(jobId)).map((event) => event.type);
     assert.equal(types.filter((type) => type === 'JobFailed').length, 1, types.join(' '));
     assert.equal(types.filter((type) => type === 'PageCompleted' || type === 'JobSucceeded').length, 0);

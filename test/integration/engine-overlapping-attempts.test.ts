@@ -16,7 +16,7 @@ import { createPageHandler } from '../../src/workers/tasks/page-worker.ts';
 import type { ExportTaskData, PageTaskData } from '../../src/queue/queues.ts';
 import { HandedBack } from '../../src/workers/mechanics/task-errors.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { submitTestJob } from '../support/engine.ts';
+import { submitTestJob, TEST_PAGE_PNG } from '../support/engine.ts';
 import { createCredentials, startApiServer } from '../support/http-client.ts';
 import { sleep, testExportPipeline, tinyPageResult } from '../support/test-pipelines.ts';
 
@@ -35,7 +35,7 @@ async function completeOnlyPage(jobId: string): Promise<void> {
   const pages: PagePipeline = {
     async processPage(task, context) {
       await context.enterStep('layout');
-      return tinyPageResult(task, Buffer.from('page'));
+      return tinyPageResult(task, TEST_PAGE_PNG);
     },
   };
   await createPageHandler({ bus: runtime.bus, blobs: runtime.blobs, pipeline: pages, retryLimit: 2, log: runtime.log })(
@@ -124,7 +124,7 @@ test('two page attempts at once: the result recorded is the one exported; the ot
       await context.enterStep('layout');
       // Both in flight; the first finishes first, with correction applied, the retry later without.
       await sleep(mine === 1 ? 200 : 700);
-      const result: PageResult = tinyPageResult(task, Buffer.from('page'));
+      const result: PageResult = tinyPageResult(task, TEST_PAGE_PNG);
       result.regions[0].lines[0].text = mine === 1 ? 'corrected by attempt 1' : 'raw text of attempt 2';
       if (mine === 1)
         result.correction = { provider: 'p', model: 'm', refusedLines: [], inputTokens: 10, outputTokens: 10, outcome: 'applied' };
@@ -171,7 +171,7 @@ test('a claim handed back at shutdown after storing its result, before recording
   const pages: PagePipeline = {
     async processPage(task, context) {
       await context.enterStep('layout');
-      return tinyPageResult(task, Buffer.from('page'));
+      return tinyPageResult(task, TEST_PAGE_PNG);
     },
   };
   const task = { ...attempt<PageTaskData>('page-task', { jobId, page: 1 }, 0), signal: controller.signal } as Job<PageTaskData>;

@@ -1,6 +1,7 @@
 // A database from before page-scoped appends (migrations up to 0005): the job in flight when
 // the new version starts keeps its history, its pages are not done twice, and it finishes.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { PROJECTIONS } from '../../projections/index.ts';
 import { pageTaskId, QUEUES } from '../../src/queue/queues.ts';
 import { verifyProjections } from '../../src/store/replay-projections.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { startTestRuntime, testConfig, waitForJobState } from '../support/engine.ts';
+import { startTestRuntime, TEST_PAGE_PNG, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline, tinyPageResult, type PageLog } from '../support/test-pipelines.ts';
 
 const url = await createTestDatabase();
@@ -43,8 +44,8 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
     pageNumber: n,
     name: `${n}.png`,
     blobKey: `jobs/${jobId}/pages/000${n}.png`,
-    sha256: '0'.repeat(64),
-    bytes: 6,
+    sha256: createHash('sha256').update(TEST_PAGE_PNG).digest('hex'),
+    bytes: TEST_PAGE_PNG.length,
   }));
   const history = [
     {
@@ -83,8 +84,8 @@ test('a job recorded before page-scoped appends replays, keeps its completed pag
   const processed: PageLog[] = [];
   const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'new', processed }), export: testExportPipeline() });
   try {
-    await runtime.blobs.put(`jobs/${jobId}/results/0001.json`, JSON.stringify(tinyPageResult({ page: pages[0] }, Buffer.from('page 1'))));
-    for (const page of pages) await runtime.blobs.put(page.blobKey, Buffer.from(`page ${page.pageNumber}`));
+    await runtime.blobs.put(`jobs/${jobId}/results/0001.json`, JSON.stringify(tinyPageResult({ page: pages[0] }, TEST_PAGE_PNG)));
+    for (const page of pages) await runtime.blobs.put(page.blobKey, TEST_PAGE_PNG);
     const columns = await runtime.db.pool.query('select stream_version, page from events where stream_id = $1 order by stream_version', [
       `job-${jobId}`,
     ]);

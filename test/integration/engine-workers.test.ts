@@ -1,24 +1,46 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline, type PageLog } from '../support/test-pipelines.ts';
+import { waitUntil } from '../support/wait.ts';
 
+const WORKERS = ['w1', 'w2', 'w3'];
 const databaseUrl = await createTestDatabase();
+// Two pages at once per worker runtime (testConfig's WORKER_CONCURRENCY).
 const config = await testConfig(databaseUrl);
 const processed: PageLog[] = [];
+/**
+ * The fan-out test's job: each of its pages waits at its start until every worker has started
+ * one (at most a minute), so that no worker can take all the pages before the others fetch.
+ */
+const fanOut = { jobId: '', workers: new Set<string>(), everyWorker: Promise.withResolvers<void>() };
 const runtimes: Runtime[] = [];
-for (const worker of ['w1', 'w2', 'w3']) {
+for (const worker of WORKERS) {
   runtimes.push(
     await startTestRuntime(config, {
-      page: testPagePipeline({ worker, stepMs: 40, processed, failPages: [], flakyPages: [] }),
+      page: testPagePipeline({
+        worker,
+        stepMs: 40,
+        processed,
+        failPages: [],
+        flakyPages: [],
+        pause: async (task, at) => {
+          if (at !== 'read' || task.jobId !== fanOut.jobId) return;
+          fanOut.workers.add(worker);
+          if (fanOut.workers.size === WORKERS.length) fanOut.everyWorker.resolve();
+          await Promise.race([fanOut.everyWorker.promise, new Promise((resolve) => setTimeout(resolve, 60_000).unref())]);
+        },
+      }),
       export: testExportPipeline(),
     }),
   );
 }
 const [api] = runtimes;
 after(async () => {
+  fanOut.everyWorker.resolve();
   for (const runtime of runtimes) await runtime.stop();
 });
 const accountId = await testAccount(api);
@@ -61,14 +83,15 @@ describe('workers', () => {
   });
 
   test('pages fan out over every worker and fan in to one export', async () => {
-    const jobId = await submitTestJob(api, accountId, 12);
+    fanOut.jobId = randomUUID();
+    const jobId = await submitTestJob(api, accountId, 12, {}, { jobId: fanOut.jobId });
     assert.equal(await waitForJobState(api, jobId, ['done', 'failed']), 'done');
     const pages = processed.filter((entry) => entry.jobId === jobId);
     assert.deepEqual(
       pages.map((entry) => entry.page).sort((a, b) => a - b),
       Array.from({ length: 12 }, (_, i) => i + 1),
     );
-    assert.ok(new Set(pages.map((entry) => entry.worker)).size >= 2, `pages ran on ${[...new Set(pages.map((entry) => entry.worker))]}`);
+    assert.deepEqual([...new Set(pages.map((entry) => entry.worker))].sort(), WORKERS, 'every worker ran pages of the job');
 
     const types = await eventTypes(jobId);
     assert.equal(types[0], 'JobQueued');
@@ -96,11 +119,19 @@ describe('workers', () => {
 
   test('cancel during processing stops the job and nothing follows the cancel', async () => {
     const jobId = await submitTestJob(api, accountId, 30);
-    await waitForJobState(api, jobId, ['processing']);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Processing: a page has completed, and more are still to come.
+    await waitUntil('a page of the job completed', async () => (await eventTypes(jobId)).includes('PageCompleted'));
     await api.bus.job(jobId, { type: 'CancelJob', now: new Date() });
     const doneAtCancel = processed.filter((entry) => entry.jobId === jobId).length;
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Every page task of the job has ended (cancelled before it ran, or dropped or finished by the
+    // worker that held it): nothing more can be appended for it.
+    await waitUntil('every page task of the job ended', async () => {
+      const unfinished = await api.db.pool.query(
+        `select 1 from pgboss.job where name = 'hwr-page' and data->>'jobId' = $1 and state in ('created', 'retry', 'active')`,
+        [jobId],
+      );
+      return unfinished.rows.length === 0;
+    });
     const types = await eventTypes(jobId);
     assert.equal(types.at(-1), 'JobCancelled', `events after cancel: ${types.slice(types.indexOf('JobCancelled'))}`);
     assert.ok(!types.includes('JobSucceeded'));

@@ -19,6 +19,7 @@ import { QUEUES } from '../../src/queue/queues.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, submitTestJob, testAccount, testConfig, waitForJobState } from '../support/engine.ts';
 import { testExportPipeline, testPagePipeline } from '../support/test-pipelines.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const config = await testConfig(await createTestDatabase(), {}, await mkdtemp(path.join(os.tmpdir(), 'hwr-orphans-')));
 const runtime = await startTestRuntime(config, { page: testPagePipeline({ worker: 'w' }), export: testExportPipeline() });
@@ -133,11 +134,26 @@ describe('orphan files', () => {
   });
 
   test('worker processes run the sweep as a cron task', async () => {
+    // Scheduled every ten minutes …
     const schedules = await runtime.db.pool.query<{ name: string; cron: string }>(
       'select name, cron from pgboss.schedule where name = $1',
       [QUEUES.sweepOrphanBlobs],
     );
     assert.deepEqual(schedules.rows, [{ name: QUEUES.sweepOrphanBlobs, cron: '*/10 * * * *' }]);
+    // … and the task the schedule sends is run by the workers: given one now (as pg-boss's clock
+    // does at the tenth minute), they delete an orphan folder an hour old.
+    const orphan = randomUUID();
+    await jobFolder(orphan, 2 * HOURS);
+    const taskId = await runtime.boss.send(QUEUES.sweepOrphanBlobs, {});
+    assert.ok(taskId);
+    await waitUntil('the sweep task to be completed by a worker', async () => {
+      const task = await runtime.db.pool.query<{ state: string }>('select state from pgboss.job where name = $1 and id = $2', [
+        QUEUES.sweepOrphanBlobs,
+        taskId,
+      ]);
+      return task.rows[0]?.state === 'completed';
+    });
+    assert.ok(!(await jobFolders()).includes(orphan), 'the orphan folder is gone');
   });
 
   test('an API start removes the temporary uploads of dead processes, and leaves live ones and recent unknown ones', async () => {

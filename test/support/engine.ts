@@ -1,6 +1,8 @@
-// Engine test helpers: a runtime on a test database, an account, and submitted jobs.
+// Engine test helpers: a runtime on a test database, an account, and submitted jobs of real
+// (small) page images; the waits and checks the engine tests share (test/README.md).
 import assert from 'node:assert/strict';
 import { randomUUID, createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,17 +42,27 @@ export const DEFAULT_OPTIONS: JobOptions = {
   webhookUrl: null,
 };
 
-/** Submits a job of `pageCount` small stored pages directly through the command bus. */
+/**
+ * The page image of the engine tests' jobs: a real PNG, a 320×44 strip of handwriting
+ * (test/fixtures/zips/images, from a Zola manuscript), small enough for hundreds of pages.
+ */
+export const TEST_PAGE_PNG = readFileSync(path.resolve(import.meta.dirname, '../fixtures/zips/images/line-6.png'));
+
+/**
+ * Submits a job of `pageCount` small stored pages directly through the command bus. `jobId`:
+ * given when a pipeline must know the job before its pages start; `image`: each page's bytes
+ * (TEST_PAGE_PNG unless a test needs a broken one).
+ */
 export async function submitTestJob(
   runtime: Runtime,
   accountId: string,
   pageCount: number,
   options: Partial<JobOptions> = {},
+  { jobId = randomUUID(), image = TEST_PAGE_PNG }: { jobId?: string; image?: Buffer } = {},
 ): Promise<string> {
-  const jobId = randomUUID();
   const pages: PageSource[] = [];
   for (let page = 1; page <= pageCount; page++) {
-    const body = Buffer.from(`page ${page} of ${jobId}`);
+    const body = image;
     const blobKey = `jobs/${jobId}/pages/${String(page).padStart(4, '0')}.png`;
     await runtime.blobs.put(blobKey, body);
     pages.push({

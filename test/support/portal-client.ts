@@ -87,7 +87,8 @@ export async function portalUser(
     password,
     password2: password,
   });
-  if (set.status !== 200) throw new Error(`setup answered ${set.status}: ${set.text}`);
+  // Post/Redirect/Get: the password set, the form answers 303 to the sign-in page.
+  if (set.status !== 303 && set.status !== 200) throw new Error(`setup answered ${set.status}: ${set.text}`);
   const signedIn = await client.signIn(email, password);
   if (signedIn.status !== 303) throw new Error(`sign-in answered ${signedIn.status}: ${signedIn.text}`);
   return client;

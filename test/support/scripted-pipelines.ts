@@ -1,8 +1,12 @@
-// Page and export pipelines for the HTTP API tests, steered by the ZIP entry names a
-// test uploads: a page named `fail-*` fails for good, a page named `hold-*` stays in
-// processing until the test releases its job (or the job is cancelled), a page named `decode-*`
-// is decoded by the real image preparation (and fails as it does when its pixels are cut off).
-// Everything else runs through the fast test pipeline of test-pipelines.ts.
+// Scripted pipelines for the HTTP API, portal and client tests (test/README.md, "Stand-ins"):
+// steered by the ZIP entry names a test uploads, so that a test can have a job fail, stay
+// running or be decoded on cue: a page named `fail-*` fails for good, a page named `hold-*`
+// stays in processing, in its first step, until the test releases its job (or the job is
+// cancelled), a page named `decode-*` is decoded by the real image preparation (and fails as it
+// does when its pixels are cut off). Every other page, and the export, runs through `base`: by
+// default the stand-in pipelines of test-pipelines.ts (no model: what these tests check is the
+// service around the pages); a test that says it runs a real job passes the real pipelines
+// (src/pipeline/default-pipelines.ts), and its held pages are then recognised for real too.
 import { prepareImage } from '../../src/recognition/image/prepare-image.ts';
 import type { ExportPipeline, PagePipeline } from '../../src/pipeline/pipeline.ts';
 import { testExportPipeline, testPagePipeline } from './test-pipelines.ts';
@@ -14,8 +18,12 @@ export interface ScriptedPipelines {
   release(jobId: string): void;
 }
 
-export function scriptedPipelines(): ScriptedPipelines {
-  const base = testPagePipeline({ worker: 'api-test', stepMs: 5 });
+export function scriptedPipelines(
+  base: { page: PagePipeline; export: ExportPipeline } = {
+    page: testPagePipeline({ worker: 'api-test', stepMs: 5 }),
+    export: testExportPipeline(),
+  },
+): ScriptedPipelines {
   const released = new Set<string>();
   const waiters = new Map<string, Array<() => void>>();
 
@@ -35,8 +43,18 @@ export function scriptedPipelines(): ScriptedPipelines {
       async processPage(task, context) {
         const name = task.page.name.split('/').at(-1) ?? '';
         if (name.startsWith('hold-')) {
-          await context.enterStep('layout');
-          await heldUntilReleased(task.jobId, context.signal);
+          // Held once it has entered its first step: a job processing, its page in a step.
+          let entered = false;
+          const holding = {
+            ...context,
+            enterStep: async (step: Parameters<typeof context.enterStep>[0]) => {
+              await context.enterStep(step);
+              if (entered) return;
+              entered = true;
+              await heldUntilReleased(task.jobId, context.signal);
+            },
+          };
+          return base.page.processPage(task, holding);
         }
         if (name.startsWith('decode-')) {
           await context.enterStep('layout');
@@ -47,10 +65,10 @@ export function scriptedPipelines(): ScriptedPipelines {
           // Not retryable: the job fails on the first try.
           throw Object.assign(new Error(`the scripted pipeline refuses ${name}`), { retryable: false });
         }
-        return base.processPage(task, context);
+        return base.page.processPage(task, context);
       },
     },
-    export: testExportPipeline(),
+    export: base.export,
     release(jobId) {
       released.add(jobId);
       for (const resolve of waiters.get(jobId) ?? []) resolve();

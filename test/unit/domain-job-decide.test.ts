@@ -141,7 +141,8 @@ describe('decideJob', () => {
         .then([queued(3)]);
     });
     test('refuses a second submission of the same job', () => job.given([queued()]).when(submit()).thenRejects('job_already_exists'));
-    test('refuses a job without pages', () => assert.throws(() => decideJob(initialJobState(), submit(0))));
+    test('refuses a job without pages', () =>
+      assert.throws(() => decideJob(initialJobState(), submit(0)), { name: 'Error', message: 'a job needs at least one page' }));
   });
 
   test('every command but SubmitJob needs an existing job', () => {
@@ -189,8 +190,14 @@ describe('decideJob', () => {
         .given([queued(2)])
         .when(step(3, 'layout'))
         .thenRejects('unknown_page');
-      assert.throws(() => decideJob(foldJob([queued()]), step(1, 'export')));
-      assert.throws(() => decideJob(foldJob([queued()]), step(null, 'layout')));
+      assert.throws(() => decideJob(foldJob([queued()]), step(1, 'export')), {
+        name: 'Error',
+        message: 'the export step runs per job, not per page',
+      });
+      assert.throws(() => decideJob(foldJob([queued()]), step(null, 'layout')), {
+        name: 'Error',
+        message: 'only the export step runs per job',
+      });
     });
     test('export starts once, and only when every page is complete', () => {
       job
@@ -349,7 +356,7 @@ describe('decideJob', () => {
     test('a repeated attempt records nothing; an attempt out of order is an error', () => {
       const history = [...done, attempted(1, false, iso(12))];
       job.given(history).when(attempt(1, false)).thenNothing();
-      assert.throws(() => decideJob(foldJob(history), attempt(3, false)));
+      assert.throws(() => decideJob(foldJob(history), attempt(3, false)), { name: 'Error', message: 'callback attempt 3 out of order' });
     });
     test('failed jobs call back too; jobs without webhook_url have nothing to deliver', () => {
       job

@@ -26,17 +26,21 @@ test('a failed page counts; a database outage under the page and a cancelled pag
   await run(null);
   assert.equal(await count(pagesProcessed), processed + 1);
 
-  await assert.rejects(run(new Error('the image is unreadable')));
+  await assert.rejects(run(new Error('the image is unreadable')), { message: 'the image is unreadable' });
   assert.equal(await count(pagesFailed), failed + 1);
 
   // What node-postgres throws when PostgreSQL restarts under a query, and a refused connection.
-  await assert.rejects(run(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })));
-  await assert.rejects(run(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })));
-  await assert.rejects(run(new Error('Connection terminated unexpectedly')));
+  await assert.rejects(run(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })), {
+    code: '57P01',
+  });
+  await assert.rejects(run(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })), {
+    code: 'ECONNREFUSED',
+  });
+  await assert.rejects(run(new Error('Connection terminated unexpectedly')), { message: 'Connection terminated unexpectedly' });
   assert.equal(await count(pagesFailed), failed + 1, 'an outage is not a failure of the page');
 
   const cancelled = new AbortController();
   cancelled.abort();
-  await assert.rejects(run(new Error('aborted'), cancelled.signal));
+  await assert.rejects(run(new Error('aborted'), cancelled.signal), { message: 'aborted' });
   assert.equal(await count(pagesFailed), failed + 1);
 });
