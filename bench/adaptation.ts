@@ -35,6 +35,7 @@ import { defaultModelSpec } from '../src/recognition/models/default-model.ts';
 import { parseUploadedLayout } from '../src/recognition/layout/uploaded-layout.ts';
 import { loadModelSpec } from '../src/recognition/models/model-manifest.ts';
 import type { ModelSpec } from '../src/recognition/models/model-spec.ts';
+import { withTrainedRecognizer } from '../src/recognition/models/trained-recognizer.ts';
 import { allLines } from '../src/recognition/page/page-result.ts';
 import { recognizePage } from '../src/recognition/recognize-page.ts';
 import { compareNatural } from '../src/shared/natural-sort.ts';
@@ -135,16 +136,12 @@ function trainingSizes(pages: number, asked: string[]): number[] {
 }
 
 /**
- * The default setup with the adapted recognizer (its charset, weights, LM and decoding settings) in place of the base's;
+ * The default setup with the adapted recognizer, as a job that names the model reads (models/trained-recognizer.ts);
  * `weightsOnly`: with the base's language model and known words instead of the adapted ones.
  */
 function withRecognizer(setup: ModelSpec, adapted: ModelSpec, weightsOnly = false): ModelSpec {
-  return {
-    ...setup,
-    recognition: adapted.recognition,
-    languageModel: weightsOnly ? setup.languageModel : adapted.languageModel,
-    recognitionSource: { name: adapted.name, version: adapted.version },
-  };
+  const spec = withTrainedRecognizer(setup, adapted);
+  return weightsOnly ? { ...spec, languageModel: setup.languageModel } : spec;
 }
 
 async function readPages(engine: OcrEngine, pages: EvalPage[], groundTruthLines: boolean, maxPixels: number): Promise<Reading> {

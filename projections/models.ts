@@ -130,3 +130,9 @@ export async function listAccountModels(db: Queryable, accountId: string, limit:
   );
   return result.rows;
 }
+
+/** A model's state (`queued`, `training`, …); undefined for no such model. */
+export async function readModelState(db: Queryable, modelId: string): Promise<string | undefined> {
+  const result = await db.query<{ state: string }>('select state from models where model_id = $1', [modelId]);
+  return result.rows[0]?.state;
+}

@@ -18,16 +18,15 @@
 // names, or --document SOURCE:DOCUMENT: its pages). --model is the recognizer the lines are cut for
 // (its manifest's inputHeight, cropHeightScale, readWholeLines; a setup such as models/default
 // names its recognizer's). Prints a JSON summary on stdout.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import sharp from 'sharp';
 import { normaliseLineText, tooSmallToRead } from '../src/intake/ground-truth-text.ts';
 import { prepareImage } from '../src/recognition/image/prepare-image.ts';
 import { parseUploadedLayout, type UploadedLine } from '../src/recognition/layout/uploaded-layout.ts';
 import { loadModelSpec } from '../src/recognition/models/model-manifest.ts';
-import { cutTrainingLines, greyLevels } from '../src/recognition/training/line-crops.ts';
+import { type TrainingLineRow, writeLinesFile, writePageLines } from '../src/recognition/training/training-lines-file.ts';
 import { compareNatural } from '../src/shared/natural-sort.ts';
 import { pagesFromDataset } from '../bench/lib/htr-pages.ts';
 
@@ -124,7 +123,7 @@ export async function cutLines(
 ): Promise<CutSummary> {
   const spec = loadModelSpec(modelDir).recognition;
   mkdirSync(out, { recursive: true });
-  const rows: string[] = [];
+  const rows: TrainingLineRow[] = [];
   const skipped: CutSummary['skipped'] = { no_text: 0, too_small: 0, unlearnable: 0, no_geometry: 0 };
   let characters = 0;
   for (const page of pages) {
@@ -138,21 +137,12 @@ export async function cutLines(
       else if (tooSmallToRead(line.polygon, text) !== null) skipped.too_small += 1;
       else usable.push({ ...line, text });
     }
-    const folder = path.join('lines', page.name.replace(/[^A-Za-z0-9_.-]/g, '_'));
-    mkdirSync(path.join(out, folder), { recursive: true });
-    const crops = cutTrainingLines(raster, usable, spec);
-    for (const [index, { id, text, crop }] of crops.entries()) {
-      const image = path.join(folder, `${String(index + 1).padStart(4, '0')}.png`);
-      await sharp(Buffer.from(greyLevels(crop)), { raw: { width: crop.width, height: crop.height, channels: 1 } })
-        .png()
-        .toFile(path.join(out, image));
-      const split = validationPages.size > 0 ? { split: validationPages.has(page.name) ? 'val' : 'train' } : {};
-      rows.push(JSON.stringify({ id: `${page.name}/${id}`, image, text, page: page.name, ...split }));
-      characters += [...text].length;
-    }
+    const heldOut = validationPages.size > 0 ? usable.map(() => validationPages.has(page.name)) : undefined;
+    const written = await writePageLines(out, page.name, raster, usable, spec, heldOut);
+    rows.push(...written);
+    characters += written.reduce((sum, row) => sum + [...row.text].length, 0);
   }
-  writeFileSync(path.join(out, 'lines.jsonl'), rows.length > 0 ? `${rows.join('\n')}\n` : '');
-  return { pages: pages.length, lines: rows.length, characters, skipped, out: path.join(out, 'lines.jsonl') };
+  return { pages: pages.length, lines: rows.length, characters, skipped, out: writeLinesFile(out, rows) };
 }
 
 async function main(): Promise<number> {

@@ -15,7 +15,7 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
-  serve: { summary: 'serve [--role api|worker|all]   run the service', options: ['role'], load: () => import('./serve.ts') },
+  serve: { summary: 'serve [--role api|worker|trainer|all]   run the service', options: ['role'], load: () => import('./serve.ts') },
   migrate: { summary: 'migrate                         apply database migrations', options: [], load: () => import('./migrate.ts') },
   accounts: { summary: 'accounts create NAME | rotate-secret NAME', options: [], load: () => import('./accounts.ts') },
   keys: {

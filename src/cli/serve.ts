@@ -1,4 +1,5 @@
-// `hwr serve [--role api|worker|all]`: the HTTP API, the workers, or both (default).
+// `hwr serve [--role api|worker|trainer|all]`: the HTTP API, the page workers, the trainer (docs/models.md),
+// or all of them (default; the trainer where a Python with PyTorch is found).
 import { countAccounts, createAccount, createApiKey } from '../use-cases/accounts.ts';
 import { loadConfig } from '../platform/config.ts';
 import { defaultPipelines } from '../pipeline/default-pipelines.ts';
@@ -8,7 +9,7 @@ import { startConfiguredMetricsServer } from '../server/metrics-server.ts';
 import { startRuntime, type Runtime } from '../runtime/runtime.ts';
 import { parseArgs, stringOption, UsageError } from './args.ts';
 
-const ROLES = ['api', 'worker', 'all'] as const;
+const ROLES = ['api', 'worker', 'trainer', 'all'] as const;
 type Role = (typeof ROLES)[number];
 
 export async function run(args: string[]): Promise<number> {
@@ -23,19 +24,20 @@ export async function run(args: string[]): Promise<number> {
     process.once('SIGINT', () => resolve('SIGINT'));
   });
   const runtime = await startRuntime(config, log, {
-    workers: role !== 'api',
+    workers: role === 'worker' || role === 'all',
+    ...(role === 'trainer' ? { trainer: 'required' as const } : role === 'all' ? { trainer: 'where-available' as const } : {}),
     pipelines: () => defaultPipelines(config, log),
     claimOrphanedDatabase: true,
   });
   let server: RunningServer | null = null;
   const metrics = await startConfiguredMetricsServer(runtime);
   try {
-    if (role !== 'worker') {
+    if (role === 'api' || role === 'all') {
       if (!config.databaseUrl) await bootstrapFirstAccount(runtime);
       server = await startHttpServer(runtime);
       log.info({ port: server.port, base_url: config.baseUrl, role }, 'hwr listening');
     } else {
-      log.info({ role }, 'hwr worker running');
+      log.info({ role }, role === 'trainer' ? 'hwr trainer running' : 'hwr worker running');
     }
   } catch (error) {
     // A start that fails (a port already taken) stops what did start, workers and the embedded

@@ -1,6 +1,7 @@
 // manifest.json of the result archive: what was exported, from what, by which software and
 // models, and every file with its size and sha256 (all files but the manifest itself).
 import type { JobOptions, PdfFormat } from '../../domain/events.ts';
+import { DEFAULT_MODEL } from '../../domain/model.ts';
 import type { ModelInfo, PageResult } from '../recognition/page/page-result.ts';
 import type { PageTurn } from '../recognition/reading/page-turn.ts';
 
@@ -33,7 +34,8 @@ export interface Manifest {
   job_id: string;
   /** The archive's one timestamp: the job's creation time (see docs/result-archive.md). */
   created_at: string;
-  options: { llm_tier: string; preset: string; pipeline_steps: string[]; pdf_format: PdfFormat };
+  /** `model`: `default`, or the id of the account's trained model the pages were read with (docs/models.md). */
+  options: { llm_tier: string; preset: string; pipeline_steps: string[]; pdf_format: PdfFormat; model: string };
   software: { name: string; version: string };
   models: Array<{ role: ModelInfo['role']; name: string; version: string }>;
   correction: Array<{ provider: string; model: string }>;
@@ -85,6 +87,7 @@ export class ManifestBuilder {
         preset: job.options.preset,
         pipeline_steps: [...job.options.pipelineSteps],
         pdf_format: job.options.pdfFormat,
+        model: job.options.model ?? DEFAULT_MODEL,
       },
       software: this.software ?? job.fallbackSoftware,
       models: [...this.models.values()],

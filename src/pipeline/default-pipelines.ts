@@ -19,5 +19,11 @@ export async function defaultPipelines(
   log[notice.level](notice.message);
   const corrector = createCorrector(config.correction);
   log.debug('pipelines loaded');
-  return { page: createPagePipeline({ config, corrector }), export: createExportPipeline(), close: closeSharedEngines };
+  const page = createPagePipeline({ config, corrector });
+  const close = async () => {
+    // The trained models' engines share the shared engines' sessions: they go first.
+    await page.close?.();
+    await closeSharedEngines();
+  };
+  return { page, export: createExportPipeline(), close };
 }

@@ -7,11 +7,14 @@ import { storedPageImage } from './stored-page-image.ts';
 import type { PageResult } from '../recognition/page/page-result.ts';
 import { recognizePage, type StageTimings } from '../recognition/recognize-page.ts';
 import { sharedEngine } from './shared-engine.ts';
+import { TrainedEngines } from './trained-engines.ts';
+import type { OcrEngine } from '../recognition/engine/ocr-engine.ts';
+import path from 'node:path';
 import { pagePixels } from '../recognition/engine/page-pixels.ts';
 import { PixelBudget } from '../recognition/engine/pixel-budget.ts';
 
 export interface PagePipelineOptions {
-  config: Pick<Config, 'recognition' | 'limits'>;
+  config: Pick<Config, 'recognition' | 'limits' | 'dataDir'>;
   /** Runs when the job's steps include 'correction'; without one, the step adds a warning. */
   corrector?: PageCorrector;
 }
@@ -19,11 +22,19 @@ export interface PagePipelineOptions {
 export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
   const { config, corrector } = options;
   const pixels = new PixelBudget(config.limits.maxPixelsInFlight);
+  const trainedEngines = new TrainedEngines({
+    cacheDir: path.join(config.dataDir, TRAINED_MODELS_CACHE),
+    memoryMb: config.recognition.trainedModelsMemoryMb,
+  });
   return {
+    close: () => trainedEngines.close(),
     async processPage(task: PageTask, context: PageContext): Promise<PageResult> {
       const steps = task.options.pipelineSteps;
       const { signal } = context;
-      const engine = await sharedEngine(config.recognition);
+      const shared = await sharedEngine(config.recognition);
+      // A job that names an account's trained model reads with it (docs/models.md); the rest of the setup is shared.
+      const withEngine = <T>(read: (engine: OcrEngine) => Promise<T>): Promise<T> =>
+        task.options.model === undefined ? read(shared) : trainedEngines.withEngine(task.options.model, shared, context.blobs, read);
       const bytes = await context.blobs.get(task.page.blobKey);
       // The page's own layout from the ZIP (checked at intake); events before it have none.
       const layoutXml = task.page.layoutBlobKey ? await context.blobs.get(task.page.layoutBlobKey) : undefined;
@@ -31,15 +42,17 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
       const { page, timings } = await pixels.run(
         weight,
         () =>
-          recognizePage(engine, bytes, {
-            name: task.page.name,
-            pageNumber: task.page.pageNumber,
-            maxPixels: config.limits.maxImagePixels,
-            recognize: steps.includes('recognition'),
-            ...(layoutXml ? { layoutXml } : {}),
-            signal,
-            enterStep: (step) => context.enterStep(step),
-          }),
+          withEngine((engine) =>
+            recognizePage(engine, bytes, {
+              name: task.page.name,
+              pageNumber: task.page.pageNumber,
+              maxPixels: config.limits.maxImagePixels,
+              recognize: steps.includes('recognition'),
+              ...(layoutXml ? { layoutXml } : {}),
+              signal,
+              enterStep: (step) => context.enterStep(step),
+            }),
+          ),
         signal,
       );
       context.log.debug(
@@ -63,6 +76,9 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
     },
   };
 }
+
+/** Where a worker keeps its copies of trained models, under DATA_DIR. */
+export const TRAINED_MODELS_CACHE = 'trained-models';
 
 function roundTimings(timings: StageTimings): Record<string, number> {
   return Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value)]));

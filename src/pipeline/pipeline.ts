@@ -37,6 +37,8 @@ export interface PageContext {
 
 export interface PagePipeline {
   processPage(task: PageTask, context: PageContext): Promise<PageResult>;
+  /** Releases what the pipeline loaded for itself (the engines of trained models). */
+  close?(): Promise<void>;
 }
 
 export interface ExportTask {

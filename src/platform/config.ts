@@ -122,6 +122,11 @@ export interface Config {
      * models whose manifest names one, or `greedy` (models without a language model always decode greedily).
      */
     decoder: 'greedy' | 'beam';
+    /**
+     * TRAINED_MODELS_MEMORY_MB: the most memory a worker gives the account models its jobs read
+     * with (each loaded once, least recently used unloaded first; docs/models.md). Default 512.
+     */
+    trainedModelsMemoryMb: number;
   };
   /** The correction step's settings (the library's; read below). */
   correction: CorrectionSettings;
@@ -134,6 +139,14 @@ export interface Config {
     mode: 'auto' | 'on' | 'off';
     /** TRAINER_PYTHON: the Python to look for and run the trainer with; null: `python3` on the PATH, then /usr/bin/python3. */
     python: string | null;
+    /** TRAINING_MAX_MINUTES: a training's time budget (all attempts together); the best checkpoint by then is the model. Default 30. */
+    maxMinutes: number;
+    /** TRAINER_CONCURRENCY: trainings one trainer process runs at once. Default 1. */
+    concurrency: number;
+    /** TRAINER_THREADS: PyTorch threads of one training. Default: the cores. */
+    threads: number;
+    /** TRAINER_NICE: the trainer's CPU priority below page work (a nice value, 0..19). Default 10. */
+    niceness: number;
   };
 }
 
@@ -252,6 +265,10 @@ export function loadConfig(env: Env = process.env): Config {
     training: {
       mode: read.oneOf('TRAINER', ['auto', 'on', 'off'] as const, 'auto'),
       python: read.string('TRAINER_PYTHON'),
+      maxMinutes: read.number('TRAINING_MAX_MINUTES', 30, 0.1, 180),
+      concurrency: read.integer('TRAINER_CONCURRENCY', 1, 1, 8),
+      threads: Math.min(cores, read.integer('TRAINER_THREADS', cores, 1, 256)),
+      niceness: read.integer('TRAINER_NICE', 10, 0, 19),
     },
   };
   const correctionMs = correctionWorstCaseMs(config.correction);
@@ -360,6 +377,7 @@ function recognitionConfig(read: EnvReader, cores: number): Config['recognition'
     threads,
     concurrency,
     decoder: read.oneOf('RECOGNITION_DECODER', ['greedy', 'beam'] as const, 'beam'),
+    trainedModelsMemoryMb: read.integer('TRAINED_MODELS_MEMORY_MB', 512, 64, 65536),
   };
 }
 

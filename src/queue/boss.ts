@@ -11,7 +11,7 @@ import type { Reaction } from './reactions.ts';
 export type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
 
 /** Attempts of a training task after its first (a killed trainer's task is taken up again from its checkpoint). */
-const MODEL_TRAINING_RETRY_LIMIT = 3;
+export const MODEL_TRAINING_RETRY_LIMIT = 3;
 /** The longest one attempt of a training may hold its task: the trainer's time budget, the export and the measuring, with room. */
 const MODEL_TRAINING_EXPIRE_SECONDS = 4 * 3600;
 

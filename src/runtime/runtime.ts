@@ -14,6 +14,7 @@ import { measuredPagePipeline } from '../pipeline/measured-page-pipeline.ts';
 import type { ExportPipeline, PagePipeline } from '../pipeline/pipeline.ts';
 import { startBoss, type PgBoss } from '../queue/boss.ts';
 import { startWorkers, type Workers } from '../workers/start-workers.ts';
+import type { TrainerDeps } from '../workers/start-trainer.ts';
 import { TRAINING_INSTRUCTION, type TrainerAvailability, trainerAvailability } from './trainer-probe.ts';
 
 export interface Runtime {
@@ -37,6 +38,14 @@ export interface Runtime {
 export interface RuntimeOptions {
   /** Start pg-boss workers for pages, exports, callbacks and expiry. */
   workers: boolean;
+  /**
+   * Start the trainer (the model-training queue, docs/models.md): `required` (`--role trainer`:
+   * a start without a Python that can train fails), `where-available` (`--role all`: where
+   * TRAINER=auto finds such a Python), or not at all (absent).
+   */
+  trainer?: 'required' | 'where-available';
+  /** For tests: the training worker's small plan and fast checks. */
+  trainerTuning?: TrainerDeps['tuning'];
   pipelines?: () => Promise<{ page: PagePipeline; export: ExportPipeline; close?(): Promise<void> }>;
   /** Overrides DATABASE_STATEMENT_TIMEOUT_MS for this process's pool (0: none, and no DATABASE_QUERY_TIMEOUT_MS), e.g. `hwr projections rebuild`. */
   statementTimeoutMs?: number;
@@ -94,6 +103,26 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     const { blobs } = opened;
     const blobStore = opened;
     let workers: Workers | null = null;
+    const probeTrainer = trainerAvailability(config.training);
+    let trainerWorkers: Workers | null = null;
+    if (options.trainer) {
+      const python = await trainerPython(config, probeTrainer, options.trainer);
+      if (python) {
+        // Loaded only where a trainer runs: it brings the recognition models (for measuring a trained model).
+        const { startTrainer } = await import('../workers/start-trainer.ts');
+        const { sharedEngine } = await import('../pipeline/shared-engine.ts');
+        trainerWorkers = await startTrainer({
+          boss,
+          bus,
+          blobs,
+          config,
+          log,
+          python,
+          sharedEngine: () => sharedEngine(config.recognition),
+          ...(options.trainerTuning ? { tuning: options.trainerTuning } : {}),
+        });
+      }
+    }
     if (options.workers) {
       if (!options.pipelines) throw new Error('a worker needs pipelines');
       const pipelines = await options.pipelines();
@@ -111,8 +140,12 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     const startedBoss = boss;
     let workersStopped: Promise<void> | null = null;
     const stopWorkers = (graceMs = config.workers.shutdownGraceSeconds * 1000) =>
-      (workersStopped ??= workers ? workers.stop(graceMs).then(() => {}) : Promise.resolve());
-    const probeTrainer = trainerAvailability(config.training);
+      (workersStopped ??= Promise.all([
+        workers?.stop(graceMs),
+        // A training does not finish within a grace: it is handed back at once, its trainer
+        // checkpoints on SIGTERM, and its next attempt resumes from there.
+        trainerWorkers?.stop(0, TRAINER_CHECKPOINT_WAIT_MS),
+      ]).then(() => {}));
     let trainerLogged = false;
     const trainer = async () => {
       const availability = await probeTrainer();
@@ -153,6 +186,26 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     if (embedded) await embedded.stop().catch(() => {});
     throw error;
   }
+}
+
+/** How long a stopping trainer waits for its training's checkpoint to be written and stored. */
+const TRAINER_CHECKPOINT_WAIT_MS = 40_000;
+
+/**
+ * The Python this process trains with, or null where it does not train: `where-available` trains
+ * where TRAINER=auto found a Python with PyTorch; `required` also with TRAINER=on (TRAINER_PYTHON,
+ * else python3) and fails the start where TRAINER=off or no such Python was found.
+ */
+async function trainerPython(
+  config: Config,
+  probe: () => Promise<TrainerAvailability>,
+  mode: 'required' | 'where-available',
+): Promise<string | null> {
+  const availability = await probe();
+  if (availability.python) return availability.python;
+  if (mode === 'where-available') return null;
+  if (config.training.mode === 'on') return config.training.python ?? 'python3';
+  throw new Error(`the trainer role cannot run here: ${availability.reason}. ${TRAINING_INSTRUCTION}`);
 }
 
 /**

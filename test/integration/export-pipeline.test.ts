@@ -51,6 +51,7 @@ describe('export pipeline', () => {
       preset: 'generic',
       pipeline_steps: ['layout', 'recognition', 'correction', 'export'],
       pdf_format: 'pdfa-2b',
+      model: 'default',
     });
     assert.deepEqual(manifest.software, { name: 'hwr', version: '0.1.0' });
     assert.deepEqual(

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../../src/platform/config.ts';
 import { createLogger } from '../../src/platform/logger.ts';
 import type { ExportPipeline, JobOptions, PagePipeline, PageSource } from '../../src/pipeline/pipeline.ts';
-import { startRuntime, type Runtime } from '../../src/runtime/runtime.ts';
+import { type Runtime, type RuntimeOptions, startRuntime } from '../../src/runtime/runtime.ts';
 import { createAccount } from '../../src/use-cases/accounts.ts';
 
 export async function testConfig(databaseUrl: string, env: Record<string, string> = {}, dataDir?: string): Promise<Config> {
@@ -27,10 +27,15 @@ export async function testConfig(databaseUrl: string, env: Record<string, string
   });
 }
 
-export async function startTestRuntime(config: Config, pipelines?: { page: PagePipeline; export: ExportPipeline }): Promise<Runtime> {
+export async function startTestRuntime(
+  config: Config,
+  pipelines?: { page: PagePipeline; export: ExportPipeline; close?(): Promise<void> },
+  more: Pick<RuntimeOptions, 'trainer' | 'trainerTuning'> = {},
+): Promise<Runtime> {
   return startRuntime(config, createLogger(config.logLevel), {
     workers: pipelines !== undefined,
     pipelines: pipelines ? async () => pipelines : undefined,
+    ...more,
   });
 }
 

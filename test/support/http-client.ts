@@ -11,7 +11,7 @@ import type { Config } from '../../src/platform/config.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
 import { startHttpServer, type RunningServer } from '../../src/server/http-server.ts';
 import type { ExportPipeline, PagePipeline } from '../../src/pipeline/pipeline.ts';
-import type { Runtime } from '../../src/runtime/runtime.ts';
+import type { Runtime, RuntimeOptions } from '../../src/runtime/runtime.ts';
 import { startTestRuntime, testConfig } from './engine.ts';
 import { OpenApiValidator } from './openapi-validator.ts';
 
@@ -50,7 +50,12 @@ export interface ApiServer {
  */
 export async function startApiServer(
   databaseUrl: string,
-  options: { env?: Record<string, string>; pipelines?: { page: PagePipeline; export: ExportPipeline } } = {},
+  options: {
+    env?: Record<string, string>;
+    pipelines?: { page: PagePipeline; export: ExportPipeline; close?(): Promise<void> };
+    /** Start the trainer role too (docs/models.md), with these test settings. */
+    trainer?: Pick<RuntimeOptions, 'trainer' | 'trainerTuning'>;
+  } = {},
 ): Promise<ApiServer> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
@@ -63,7 +68,7 @@ export async function startApiServer(
       BASE_URL: baseUrl,
       ...options.env,
     });
-    const runtime = await startTestRuntime(config, options.pipelines);
+    const runtime = await startTestRuntime(config, options.pipelines, options.trainer);
     let server: RunningServer;
     try {
       server = await startHttpServer(runtime, port, '127.0.0.1');

@@ -69,6 +69,8 @@ export class OcrEngine {
   private readonly screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
   private readonly orientation: InferenceSession | null;
   private readonly gate: ModelGate;
+  /** Whether close() releases the detector, segmenter, screening and orientation too (false: they are another engine's). */
+  private readonly ownsSharedParts: boolean;
   /** Layouts this engine's segmenter made (read() may lay their page out again when it is printed). */
   private readonly segmented = new WeakSet<readonly LayoutRegion[]>();
 
@@ -82,6 +84,7 @@ export class OcrEngine {
       screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
       orientation: InferenceSession | null;
     },
+    shared?: { gate: ModelGate },
   ) {
     this.spec = spec;
     this.settings = settings;
@@ -90,8 +93,12 @@ export class OcrEngine {
     this.main = parts.main;
     this.screening = parts.screening;
     this.orientation = parts.orientation;
-    const semaphore = new Semaphore(settings.concurrency);
-    this.gate = (task) => semaphore.run(task);
+    if (shared) this.gate = shared.gate;
+    else {
+      const semaphore = new Semaphore(settings.concurrency);
+      this.gate = (task) => semaphore.run(task);
+    }
+    this.ownsSharedParts = shared === undefined;
   }
 
   static async load(spec: ModelSpec, settings: EngineSettings): Promise<OcrEngine> {
@@ -392,7 +399,34 @@ export class OcrEngine {
     ];
   }
 
+  /**
+   * An engine that reads lines with another recognizer (an account's trained model,
+   * models/trained-recognizer.ts) and shares everything else with this one: the detector, the
+   * segmenter, the print screening, the orientation model and the bound on model runs at once, so a
+   * process holding several trained models loads each recognizer alone and runs no more at once.
+   * Its close() releases its recognizer only; this engine must outlive it.
+   */
+  async withRecognizer(spec: ModelSpec): Promise<OcrEngine> {
+    const main = await LineRecognizer.load({
+      source: spec.recognitionSource,
+      recognition: spec.recognition,
+      languageModel: spec.languageModel,
+      decoder: this.settings.decoder ?? 'greedy',
+      threads: this.settings.threads,
+    });
+    return new OcrEngine(
+      spec,
+      this.settings,
+      { detection: this.detection, segmentation: this.segmentation, main, screening: this.screening, orientation: this.orientation },
+      { gate: this.gate },
+    );
+  }
+
   async close(): Promise<void> {
+    if (!this.ownsSharedParts) {
+      await this.main.close();
+      return;
+    }
     await Promise.all([
       this.detection.release(),
       this.segmentation?.release(),

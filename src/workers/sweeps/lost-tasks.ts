@@ -14,7 +14,16 @@ import type { Logger } from '../../platform/logger.ts';
 import { isTerminalCallbackState } from '../tasks/callback-body.ts';
 import { recordCallbackAttempt } from '../tasks/callback-worker.ts';
 import { failJob } from '../tasks/page-worker.ts';
-import { exportTaskId, pageTaskId, QUEUES, type CallbackTaskData, type ExportTaskData, type PageTaskData } from '../../queue/queues.ts';
+import { failTraining } from '../tasks/training-worker.ts';
+import {
+  exportTaskId,
+  type ModelTrainingTaskData,
+  pageTaskId,
+  QUEUES,
+  type CallbackTaskData,
+  type ExportTaskData,
+  type PageTaskData,
+} from '../../queue/queues.ts';
 import { readPageAndExportTasks, type TaskRow } from '../../queue/page-and-export-tasks.ts';
 
 export interface LostTaskDeps {
@@ -70,6 +79,18 @@ export function createLostExportHandler(deps: LostTaskDeps) {
     const reason = lostReason(attemptsOf(task), task.sourceOutput);
     deps.log.warn({ job_id: jobId, reason }, 'export task lost: failing the job');
     await failJob(deps.bus, jobId, `export: ${reason}`, null, task.id);
+  };
+}
+
+/** A training task that ran out of attempts without recording an end (its trainer killed each time) fails its model. */
+export function createLostTrainingHandler(deps: LostTaskDeps) {
+  return async (task: JobWithMetadata<ModelTrainingTaskData>): Promise<void> => {
+    const { modelId } = task.data;
+    const state = await deps.bus.loadModel(deps.bus.db.pool, modelId);
+    if (state.status !== 'queued' && state.status !== 'training') return;
+    const reason = lostReason(attemptsOf(task), task.sourceOutput).replace(/^worker/, 'trainer');
+    deps.log.warn({ model_id: modelId, reason }, 'training task lost: failing the training');
+    await failTraining(deps.bus, modelId, reason, task.id);
   };
 }
 
@@ -179,9 +200,14 @@ export async function startLostTaskWorkers(
     { ...polling, batchSize: 1, includeMetadata: true },
     each(createLostCallbackHandler({ ...deps, log })),
   );
+  await boss.work(
+    QUEUES.modelTrainingLost,
+    { ...polling, batchSize: 1, includeMetadata: true },
+    each(createLostTrainingHandler({ ...deps, log })),
+  );
   await boss.work(QUEUES.sweepStranded, { ...polling, batchSize: 1 }, async () => {
     await sweepStrandedJobs({ bus: deps.bus, log });
   });
   await boss.schedule(QUEUES.sweepStranded, '* * * * *');
-  return [QUEUES.pageLost, QUEUES.exportLost, QUEUES.callbackLost, QUEUES.sweepStranded];
+  return [QUEUES.pageLost, QUEUES.exportLost, QUEUES.callbackLost, QUEUES.modelTrainingLost, QUEUES.sweepStranded];
 }
