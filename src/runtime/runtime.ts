@@ -104,9 +104,21 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
     const blobStore = opened;
     let workers: Workers | null = null;
     const probeTrainer = trainerAvailability(config.training);
+    let trainerLogged = false;
+    const trainer = async () => {
+      const availability = await probeTrainer();
+      if (!trainerLogged) {
+        trainerLogged = true;
+        log.info(
+          { trainer: availability },
+          availability.available ? 'training is offered' : `training is not offered: ${TRAINING_INSTRUCTION}`,
+        );
+      }
+      return availability;
+    };
     let trainerWorkers: Workers | null = null;
     if (options.trainer) {
-      const python = await trainerPython(config, probeTrainer, options.trainer);
+      const python = await trainerPython(config, trainer, options.trainer);
       if (python) {
         // Loaded only where a trainer runs: it brings the recognition models (for measuring a trained model).
         const { startTrainer } = await import('../workers/start-trainer.ts');
@@ -146,18 +158,6 @@ export async function startRuntime(config: Config, log: Logger, options: Runtime
         // checkpoints on SIGTERM, and its next attempt resumes from there.
         trainerWorkers?.stop(0, TRAINER_CHECKPOINT_WAIT_MS),
       ]).then(() => {}));
-    let trainerLogged = false;
-    const trainer = async () => {
-      const availability = await probeTrainer();
-      if (!trainerLogged) {
-        trainerLogged = true;
-        log.info(
-          { trainer: availability },
-          availability.available ? 'training is offered' : `training is not offered: ${TRAINING_INSTRUCTION}`,
-        );
-      }
-      return availability;
-    };
     return {
       config,
       log,
