@@ -1,7 +1,8 @@
-# The hwr image: one image for the API (`serve --role api`) and the workers
-# (`serve --role worker`); docker-compose.yml runs both. Node runs the TypeScript
-# sources directly, so there is no build step and no dev dependency in the image.
-FROM node:24-slim
+# The hwr images: one for the API (`serve --role api`) and the workers (`serve --role worker`),
+# the default target; and `trainer` (`docker build --target trainer`), the same with Python and
+# PyTorch for `serve --role trainer` (docs/models.md). docker-compose.yml runs all three. Node runs
+# the TypeScript sources directly, so there is no build step and no dev dependency in the image.
+FROM node:24-slim AS service
 
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -33,3 +34,18 @@ USER node
 EXPOSE 8080
 ENTRYPOINT ["node", "bin/hwr.js"]
 CMD ["serve"]
+
+# The trainer: Debian's Python with PyTorch (CPU), ONNX, NumPy and Pillow, and train/. It runs the
+# page pipeline's recognition too (to measure a trained model), so it is the service image plus these.
+FROM service AS trainer
+USER root
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 python3-torch python3-onnx python3-numpy python3-pil \
+  && rm -rf /var/lib/apt/lists/*
+COPY train ./train
+USER node
+ENV TRAINER=auto
+CMD ["serve", "--role", "trainer"]
+
+# The default target: the service image without Python.
+FROM service

@@ -47,19 +47,23 @@ function environmentOf(service: Service): Record<string, string> {
   return Object.fromEntries(Object.entries(service.environment ?? {}).map(([name, value]) => [name, interpolate(String(value ?? ''))]));
 }
 
-const hwrServices = ['api', 'worker'] as const;
+const hwrServices = ['api', 'worker', 'trainer'] as const;
 /** Variables the image sets for the runtime beneath hwr (glibc), not for src/platform/config.ts. */
 const RUNTIME_VARIABLES = new Set(['MALLOC_ARENA_MAX']);
 
 describe('docker-compose.yml', () => {
-  test('has PostgreSQL, MinIO (with its bucket job), the API and a worker service', () => {
-    assert.deepEqual(Object.keys(compose.services).sort(), ['api', 'minio', 'minio-bucket', 'postgres', 'worker']);
+  test('has PostgreSQL, MinIO (with its bucket job), the API, a worker and a trainer service', () => {
+    assert.deepEqual(Object.keys(compose.services).sort(), ['api', 'minio', 'minio-bucket', 'postgres', 'trainer', 'worker']);
     assert.match(compose.services.minio.image ?? '', /^minio\/minio:/);
     assert.match(compose.services.postgres.image ?? '', /^postgres:(\d+)/);
     // The event store needs pg_current_xact_id() and xid8: PostgreSQL 13 or later.
     assert.ok(Number(/^postgres:(\d+)/.exec(compose.services.postgres.image ?? '')?.[1]) >= 13);
     assert.deepEqual(compose.services.api.command, ['serve', '--role', 'api']);
     assert.deepEqual(compose.services.worker.command, ['serve', '--role', 'worker']);
+    assert.deepEqual(compose.services.trainer.command, ['serve', '--role', 'trainer']);
+    // The API offers training because the trainer service takes it; the trainer's image has PyTorch.
+    assert.equal(loadConfig(environmentOf(compose.services.api)).training.mode, 'on');
+    assert.deepEqual(compose.services.trainer.build, { context: '.', target: 'trainer' });
   });
 
   test('every variable the hwr services set is one src/platform/config.ts reads', () => {
@@ -153,7 +157,12 @@ describe('docker-compose.yml', () => {
 
   test('the hwr services are built from the Dockerfile: node:24-slim, npm ci, bin/hwr.js', () => {
     for (const name of hwrServices) assert.ok(compose.services[name].build, name);
-    assert.match(dockerfile, /^FROM node:24-slim$/m);
+    assert.match(dockerfile, /^FROM node:24-slim AS service$/m);
+    // The trainer stage: the service image, Debian's Python with PyTorch, and train/; the last stage (the default) is the service.
+    assert.match(dockerfile, /^FROM service AS trainer$/m);
+    assert.match(dockerfile, /python3-torch python3-onnx python3-numpy python3-pil/);
+    assert.match(dockerfile, /^COPY train \.\/train$/m);
+    assert.match(dockerfile.trim().split('\n').filter((line) => line.startsWith('FROM')).at(-1) ?? '', /^FROM service$/);
     assert.match(dockerfile, /^RUN npm ci\b/m);
     assert.match(dockerfile, /^ENTRYPOINT \["node", "bin\/hwr\.js"\]$/m);
     // fewer malloc arenas: less memory kept by the threads that recognition allocates from
