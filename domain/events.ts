@@ -206,6 +206,8 @@ export interface ModelEventData {
     cerAfter: number;
     werBefore: number;
     werAfter: number;
+    /** The noise of the measure: `notBetter` unless cerAfter < cerBefore - cerMargin. Absent (0) in events before it. */
+    cerMargin?: number;
     linesTrain: number;
     linesValidation: number;
     trainingMinutes: number;

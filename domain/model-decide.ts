@@ -29,6 +29,11 @@ export type ModelCommand =
       cerAfter: number;
       werBefore: number;
       werAfter: number;
+      /**
+       * How much lower than `cerBefore` `cerAfter` must be to count as better, not chance (the
+       * measure's noise on the held-out lines); 0: any lower CER.
+       */
+      cerMargin?: number;
       linesTrain: number;
       linesValidation: number;
       trainingMinutes: number;
@@ -65,7 +70,8 @@ export function decideModel(state: ModelState, command: ModelCommand): ModelEven
       assertNotEnded(state);
       if (state.status === 'queued') reject('model_not_training');
       const { cerBefore, cerAfter, werBefore, werAfter, linesTrain, linesValidation, trainingMinutes, modelKey } = command;
-      assertFinite({ cerBefore, cerAfter, werBefore, werAfter, linesTrain, linesValidation, trainingMinutes });
+      const cerMargin = command.cerMargin ?? 0;
+      assertFinite({ cerBefore, cerAfter, werBefore, werAfter, cerMargin, linesTrain, linesValidation, trainingMinutes });
       return [
         {
           type: 'ModelTrained',
@@ -79,8 +85,9 @@ export function decideModel(state: ModelState, command: ModelCommand): ModelEven
             linesValidation,
             trainingMinutes,
             modelKey,
-            // Kept either way; a model that reads its held-out lines no better than its base says so.
-            notBetter: !(cerAfter < cerBefore),
+            cerMargin,
+            // Kept either way; a model that reads its held-out lines no better than its base (by more than the margin) says so.
+            notBetter: !(cerAfter < cerBefore - cerMargin),
           },
         },
       ];

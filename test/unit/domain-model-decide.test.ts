@@ -38,10 +38,11 @@ const progress = (epoch: number, validationCer = 0.2): ModelCommand => ({
   validationCer,
   now: at(10 + epoch),
 });
-const complete = (cerBefore: number, cerAfter: number): ModelCommand => ({
+const complete = (cerBefore: number, cerAfter: number, cerMargin?: number): ModelCommand => ({
   type: 'CompleteModelTraining',
   cerBefore,
   cerAfter,
+  ...(cerMargin === undefined ? {} : { cerMargin }),
   werBefore: 0.4,
   werAfter: 0.3,
   linesTrain: 48,
@@ -88,6 +89,7 @@ const trained = (cerBefore: number, cerAfter: number): ModelEvent => ({
     linesValidation: 12,
     trainingMinutes: 4.5,
     modelKey: `models/${MODEL}/model`,
+    cerMargin: 0,
     notBetter: !(cerAfter < cerBefore),
   },
 });
@@ -140,6 +142,20 @@ describe('training', () => {
     assert.equal(worse.type === 'ModelTrained' && worse.data.notBetter, true);
     const [equal] = model.given([queued, started]).when(complete(0.18, 0.18)).events();
     assert.equal(equal.type === 'ModelTrained' && equal.data.notBetter, true);
+  });
+
+  test('a gain within the measure’s noise (the margin) is no gain; beyond it, it is', () => {
+    const [within] = model
+      .given([queued, started])
+      .when(complete(0.8, 0.78, 0.03))
+      .events();
+    assert.equal(within.type === 'ModelTrained' && within.data.notBetter, true);
+    assert.equal(within.type === 'ModelTrained' && within.data.cerMargin, 0.03);
+    const [beyond] = model
+      .given([queued, started])
+      .when(complete(0.18, 0.12, 0.03))
+      .events();
+    assert.equal(beyond.type === 'ModelTrained' && beyond.data.notBetter, false);
   });
 
   test('a retried task: starting again, an epoch reported again (resumed from a checkpoint), completing again: nothing new', () => {

@@ -1,12 +1,12 @@
 // The figures a trained model is offered with (docs/models.md): the held-out lines of its ground
 // truth read through the page pipeline's own recognition (recognizePage with the lines as the
 // page's layout: the crops, the batching, the beam search with the language model of a job) by an
-// engine, scored against their text.
+// engine, each line scored against its text.
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { OcrEngine } from '../../recognition/engine/ocr-engine.ts';
 import { allLines } from '../../recognition/page/page-result.ts';
 import { recognizePage } from '../../recognition/recognize-page.ts';
-import { type LineScores, scoreLines } from '../../recognition/training/error-rates.ts';
+import { type LineScores, scoreEachLine } from '../../recognition/training/error-rates.ts';
 import type { HeldOutPage } from './training-lines.ts';
 
 export async function readHeldOut(
@@ -14,7 +14,7 @@ export async function readHeldOut(
   blobs: BlobStore,
   pages: readonly HeldOutPage[],
   options: { maxPixels: number; signal: AbortSignal },
-): Promise<LineScores> {
+): Promise<LineScores[]> {
   const pairs: { read: string; truth: string }[] = [];
   for (const page of pages) {
     const lines = page.lines.map((line) => ({ ...line }));
@@ -29,5 +29,5 @@ export async function readHeldOut(
     const read = new Map(allLines(result).map((line) => [line.id, line.text]));
     for (const line of page.lines) pairs.push({ read: read.get(line.id) ?? '', truth: line.text });
   }
-  return scoreLines(pairs);
+  return scoreEachLine(pairs);
 }

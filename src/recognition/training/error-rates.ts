@@ -34,19 +34,45 @@ function editDistance<T>(a: readonly T[], b: readonly T[]): number {
 const folded = (text: string): string => text.normalize('NFC').replace(/\s+/gu, ' ').trim();
 const words = (text: string): string[] => (text === '' ? [] : text.split(' '));
 
-/** Errors of each reading against its ground truth line, summed. */
-export function scoreLines(pairs: readonly { read: string; truth: string }[]): LineScores {
-  const total: LineScores = { characters: { errors: 0, length: 0 }, words: { errors: 0, length: 0 } };
-  for (const { read, truth } of pairs) {
+/** Errors of each reading against its ground truth line. */
+export function scoreEachLine(pairs: readonly { read: string; truth: string }[]): LineScores[] {
+  return pairs.map(({ read, truth }) => {
     const [hypothesis, reference] = [folded(read), folded(truth)];
     const referenceCharacters = [...reference];
-    total.characters.errors += editDistance([...hypothesis], referenceCharacters);
-    total.characters.length += referenceCharacters.length;
     const referenceWords = words(reference);
-    total.words.errors += editDistance(words(hypothesis), referenceWords);
-    total.words.length += referenceWords.length;
+    return {
+      characters: { errors: editDistance([...hypothesis], referenceCharacters), length: referenceCharacters.length },
+      words: { errors: editDistance(words(hypothesis), referenceWords), length: referenceWords.length },
+    };
+  });
+}
+
+/** Line scores summed. */
+export function sumScores(lines: readonly LineScores[]): LineScores {
+  const total: LineScores = { characters: { errors: 0, length: 0 }, words: { errors: 0, length: 0 } };
+  for (const line of lines) {
+    total.characters.errors += line.characters.errors;
+    total.characters.length += line.characters.length;
+    total.words.errors += line.words.errors;
+    total.words.length += line.words.length;
   }
   return total;
+}
+
+/**
+ * How far below the first reading's CER the second's must be to count as a gain rather than
+ * chance, on these few lines: `z` standard errors of the summed per-line differences in character
+ * errors (the lines as a sample of the hand's lines), as a share of the ground truth's
+ * characters. 0 for fewer than two lines.
+ */
+export function cerMargin(first: readonly LineScores[], second: readonly LineScores[], z: number): number {
+  const differences = second.map((line, index) => line.characters.errors - first[index].characters.errors);
+  const n = differences.length;
+  const characters = first.reduce((sum, line) => sum + line.characters.length, 0);
+  if (n < 2 || characters === 0) return 0;
+  const mean = differences.reduce((sum, value) => sum + value, 0) / n;
+  const variance = differences.reduce((sum, value) => sum + (value - mean) ** 2, 0) / (n - 1);
+  return (z * Math.sqrt(n * variance)) / characters;
 }
 
 /** errors / length; 0 for no ground truth. */
