@@ -35,12 +35,13 @@ EXPOSE 8080
 ENTRYPOINT ["node", "bin/hwr.js"]
 CMD ["serve"]
 
-# The trainer: Debian's Python with PyTorch (CPU), ONNX, NumPy and Pillow, and train/. It runs the
+# The trainer: Debian's Python with PyTorch (CPU), ONNX, NumPy and Pillow, OpenBLAS (Debian's PyTorch
+# multiplies with the system's BLAS: the reference one is 15 times slower), and train/. It runs the
 # page pipeline's recognition too (to measure a trained model), so it is the service image plus these.
 FROM service AS trainer
 USER root
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends python3 python3-torch python3-onnx python3-numpy python3-pil \
+  && apt-get install -y --no-install-recommends python3 python3-torch python3-onnx python3-numpy python3-pil libopenblas0-pthread \
   && rm -rf /var/lib/apt/lists/*
 COPY train ./train
 USER node

@@ -10,7 +10,7 @@ import type { Config } from '../platform/config.ts';
 /** What an operator does to offer training: one line, the detail of training_unavailable. */
 export const TRAINING_INSTRUCTION =
   "Training needs Python 3 with PyTorch, ONNX, NumPy and Pillow on the machine that trains: install Debian's python3-torch " +
-  'python3-onnx python3-numpy python3-pil (or pip install -r train/requirements.txt), or set TRAINER_PYTHON to such a Python, ' +
+  'python3-onnx python3-numpy python3-pil libopenblas0-pthread (or pip install -r train/requirements.txt), or set TRAINER_PYTHON to such a Python, ' +
   'and restart the service (TRAINER=on where a trainer runs on another machine).';
 
 /** The packages the trainer imports (train/requirements.txt). */
