@@ -4,7 +4,8 @@
 // val split (../shared/datasets/htr-pages; none of them tuned the conditions' handling). Per
 // condition: page CER and WER at the `text_norm` level, line recall and precision by pixels (the
 // ground-truth outlines carried into the captured image), seconds per page; with --tesseract the
-// same for Tesseract on the same images, as the peer whose losses ours are compared with; with
+// same for Tesseract on the same images (one single-threaded process per core at once, s/page its
+// pool's wall / images), as the peer whose losses ours are compared with; with
 // --gt-lines also ours reading the ground-truth lines carried into the image (the uploaded-layout
 // path: recognition alone), which tells the recognizer's share of a loss from the layout's.
 //
@@ -22,7 +23,7 @@ import { CAPTURE_CONDITIONS } from './lib/capture-conditions.ts';
 import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
 import { lineCoverage } from './lib/line-coverage.ts';
 import { markdownTable, percent } from './lib/table.ts';
-import { boxOutlines, runTesseract, tesseractVersion } from './lib/tesseract.ts';
+import { boxOutlines, runTesseractPool, tesseractVersion } from './lib/tesseract.ts';
 import { type ErrorCount, errorRate, scorePage } from './lib/text-metrics.ts';
 
 const { values } = parseArgs({
@@ -72,6 +73,14 @@ for (const [index, page] of pages.entries()) {
   const truthLines = page.truth.regions.flatMap((region) => region.lines);
   const reference = truthLines.map((line) => line.text);
   const parts: string[] = [];
+  // Tesseract reads each page's captured images after its conditions, as run at scale: one
+  // single-threaded process per image, as many at once as cores; s/page is that pool's wall / images.
+  const forTesseract: {
+    imagePath: string;
+    language: string;
+    condition: string;
+    score: (lines: string[], polygons: Point[][], ms: number) => Score;
+  }[] = [];
   for (const condition of conditions) {
     const captured = await condition.capture(original);
     const truthOutlines = truthLines.map((line) => line.polygon.map(captured.map));
@@ -113,10 +122,16 @@ for (const [index, page] of pages.entries()) {
       parts.push(`(GT lines ${percent(errorRate(onTruth.characters))})`);
     }
     if (tesseract) {
-      const imagePath = path.join(values.out, 'captured-page'); // Leptonica tells the format by its bytes
+      const imagePath = path.join(values.out, `captured-page-${forTesseract.length}`); // Leptonica tells the format by its bytes
       writeFileSync(imagePath, captured.bytes);
-      const run = await runTesseract(imagePath, page.language, { boxes: true });
-      add('tesseract', condition.name, page.source, score(run.lines, boxOutlines(run), run.ms));
+      forTesseract.push({ imagePath, language: page.language, condition: condition.name, score });
+    }
+  }
+  if (forTesseract.length > 0) {
+    const pool = await runTesseractPool(forTesseract, { boxes: true });
+    for (const [at, item] of forTesseract.entries()) {
+      const run = pool.runs[at]!;
+      add('tesseract', item.condition, page.source, item.score(run.lines, boxOutlines(run), pool.wallMs / forTesseract.length));
     }
   }
   process.stderr.write(

@@ -4,7 +4,8 @@
 //   - ours, detector lines: when ours has a line segmenter, the same recognizers on the lines of
 //     the PP-OCRv4 detector and our line grouping (the layout before the segmenter);
 //   - PP-OCRv4 alone (the built-in model, greedy), unless ours is it;
-//   - tesseract (`tesseract` CLI, the page's language, TSV output for its line boxes);
+//   - tesseract (`tesseract` CLI, the page's language, TSV output for its line boxes; one
+//     single-threaded process per core at once, as run at scale: s/page is that pool's wall / pages);
 //   - with --gt-layout also ours and PP-OCRv4 alone reading the ground-truth lines (the
 //     uploaded-layout path of the service: recognition alone, no detection).
 // Per source and overall: page CER and WER at the `text_norm` level (bench/lib/text-metrics.ts),
@@ -38,7 +39,7 @@ import { parseUploadedLayout } from '../src/recognition/layout/uploaded-layout.t
 import { DEFAULT_HTR_PAGES, type EvalPage, pagesFromDataset } from './lib/htr-pages.ts';
 import { lineCoverage } from './lib/line-coverage.ts';
 import { markdownTable, percent } from './lib/table.ts';
-import { boxOutlines, runTesseract, tesseractVersion } from './lib/tesseract.ts';
+import { boxOutlines, runTesseractPool, tesseractVersion } from './lib/tesseract.ts';
 import { ConfidenceBins, errorRate, normaliseText, rightCharacters, scorePage, type ErrorCount } from './lib/text-metrics.ts';
 
 interface PageScore {
@@ -154,12 +155,15 @@ async function main(): Promise<number> {
     if (ppAlone) setups.push(engineSetup('PP-OCRv4 alone', ppAlone, false));
     const tesseract = values['no-tesseract'] || !peers ? null : await tesseractVersion();
     if (tesseract) {
+      // As run at scale: one single-threaded process per page, as many at once as cores; its s/page is the pool's wall / pages.
+      const pool = await runTesseractPool(pages, { boxes: true });
       setups.push({
         label: 'tesseract',
-        describe: tesseract,
+        describe: `${tesseract}, ${pool.processes} processes at once, OMP_THREAD_LIMIT=1: ${pool.pagesPerSecond.toFixed(3)} pages/s (s/page: its wall time / pages)`,
         async read(page) {
-          const run = await runTesseract(page.imagePath, page.language, { boxes: true });
-          return { lines: run.lines, polygons: boxOutlines(run), ms: run.ms };
+          const run = pool.runs[pages.indexOf(page)];
+          if (!run) throw new Error(`tesseract: no run for ${page.name}`);
+          return { lines: run.lines, polygons: boxOutlines(run), ms: pool.wallMs / pages.length };
         },
         close: async () => undefined,
       });

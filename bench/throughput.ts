@@ -1,0 +1,284 @@
+// `npm run bench:throughput` (issue 43): the whole service from outside against the tools a user
+// would run instead, on the same real pages in the same run.
+//
+//   node bench/throughput.ts [--pages N] [--jobs K] [--no-ocrmypdf] [--no-tesseract]
+//
+// Pages: the fixture pages (../shared/fixtures/pages: handwritten and printed) and then, up to N
+// (default 36), val pages of ../shared/datasets/htr-pages (handwritten), spread over the split.
+// Ours: a fresh service started as a user starts it (`hwr serve`, embedded PostgreSQL, its
+// defaults: WORKER_CONCURRENCY and ORT_THREADS = the cores; no correction provider), and
+// `hwr submit PAGES… --wait --out FILE` as a user runs it, timed from the command's start to the
+// archive saved (PageXML, ALTO, PDF/A, text); the client polls every second, so the end is late
+// by up to a second. In order: the first job on the fresh service (cold: models load on its first
+// page), the same pages again (warm), then K concurrent jobs (the pages split in K, warm).
+// Time to the first page done: the first PageCompleted event's recorded time (the events API)
+// less the submit's start. Peak RSS: the service process (API and workers; the embedded
+// PostgreSQL apart), its VmHWM reset before each run (/proc/PID/clear_refs), with samples every
+// 250 ms printed as the RSS over time.
+// Peers, after ours, on the same pages: Tesseract as run at scale (bench/lib/tesseract.ts: one
+// single-threaded process per core, each page's language; text only) and OCRmyPDF
+// (bench/lib/ocrmypdf.ts: the pages as one PDF, --jobs = cores, --output-type pdfa-2, the pages'
+// languages; its time includes img2pdf). Also one `hwr recognize` of one page in a fresh process
+// (what loading costs a cold command).
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { listFixturePages } from './lib/fixture-pages.ts';
+import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
+import { ocrmypdfVersion, runOcrmypdf } from './lib/ocrmypdf.ts';
+import { mapPool } from './lib/pool.ts';
+import { type Service, startService } from './lib/service.ts';
+import { aimLines, type ThroughputRow, throughputTable } from './lib/throughput-table.ts';
+import { runTesseractPool, tesseractVersion } from './lib/tesseract.ts';
+
+interface BenchPage {
+  name: string;
+  imagePath: string;
+  language: string;
+  kind: 'handwritten' | 'printed';
+}
+
+const { values } = parseArgs({
+  options: {
+    pages: { type: 'string', default: '36' },
+    jobs: { type: 'string', default: '4' },
+    'no-ocrmypdf': { type: 'boolean', default: false },
+    'no-tesseract': { type: 'boolean', default: false },
+  },
+});
+const root = path.resolve(import.meta.dirname, '..');
+const cores = os.availableParallelism();
+const work = await mkdtemp(path.join(os.tmpdir(), 'hwr-bench-throughput-'));
+
+try {
+  process.exitCode = await main();
+} finally {
+  await rm(work, { recursive: true, force: true });
+}
+
+async function main(): Promise<number> {
+  const pages = choosePages(Math.max(1, Number(values.pages) || 36));
+  const jobs = Math.max(1, Math.min(pages.length, Number(values.jobs) || 4));
+  const handwritten = pages.filter((page) => page.kind === 'handwritten').length;
+  const megapixels = await totalMegapixels(pages);
+  console.log(
+    `# bench:throughput — ${pages.length} pages (${handwritten} handwritten, ${pages.length - handwritten} printed; ${megapixels.toFixed(0)} Mpx), ` +
+      `${cores} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB; ` +
+      `load before ${os
+        .loadavg()
+        .map((load) => load.toFixed(2))
+        .join(' ')}; ${new Date().toISOString()}`,
+  );
+
+  const rows: ThroughputRow[] = [];
+  const timelines: string[] = [];
+  const startedAt = performance.now();
+  const service = await startService({});
+  const startSeconds = (performance.now() - startedAt) / 1000;
+  console.log(`service: hwr serve (role all, embedded PostgreSQL), ready ${startSeconds.toFixed(1)} s after its start`);
+  try {
+    const cold = await runJobs(service, [pages], 'cold');
+    rows.push({ label: 'ours, cold: fresh service, 1 job', role: 'ours', ...cold.row });
+    timelines.push(`- cold, 1 job: ${cold.timeline}`);
+    const warm = await runJobs(service, [pages], 'warm');
+    rows.push({ label: 'ours, warm: 1 job', role: 'ours', ...warm.row });
+    timelines.push(`- warm, 1 job: ${warm.timeline}`);
+    const split = Array.from({ length: jobs }, (_, job) => pages.filter((_, index) => index % jobs === job));
+    const concurrent = await runJobs(service, split, `${jobs} jobs`);
+    rows.push({ label: `ours, warm: ${jobs} concurrent jobs`, role: 'ours', ...concurrent.row });
+    timelines.push(`- warm, ${jobs} concurrent jobs: ${concurrent.timeline}`);
+  } finally {
+    await service.stop();
+  }
+
+  const tesseract = values['no-tesseract'] ? null : await tesseractVersion();
+  if (tesseract) {
+    const pool = await runTesseractPool(pages);
+    rows.push({
+      label: `Tesseract, ${pool.processes} × 1 thread (text only)`,
+      role: 'tesseract',
+      pages: pages.length,
+      seconds: pool.wallMs / 1000,
+      firstPageSeconds: pool.firstDoneMs / 1000,
+      peakMiB: pool.peakBytes === null ? null : (pool.peakBytes * pool.processes) / 1024 ** 2,
+      peakNote: pool.peakBytes === null ? undefined : `${(pool.peakBytes / 1024 ** 2).toFixed(0)} × ${pool.processes}`,
+    });
+  }
+  const ocrmypdf = values['no-ocrmypdf'] ? null : await ocrmypdfVersion();
+  let ocrmypdfNote = '';
+  if (ocrmypdf) {
+    const run = await runOcrmypdf(pages);
+    ocrmypdfNote = `${ocrmypdf}: --jobs ${run.jobs}, --output-type pdfa-2, -l ${run.languages}; img2pdf ${(run.img2pdfMs / 1000).toFixed(1)} s of its time; PDF ${(run.outputBytes / 1024 ** 2).toFixed(1)} MiB`;
+    rows.push({
+      label: `OCRmyPDF --jobs ${run.jobs} (PDF/A)`,
+      role: 'ocrmypdf',
+      pages: pages.length,
+      seconds: (run.img2pdfMs + run.ocrmypdfMs) / 1000,
+      firstPageSeconds: null,
+      peakMiB: run.peakBytes === null ? null : run.peakBytes / 1024 ** 2,
+      peakNote: 'largest process',
+    });
+  }
+  const recognize = await coldRecognize(pages.find((page) => page.kind === 'handwritten') ?? pages[0]!);
+
+  console.log(
+    `peers: ${tesseract ?? 'no tesseract'}${tesseract ? ', OMP_THREAD_LIMIT=1, each page its language' : ''}; ${ocrmypdfNote || 'no ocrmypdf'}`,
+  );
+  console.log(
+    `load after ${os
+      .loadavg()
+      .map((load) => load.toFixed(2))
+      .join(' ')}\n`,
+  );
+  console.log(throughputTable(rows));
+  console.log('');
+  for (const line of aimLines(rows)) console.log(line);
+  console.log(
+    `- first page done: ours, the first PageCompleted after the submit's start; Tesseract, the first process of its pool to end. ` +
+      `Tesseract's peak is one process's × the processes at once.`,
+  );
+  console.log(
+    `- cold start: the service was ready ${startSeconds.toFixed(1)} s after its start (embedded PostgreSQL created); ` +
+      `one \`hwr recognize\` of ${recognize.page} in a fresh process: ${recognize.seconds.toFixed(1)} s (models loaded, one page read).`,
+  );
+  console.log('\nService RSS over each run (MiB, samples spread over the run):');
+  for (const line of timelines) console.log(line);
+  return 0;
+}
+
+/** The fixture pages, then val pages spread evenly over the split, up to `count`. */
+function choosePages(count: number): BenchPage[] {
+  const fixtures: BenchPage[] = listFixturePages().map((page) => ({
+    name: page.name,
+    imagePath: page.imagePath,
+    language: page.language,
+    kind: page.kind,
+  }));
+  if (fixtures.length >= count) return fixtures.slice(0, count);
+  let val: BenchPage[] = [];
+  try {
+    val = pagesFromDataset(DEFAULT_HTR_PAGES, 'val', path.join(work, 'val')).map((page) => ({
+      name: page.name,
+      imagePath: page.imagePath,
+      language: page.language,
+      kind: 'handwritten',
+    }));
+  } catch (error) {
+    console.error(`no val pages (${(error as Error).message}): the fixture pages alone`);
+  }
+  const wanted = Math.min(val.length, count - fixtures.length);
+  const spread = Array.from({ length: wanted }, (_, index) => val[Math.floor((index * val.length) / wanted)]!);
+  return [...fixtures, ...spread];
+}
+
+async function totalMegapixels(pages: BenchPage[]): Promise<number> {
+  const { default: sharp } = await import('sharp');
+  let total = 0;
+  for (const page of pages) {
+    const meta = await sharp(page.imagePath).metadata();
+    total += ((meta.width ?? 0) * (meta.height ?? 0)) / 1e6;
+  }
+  return total;
+}
+
+/** Each list of pages as one `hwr submit --wait --out`, all at once; the service's RSS sampled meanwhile. */
+async function runJobs(
+  service: Service,
+  jobs: BenchPage[][],
+  tag: string,
+): Promise<{ row: Omit<ThroughputRow, 'label' | 'role'>; timeline: string }> {
+  const pid = service.process.pid!;
+  writeFileSync(`/proc/${pid}/clear_refs`, '5'); // resets VmHWM to the current RSS
+  const samples: number[] = [];
+  const sampler = setInterval(() => samples.push(rssMiB(pid, 'VmRSS')), 250);
+  const startedAt = Date.now();
+  const started = performance.now();
+  const results = await mapPool(jobs, jobs.length, (pages, index) => submit(service, pages, path.join(work, `${tag}-${index}.zip`)));
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  const peak = Math.max(rssMiB(pid, 'VmHWM'), ...samples);
+  const failed = results.filter((result) => result.state !== 'done');
+  if (failed.length > 0) throw new Error(`${tag}: ${failed.length} job(s) ended ${failed.map((result) => result.state).join(', ')}`);
+  const firstDone = Math.min(...(await Promise.all(results.map((result) => firstPageDone(service, result.jobId)))));
+  const pageCount = jobs.reduce((sum, pages) => sum + pages.length, 0);
+  const archives = results.reduce((sum, result) => sum + result.archiveBytes, 0);
+  process.stderr.write(`  ${tag}: ${pageCount} pages in ${seconds.toFixed(1)} s, archives ${(archives / 1024 ** 2).toFixed(1)} MiB\n`);
+  const points = 12;
+  const timeline = Array.from({ length: Math.min(points, samples.length) }, (_, index) =>
+    samples[Math.floor((index * (samples.length - 1)) / Math.max(1, Math.min(points, samples.length) - 1))]!.toFixed(0),
+  ).join(' ');
+  return {
+    row: { pages: pageCount, seconds, firstPageSeconds: (firstDone - startedAt) / 1000, peakMiB: peak, peakNote: 'service process' },
+    timeline: `${timeline} (peak ${peak.toFixed(0)})`,
+  };
+}
+
+function rssMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** `hwr submit PAGES… --wait --out FILE`, as a user runs it; its JSON lines give the job and its end. */
+function submit(service: Service, pages: BenchPage[], out: string): Promise<{ jobId: string; state: string; archiveBytes: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['src/cli/main.ts', 'submit', ...pages.map((page) => page.imagePath), '--wait', '--out', out], {
+      cwd: root,
+      env: { ...process.env, HWR_URL: service.baseUrl, HWR_API_KEY: service.key, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', async (code) => {
+      const lines = stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { job_id?: string; state?: string });
+      const jobId = lines.find((line) => line.job_id)?.job_id;
+      const state = lines.findLast((line) => line.state)?.state ?? 'unknown';
+      if (code !== 0 || !jobId) {
+        reject(new Error(`hwr submit exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`));
+        return;
+      }
+      resolve({ jobId, state, archiveBytes: (await stat(out)).size });
+    });
+  });
+}
+
+/** When the job's first page was done (ms since the epoch), from its events. */
+async function firstPageDone(service: Service, jobId: string): Promise<number> {
+  const response = await fetch(`${service.baseUrl}/v1/process-scan/${jobId}/events`, { headers: { 'X-API-Key': service.key } });
+  const body = (await response.json()) as { events: { type: string; recorded_at: string }[] };
+  const done = body.events.filter((event) => event.type === 'PageCompleted').map((event) => Date.parse(event.recorded_at));
+  if (done.length === 0) throw new Error(`job ${jobId}: no PageCompleted event`);
+  return Math.min(...done);
+}
+
+/** One `hwr recognize` of one page in a fresh process: what loading costs a cold command. */
+function coldRecognize(page: BenchPage): Promise<{ page: string; seconds: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['src/cli/main.ts', 'recognize', page.imagePath], {
+      cwd: root,
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0
+        ? resolve({ page: page.name, seconds: (performance.now() - started) / 1000 })
+        : reject(new Error(`hwr recognize exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`)),
+    );
+  });
+}
