@@ -144,6 +144,12 @@ async function main(): Promise<number> {
     `- cold start: the service was ready ${startSeconds.toFixed(1)} s after its start (embedded PostgreSQL created); ` +
       `one \`hwr recognize\` of ${recognize.page} in a fresh process: ${recognize.seconds.toFixed(1)} s (models loaded, one page read).`,
   );
+  const [cold, warm] = rows;
+  if (cold?.firstPageSeconds != null && warm?.firstPageSeconds != null)
+    console.log(
+      `- the first page done: ${cold.firstPageSeconds.toFixed(1)} s on the fresh service, ${warm.firstPageSeconds.toFixed(1)} s warm: ` +
+        `${(cold.firstPageSeconds - warm.firstPageSeconds).toFixed(1)} s of loading (the models, the language models) on a new worker's first page.`,
+    );
   console.log('\nService RSS over each run (MiB, samples spread over the run):');
   for (const line of timelines) console.log(line);
   return 0;
