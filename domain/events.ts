@@ -54,6 +54,8 @@ export const EVENT_SCHEMA_VERSIONS = {
   CallbackAttempted: 1,
   CallbackAbandoned: 1,
   ResultExpired: 1,
+  PageTextCorrected: 1,
+  ResultReexported: 1,
   AccountCreated: 1,
   ApiKeyCreated: 1,
   ApiKeyRevoked: 1,
@@ -136,7 +138,34 @@ export interface JobEventData {
   };
   CallbackAbandoned: { deliveryId: string; attempts: number };
   ResultExpired: { expiredAt: string };
+  /**
+   * A person corrected lines of a done job's page (docs/corrections.md): per line its id (as in
+   * the result's PageXML/ALTO), the text before (the machine reading or an earlier correction) and
+   * after. The machine reading is never overwritten: it stays in the page result. `actor` is who,
+   * in words a customer reads: the API key's label or the portal user's e-mail.
+   */
+  PageTextCorrected: {
+    page: number;
+    lines: Array<{ id: string; before: string; after: string }>;
+    actor: CorrectionActor;
+    correctedAt: string;
+  };
+  /**
+   * The result archive rebuilt with the corrections up to `correctionVersion` (the job's count of
+   * PageTextCorrected); the download serves it from now on. Billing does not change.
+   */
+  ResultReexported: {
+    correctionVersion: number;
+    correctedLines: number;
+    archiveKey: string;
+    archiveBytes: number;
+    archiveSha256: string;
+    exportedAt: string;
+  };
 }
+
+/** Who corrected a page: an API key (its id and label) or a portal user (id and e-mail). */
+export type CorrectionActor = { kind: 'api_key'; keyId: string; label: string } | { kind: 'user'; userId: string; email: string };
 
 export interface AccountEventData {
   AccountCreated: { accountId: string; name: string; createdAt: string; webhookSecretSha256: string };

@@ -1,6 +1,14 @@
 // Job commands and `decide`: the rules of a job's life. Pure: the caller passes
 // the time and every id, and appends the returned events.
-import { PIPELINE_STEPS, type CorrectionUsage, type JobEvent, type JobOptions, type PageSource, type PipelineStep } from './events.ts';
+import {
+  PIPELINE_STEPS,
+  type CorrectionActor,
+  type CorrectionUsage,
+  type JobEvent,
+  type JobOptions,
+  type PageSource,
+  type PipelineStep,
+} from './events.ts';
 import { isTerminal, pagesDone, type JobState } from './job.ts';
 import { reject } from './rejections.ts';
 
@@ -47,7 +55,28 @@ export type JobCommand =
       /** Multiplies CALLBACK_RETRY_DELAYS_SECONDS (CALLBACK_RETRY_SCALE). */
       retryScale: number;
     }
-  | { type: 'ExpireResult'; now: Date };
+  | { type: 'ExpireResult'; now: Date }
+  | {
+      /** A person's corrections of a done job's page (docs/corrections.md). */
+      type: 'CorrectPageText';
+      page: number;
+      /** The lines to change, each once, with their new text (checked by the caller: length, characters). */
+      lines: Array<{ id: string; text: string }>;
+      /** The page's lines as the machine read them, by id (from its stored result): a line's text before its first correction. */
+      machineText: Record<string, string>;
+      actor: CorrectionActor;
+      now: Date;
+    }
+  | {
+      /** The archive rebuilt with the corrections up to `correctionVersion`. */
+      type: 'RecordReexport';
+      correctionVersion: number;
+      correctedLines: number;
+      archiveKey: string;
+      archiveBytes: number;
+      archiveSha256: string;
+      now: Date;
+    };
 
 export function decideJob(state: JobState, command: JobCommand): JobEvent[] {
   if (command.type === 'SubmitJob') return submit(state, command);
@@ -119,7 +148,60 @@ export function decideJob(state: JobState, command: JobCommand): JobEvent[] {
       if (!isTerminal(state)) reject('job_not_done', 'Only a finished job has a result to expire.');
       if (command.now.getTime() < Date.parse(state.expiresAt ?? '')) reject('result_not_expired');
       return [{ type: 'ResultExpired', data: { expiredAt: command.now.toISOString() } }];
+
+    case 'CorrectPageText':
+      return correctPageText(state, command);
+
+    case 'RecordReexport':
+      assertCorrectable(state, command.now);
+      // An older re-export (a later correction's task already ran) or one recorded before: nothing new.
+      if (command.correctionVersion <= state.exportedCorrectionVersion) return [];
+      if (command.correctionVersion > state.correctionVersion) throw new Error(`no correction ${command.correctionVersion} to export`);
+      return [
+        {
+          type: 'ResultReexported',
+          data: {
+            correctionVersion: command.correctionVersion,
+            correctedLines: command.correctedLines,
+            archiveKey: command.archiveKey,
+            archiveBytes: command.archiveBytes,
+            archiveSha256: command.archiveSha256,
+            exportedAt: command.now.toISOString(),
+          },
+        },
+      ];
   }
+}
+
+/** The text a line of a page reads now: its last correction, else the machine's reading. */
+export function currentLineText(state: JobState, page: number, lineId: string, machineText: string): string {
+  return state.correctedLines[page]?.[lineId] ?? machineText;
+}
+
+function correctPageText(state: JobState, command: Extract<JobCommand, { type: 'CorrectPageText' }>): JobEvent[] {
+  assertCorrectable(state, command.now);
+  assertPage(state, command.page);
+  const seen = new Set<string>();
+  const lines: Array<{ id: string; before: string; after: string }> = [];
+  for (const { id, text } of command.lines) {
+    if (seen.has(id)) throw new Error(`line ${id} given twice`);
+    seen.add(id);
+    const machine = command.machineText[id];
+    if (machine === undefined) reject('unknown_line', `Page ${command.page} has no line ${JSON.stringify(id)}.`);
+    const before = currentLineText(state, command.page, id, machine);
+    // A line sent with the text it has is not a change.
+    if (before !== text) lines.push({ id, before, after: text });
+  }
+  if (lines.length === 0) return [];
+  return [{ type: 'PageTextCorrected', data: { page: command.page, lines, actor: command.actor, correctedAt: command.now.toISOString() } }];
+}
+
+/** Corrections and their re-exports need a done job whose result has not expired. */
+function assertCorrectable(state: JobState, now: Date): void {
+  if (state.status === 'cancelled') reject('job_cancelled');
+  if (state.status === 'failed') reject('job_already_finished', 'The job failed: it has no result to correct.');
+  if (state.status !== 'done') reject('job_not_done', `The job is ${state.status}; its text can be corrected once it is done.`);
+  if (state.resultExpired || now.getTime() >= Date.parse(state.expiresAt ?? '')) reject('job_expired');
 }
 
 function submit(state: JobState, command: Extract<JobCommand, { type: 'SubmitJob' }>): JobEvent[] {

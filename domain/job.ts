@@ -37,6 +37,14 @@ export interface JobState {
   archiveKey: string | null;
   resultExpired: boolean;
   callback: CallbackDelivery | null;
+  /** The corrected text of each corrected line, by page and line id (PageTextCorrected); the machine reading stays in the page result. */
+  correctedLines: Record<number, Record<string, string>>;
+  /** Each page's text version: how many corrections it has had (0: the machine reading). */
+  pageTextVersions: Record<number, number>;
+  /** The job's corrections so far (PageTextCorrected events). */
+  correctionVersion: number;
+  /** The corrections the recorded archive holds (ResultReexported; 0: the first export). */
+  exportedCorrectionVersion: number;
 }
 
 export function initialJobState(): JobState {
@@ -61,6 +69,10 @@ export function initialJobState(): JobState {
     archiveKey: null,
     resultExpired: false,
     callback: null,
+    correctedLines: {},
+    pageTextVersions: {},
+    correctionVersion: 0,
+    exportedCorrectionVersion: 0,
   };
 }
 
@@ -136,6 +148,19 @@ export function evolveJob(state: JobState, event: JobEvent): JobState {
       return state.callback ? { ...next, callback: { ...state.callback, state: 'abandoned', nextAttemptAt: null } } : next;
     case 'ResultExpired':
       return { ...next, resultExpired: true };
+    case 'PageTextCorrected': {
+      const { page, lines } = event.data;
+      const corrected = { ...state.correctedLines[page] };
+      for (const line of lines) corrected[line.id] = line.after;
+      return {
+        ...next,
+        correctedLines: { ...state.correctedLines, [page]: corrected },
+        pageTextVersions: { ...state.pageTextVersions, [page]: (state.pageTextVersions[page] ?? 0) + 1 },
+        correctionVersion: state.correctionVersion + 1,
+      };
+    }
+    case 'ResultReexported':
+      return { ...next, archiveKey: event.data.archiveKey, exportedCorrectionVersion: event.data.correctionVersion };
   }
 }
 

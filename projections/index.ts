@@ -2,6 +2,7 @@ import { accountsProjection } from './accounts.ts';
 import { apiKeysProjection } from './api-keys.ts';
 import { billingProjection } from './billing.ts';
 import { correctionUsageProjection } from './correction-usage.ts';
+import { correctionsProjection } from './corrections.ts';
 import { idempotencyKeysProjection } from './idempotency-keys.ts';
 import { jobStatusProjection } from './job-status.ts';
 import { modelsProjection } from './models.ts';
@@ -18,6 +19,7 @@ export const PROJECTIONS: readonly Projection[] = [
   correctionUsageProjection,
   usersProjection,
   modelsProjection,
+  correctionsProjection,
 ];
 
 export type { Projection };

@@ -17,6 +17,8 @@ export const jobStatusProjection: Projection = {
     'CallbackAttempted',
     'CallbackAbandoned',
     'ResultExpired',
+    'PageTextCorrected',
+    'ResultReexported',
   ],
   apply: `
 declare
@@ -83,6 +85,12 @@ begin
       where job_id = job;
   when 'ResultExpired' then
     update job_status set result_expired = true, version = e.stream_version where job_id = job;
+  when 'PageTextCorrected' then
+    update job_status set version = e.stream_version where job_id = job;
+  when 'ResultReexported' then
+    -- the download serves the newest archive (docs/corrections.md)
+    update job_status set archive_key = e.data->>'archiveKey', archive_bytes = (e.data->>'archiveBytes')::bigint,
+      archive_sha256 = e.data->>'archiveSha256', version = e.stream_version where job_id = job;
   end case;
 end`,
 };

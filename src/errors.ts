@@ -7,7 +7,7 @@ import { WEBHOOK_URL_ERRORS } from './callbacks/webhook-url.ts';
 import { EXPORT_ERRORS } from './export/errors.ts';
 import { HTTP_PROBLEMS } from './http/problem.ts';
 import { PORTAL_ERRORS } from './portal/errors.ts';
-import { ACCOUNT_ERRORS, MODEL_ERRORS, SUBMISSION_ERRORS } from './use-cases/errors.ts';
+import { ACCOUNT_ERRORS, CORRECTION_ERRORS, MODEL_ERRORS, SUBMISSION_ERRORS } from './use-cases/errors.ts';
 import { GROUND_TRUTH_ERRORS } from './intake/ground-truth-error.ts';
 import { INTAKE_ERRORS } from './intake/intake-error.ts';
 import { PIPELINE_ERRORS } from './recognition/page/errors.ts';
@@ -21,6 +21,7 @@ export const ERROR_CATALOGS: Readonly<Record<string, ErrorCatalog>> = {
   Portal: PORTAL_ERRORS,
   Uploads: INTAKE_ERRORS,
   Models: MODEL_ERRORS,
+  Corrections: CORRECTION_ERRORS,
   'Ground truth': GROUND_TRUTH_ERRORS,
   'Webhook addresses': WEBHOOK_URL_ERRORS,
   'Uploaded layouts': LAYOUT_ERRORS,

@@ -122,6 +122,8 @@ function writeLine(xml: XmlWriter, line: ExportLine): void {
     ['WIDTH', line.box.width],
     ['HEIGHT', line.box.height],
     ['BASELINE', line.baseline ? formatPoints(line.baseline) : null],
+    // ALTO's correction status: a person corrected the line (docs/corrections.md).
+    ['CS', line.machine ? 'true' : null],
   ]);
   xml.open('Shape');
   xml.empty('Polygon', [['POINTS', formatPoints(line.polygon)]]);

@@ -31,6 +31,11 @@ export interface ExportLine {
   words: ExportWord[];
   /** true when `words` were cut from the text because the model's words did not spell it. */
   wordsEstimated: boolean;
+  /**
+   * Set when a person corrected the line (docs/corrections.md): `text` is then the correction and
+   * this the machine's reading with its confidence, which PageXML keeps as a second TextEquiv.
+   */
+  machine?: { text: string; confidence: number | null };
 }
 
 export interface ExportRegion {
@@ -101,6 +106,55 @@ export function prepareExportPage(page: PageResult): ExportPage {
     };
   });
   return { result: page, width, height, regions };
+}
+
+/**
+ * The page with people's corrections (line id → text, ids as prepareExportPage gives them) in
+ * place of the machine's reading: a corrected line's words are cut from its text again (unless
+ * the text keeps the model's words), with no confidence, since a person wrote them. A line
+ * "corrected" to the text it had stays as it was. The page's lines not named are untouched.
+ */
+export function applyCorrections(page: ExportPage, corrected: Readonly<Record<string, string>> | undefined): ExportPage {
+  if (!corrected || Object.keys(corrected).length === 0) return page;
+  // Re-cut words get ids `<line>_c<n>`, unique in the page as xsd:ID requires.
+  const ids = new IdAllocator();
+  for (const region of page.regions) {
+    ids.take(region.id, region.id);
+    for (const line of region.lines) {
+      ids.take(line.id, line.id);
+      for (const word of line.words) ids.take(word.id, word.id);
+    }
+  }
+  const regions = page.regions.map((region) => ({
+    ...region,
+    lines: region.lines.map((line): ExportLine => {
+      const text = corrected[line.id];
+      if (text === undefined || text === line.text) return line;
+      const keepsWords = !line.wordsEstimated && sameTokens(line.words, text);
+      const words = keepsWords
+        ? line.words.map((word) => ({ ...word, confidence: null }))
+        : estimateWords(text, line.box, null, (index) => ids.take('', `${line.id}_c${index + 1}`));
+      return {
+        ...line,
+        text,
+        confidence: null,
+        words,
+        wordsEstimated: !keepsWords && words.length > 0,
+        machine: { text: line.text, confidence: line.confidence },
+      };
+    }),
+  }));
+  return { ...page, regions };
+}
+
+/** Number of lines of the page that carry a correction. */
+export function correctedLineCount(page: ExportPage): number {
+  return page.regions.reduce((sum, region) => sum + region.lines.filter((line) => line.machine !== undefined).length, 0);
+}
+
+function sameTokens(words: ExportWord[], text: string): boolean {
+  const tokens = textTokens(text);
+  return words.length === tokens.length && words.every((word, index) => word.text === tokens[index]);
 }
 
 /** The whitespace-separated tokens of a line text, the unit that words must match. */

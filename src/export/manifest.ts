@@ -22,6 +22,8 @@ export interface ManifestPage {
   regions: number;
   lines: number;
   words: number;
+  /** Lines a person corrected (docs/corrections.md); 0 in the first export. */
+  corrected_lines: number;
   /** 'uploaded': the page's regions and lines came from its PageXML/ALTO in the ZIP; 'detected': from our layout. */
   layout_source: 'detected' | 'uploaded';
   /** The clockwise turn that makes the page upright: 0, or 90, 180, 270 for a page scanned sideways or upside down and read turned. */
@@ -40,6 +42,12 @@ export interface Manifest {
   models: Array<{ role: ModelInfo['role']; name: string; version: string }>;
   correction: Array<{ provider: string; model: string }>;
   page_count: number;
+  /**
+   * Which corrections the archive holds: `version` is the job's count of saved corrections it
+   * was built with (0: the machine's reading, the first export), `corrected_lines` the lines that
+   * differ from the machine's reading, over all pages.
+   */
+  corrections: { version: number; corrected_lines: number };
   pages: ManifestPage[];
   pdf: { path: string; format: Exclude<PdfFormat, 'none'>; pages: number } | null;
   files: ManifestFile[];
@@ -77,7 +85,13 @@ export class ManifestBuilder {
     this.pdf = pdf;
   }
 
-  build(job: { jobId: string; createdAt: Date; options: JobOptions; fallbackSoftware: Manifest['software'] }): Manifest {
+  build(job: {
+    jobId: string;
+    createdAt: Date;
+    options: JobOptions;
+    correctionVersion: number;
+    fallbackSoftware: Manifest['software'];
+  }): Manifest {
     return {
       schema: MANIFEST_SCHEMA,
       job_id: job.jobId,
@@ -93,6 +107,10 @@ export class ManifestBuilder {
       models: [...this.models.values()],
       correction: [...this.corrections.values()],
       page_count: this.pages.length,
+      corrections: {
+        version: job.correctionVersion,
+        corrected_lines: this.pages.reduce((sum, page) => sum + page.corrected_lines, 0),
+      },
       pages: this.pages,
       pdf: this.pdf,
       files: this.files,

@@ -137,7 +137,11 @@ function writeRegion(xml: XmlWriter, region: ExportRegion): void {
 }
 
 function writeLine(xml: XmlWriter, line: ExportLine): void {
-  xml.open('TextLine', [['id', line.id]]);
+  // A line a person corrected says so (PAGE's `custom`), and keeps the machine's reading (below).
+  xml.open('TextLine', [
+    ['id', line.id],
+    ['custom', line.machine ? 'correction {source:manual;}' : null],
+  ]);
   xml.empty('Coords', [['points', formatPoints(line.polygon)]]);
   if (line.baseline) xml.empty('Baseline', [['points', formatPoints(line.baseline)]]);
   // Estimated words carry no geometry of their own: PAGE gets the line level only.
@@ -149,12 +153,27 @@ function writeLine(xml: XmlWriter, line: ExportLine): void {
       xml.close();
     }
   }
-  writeTextEquiv(xml, line.text, line.confidence);
+  if (line.machine) {
+    // The correction is the main text (PAGE: the lowest index); the machine's reading follows it.
+    writeTextEquiv(xml, line.text, null, { index: 0, comments: 'corrected' });
+    writeTextEquiv(xml, line.machine.text, line.machine.confidence, { index: 1, comments: 'machine reading' });
+  } else {
+    writeTextEquiv(xml, line.text, line.confidence);
+  }
   xml.close();
 }
 
-function writeTextEquiv(xml: XmlWriter, text: string, confidence: number | null): void {
-  xml.open('TextEquiv', [['conf', confidence === null ? null : formatNumber(confidence)]]);
+function writeTextEquiv(
+  xml: XmlWriter,
+  text: string,
+  confidence: number | null,
+  marks: { index: number; comments: string } | null = null,
+): void {
+  xml.open('TextEquiv', [
+    ['index', marks?.index ?? null],
+    ['conf', confidence === null ? null : formatNumber(confidence)],
+    ['comments', marks?.comments ?? null],
+  ]);
   xml.text('Unicode', text);
   xml.close();
 }

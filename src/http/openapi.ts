@@ -58,6 +58,10 @@ const MODEL_ID_PARAMETER = {
   description: 'The model id (a UUID).',
 };
 const fraction = { type: 'number', minimum: 0 } as const;
+const PAGE_PARAMETER = { name: 'page', in: 'path', required: true, schema: { type: 'string' }, description: 'The page number (1-based).' };
+const point = { type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 2 } as const;
+const points = { type: 'array', items: point } as const;
+const nullableConfidence = { type: ['number', 'null'], minimum: 0, maximum: 1 } as const;
 
 export function openApiDocument(baseUrl: string) {
   return {
@@ -241,10 +245,123 @@ export function openApiDocument(baseUrl: string) {
           },
         },
       },
+      '/v1/process-scan/{job_id}/pages/{page}': {
+        parameters: [JOB_ID_PARAMETER, PAGE_PARAMETER],
+        get: {
+          operationId: 'getPage',
+          summary: 'A done job’s page: its lines with the machine’s reading and the corrections',
+          description:
+            'Each line with its id (as in the result’s PageXML and ALTO), outline, baseline, the machine’s text and confidence, ' +
+            'the corrected text if any, and the machine’s words; the page’s text version (docs/corrections.md).',
+          responses: {
+            '200': { description: 'The page.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Page' } } } },
+            '401': unauthorized,
+            '404': problem('job_not_found (unknown, or another account’s) or unknown_page.'),
+            '409': problem('job_not_done (retryable), job_failed or job_cancelled: the job has no text to read.'),
+            '410': problem('result_expired: after expires_at.'),
+            '429': rateLimited,
+            '503': databaseOrStorageUnavailable,
+          },
+        },
+      },
+      '/v1/process-scan/{job_id}/pages/{page}/text': {
+        parameters: [JOB_ID_PARAMETER, PAGE_PARAMETER],
+        put: {
+          operationId: 'correctPageText',
+          summary: 'Correct lines of a done job’s page',
+          description:
+            'Only the lines that change, by id. Each save is an event (PageTextCorrected: the page, each line’s text before and ' +
+            'after, who: the API key’s label or the portal user’s e-mail); the machine’s reading stays. The result archive is ' +
+            'exported again with the corrections a moment later, same file names (docs/corrections.md). Billing does not change.',
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/PageCorrection' } } },
+          },
+          responses: {
+            '200': {
+              description: 'The page as it reads now, with its text version.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Page' } } },
+            },
+            '400': problem(
+              'invalid_correction_body, line_text_too_long (over 2,000 characters) or line_text_invalid_characters ' +
+                '(control characters, tabs, line breaks).',
+            ),
+            '401': unauthorized,
+            '404': problem('job_not_found (unknown, or another account’s), unknown_page or unknown_line.'),
+            '409': problem('job_not_done (retryable), job_failed or job_cancelled: only a done job’s text is corrected.'),
+            '410': problem('result_expired: after expires_at a job can no longer be corrected.'),
+            '415': problem('unsupported_media_type: the body is not application/json.'),
+            '429': rateLimited,
+            '503': databaseOrStorageUnavailable,
+          },
+        },
+      },
+      '/v1/process-scan/{job_id}/timeline': {
+        parameters: [JOB_ID_PARAMETER],
+        get: {
+          operationId: 'getJobTimeline',
+          summary: 'The job’s history for people: who submitted, pages done, corrections, callbacks',
+          description: 'Actors by API key label or portal user e-mail, never an id. The raw events are at …/events.',
+          responses: {
+            '200': {
+              description: 'The timeline, oldest first.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/JobTimeline' } } },
+            },
+            '401': unauthorized,
+            '404': problem('Unknown job, or another account’s.'),
+            '429': rateLimited,
+            '503': databaseUnavailable,
+          },
+        },
+      },
+      '/v1/process-scan/{job_id}/models': {
+        parameters: [JOB_ID_PARAMETER],
+        post: {
+          operationId: 'trainModelFromJob',
+          summary: 'Train a model on a done job’s corrected pages',
+          description:
+            'The ground truth is written from the job’s page images and its corrected lines; a page’s untouched lines count only ' +
+            'where the page is in checked_pages. The same line rules and the same 20 lines at least as an upload (docs/models.md).',
+          requestBody: {
+            required: false,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/JobTraining' } } },
+          },
+          responses: {
+            '202': {
+              description: 'Accepted: the training is queued.',
+              headers: { Location: { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/ModelSubmission' } } },
+            },
+            '400': problem(
+              'invalid_training_request, no_corrected_pages, no_usable_lines, too_few_lines, invalid_label, invalid_model or ' +
+                'model_not_ready (base_model).',
+            ),
+            '401': unauthorized,
+            '404': problem('job_not_found: unknown, or another account’s.'),
+            '409': problem('job_not_done (retryable), job_failed or job_cancelled.'),
+            '410': problem('result_expired: after expires_at.'),
+            '415': problem('unsupported_media_type: the body is not application/json.'),
+            '429': rateLimited,
+            '503': {
+              ...problem(
+                'training_unavailable: no trainer can run for this service (not retryable); database_unavailable or ' +
+                  'storage_unavailable: retry after Retry-After seconds.',
+              ),
+              headers: {
+                'Retry-After': {
+                  required: false,
+                  description: 'Seconds to wait, where a retry can help.',
+                  schema: { type: 'string', pattern: '^[0-9]+$' },
+                },
+              },
+            },
+          },
+        },
+      },
       '/v1/usage': {
         get: {
           operationId: 'getUsage',
-          summary: 'Billed pages of the calling account (done jobs only)',
+          summary: 'Billed pages (done jobs only) and trained lines (ready models) of the calling account',
           parameters: [
             {
               name: 'from',
@@ -566,13 +683,24 @@ export function openApiDocument(baseUrl: string) {
         Usage: {
           type: 'object',
           additionalProperties: false,
-          required: ['account_id', 'from', 'to', 'jobs', 'pages', 'correction'],
+          required: ['account_id', 'from', 'to', 'jobs', 'pages', 'models_trained', 'lines_trained', 'correction'],
           properties: {
             account_id: uuid,
             from: nullableTimestamp,
             to: nullableTimestamp,
             jobs: { type: 'integer', minimum: 0, description: 'Done jobs (billed).' },
             pages: { type: 'integer', minimum: 0, description: 'Pages of done jobs (billed).' },
+            models_trained: {
+              type: 'integer',
+              minimum: 0,
+              description:
+                'Models whose training completed in the period (ready, or retired since); failed and cancelled ones are not billed.',
+            },
+            lines_trained: {
+              type: 'integer',
+              minimum: 0,
+              description: 'The ground-truth lines those models were trained on (billed; held-out lines not counted).',
+            },
             correction: {
               type: 'array',
               description: 'LLM correction usage per provider and model: pages corrected and tokens.',
@@ -727,6 +855,143 @@ export function openApiDocument(baseUrl: string) {
           properties: {
             model_id: uuid,
             events: { $ref: '#/components/schemas/JobEvents/properties/events' },
+          },
+        },
+        Page: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['job_id', 'page', 'name', 'image', 'version', 'corrected_at', 'corrected_lines', 'text', 'lines'],
+          properties: {
+            job_id: uuid,
+            page: { type: 'integer', minimum: 1 },
+            name: { type: 'string', description: 'The image’s path in the submitted ZIP.' },
+            image: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['width', 'height'],
+              properties: { width: { type: 'integer' }, height: { type: 'integer' } },
+            },
+            version: { type: 'integer', minimum: 0, description: 'The page’s text version: its number of saved corrections (0: none).' },
+            corrected_at: nullableTimestamp,
+            corrected_lines: { type: 'integer', minimum: 0, description: 'Lines whose text differs from the machine’s reading.' },
+            text: { type: 'string', description: 'The page’s current text, one line of text a line, in reading order.' },
+            lines: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['id', 'region_id', 'polygon', 'baseline', 'text', 'machine_text', 'corrected_text', 'confidence', 'words'],
+                properties: {
+                  id: { type: 'string', description: 'The line’s id in the result’s PageXML and ALTO.' },
+                  region_id: { type: 'string' },
+                  polygon: points,
+                  baseline: { type: ['array', 'null'], items: point },
+                  text: { type: 'string', description: 'What the line reads now: the correction, else the machine’s reading.' },
+                  machine_text: { type: 'string' },
+                  corrected_text: { type: ['string', 'null'] },
+                  confidence: nullableConfidence,
+                  words: {
+                    type: 'array',
+                    description: 'The machine’s words; empty where it read the line as a whole.',
+                    items: {
+                      type: 'object',
+                      additionalProperties: false,
+                      required: ['id', 'text', 'polygon', 'confidence'],
+                      properties: { id: { type: 'string' }, text: { type: 'string' }, polygon: points, confidence: nullableConfidence },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        PageCorrection: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['lines'],
+          properties: {
+            lines: {
+              type: 'array',
+              minItems: 1,
+              maxItems: 1000,
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['id', 'text'],
+                properties: {
+                  id: { type: 'string', description: 'A line id of the page (GET …/pages/{page}, or the result’s PageXML/ALTO).' },
+                  text: { type: 'string', maxLength: 2000, description: 'The line’s new text: one line, no control characters.' },
+                },
+              },
+            },
+          },
+        },
+        JobTimeline: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['job_id', 'entries'],
+          properties: {
+            job_id: uuid,
+            entries: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['version', 'at', 'type', 'summary', 'actor', 'page'],
+                properties: {
+                  version: { type: 'integer', description: 'The event’s version in the job’s history (…/events).' },
+                  at: timestamp,
+                  type: { type: 'string', description: 'The event type, e.g. JobQueued, PageCompleted, PageTextCorrected.' },
+                  summary: { type: 'string' },
+                  actor: {
+                    oneOf: [
+                      {
+                        type: 'object',
+                        additionalProperties: false,
+                        required: ['kind', 'label'],
+                        properties: { kind: { const: 'api_key' }, label: { type: 'string' } },
+                      },
+                      {
+                        type: 'object',
+                        additionalProperties: false,
+                        required: ['kind', 'email'],
+                        properties: { kind: { const: 'user' }, email: { type: 'string' } },
+                      },
+                      { type: 'object', additionalProperties: false, required: ['kind'], properties: { kind: { const: 'service' } } },
+                    ],
+                  },
+                  page: { type: ['integer', 'null'] },
+                  lines: {
+                    type: 'array',
+                    description: 'A correction’s lines, each with its text before and after.',
+                    items: {
+                      type: 'object',
+                      additionalProperties: false,
+                      required: ['id', 'before', 'after'],
+                      properties: { id: { type: 'string' }, before: { type: 'string' }, after: { type: 'string' } },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        JobTraining: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            pages: {
+              type: 'array',
+              items: { type: 'integer', minimum: 1 },
+              description: 'The pages to train on; absent: every corrected page and every checked page.',
+            },
+            checked_pages: {
+              type: 'array',
+              items: { type: 'integer', minimum: 1 },
+              description: 'Pages whose untouched lines are right as read: all their lines are trained on.',
+            },
+            label: { type: 'string', maxLength: 100 },
+            base_model: { type: 'string', default: 'default' },
           },
         },
         Health: { type: 'object', required: ['status'], properties: { status: { type: 'string' }, detail: { type: 'string' } } },

@@ -36,7 +36,7 @@ export const pagesFailed = new client.Counter({
 
 export const exportsFailed = new client.Counter({
   name: 'hwr_exports_failed_total',
-  help: "Export attempts (a job's result archive) that failed in this process, by outcome: retried, or job_failed (the error is permanent or the attempts are spent); a hand-back, an ended job or a database outage ridden out is not counted",
+  help: "Export attempts (a job's result archive) that failed in this process, by outcome: retried, job_failed (the error is permanent or the attempts are spent), or reexport_abandoned (a re-export after corrections gave up; the archive before it stays); a hand-back, an ended job or a database outage ridden out is not counted",
   labelNames: ['outcome'] as const,
   registers: [metricsRegistry],
 });
@@ -73,7 +73,7 @@ export const backgroundErrors = new client.Counter({
 
 for (const outcome of ['delivered', 'http_error', 'timeout', 'failed']) callbackAttempts.inc({ outcome }, 0);
 for (const component of ['pg-boss', 'pg-pool']) backgroundErrors.inc({ component }, 0);
-for (const outcome of ['retried', 'job_failed']) exportsFailed.inc({ outcome }, 0);
+for (const outcome of ['retried', 'job_failed', 'reexport_abandoned']) exportsFailed.inc({ outcome }, 0);
 
 /** The outcome label of one callback attempt. */
 export function callbackOutcomeLabel(outcome: { ok: boolean; status: number | null; error: string | null }): string {

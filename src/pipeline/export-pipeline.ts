@@ -12,7 +12,7 @@ import { renderAlto } from '../export/alto.ts';
 import { MANIFEST_PATH, pageFileNames, pdfFileName } from '../export/archive-layout.ts';
 import { loadPdfAssets, type PdfAssets } from '../export/assets.ts';
 import { ExportError } from '../export/errors.ts';
-import { prepareExportPage } from '../export/export-page.ts';
+import { applyCorrections, correctedLineCount, prepareExportPage } from '../export/export-page.ts';
 import { ManifestBuilder } from '../export/manifest.ts';
 import { readPageResult } from './page-result-reader.ts';
 import { renderPageXml } from '../export/pagexml.ts';
@@ -73,7 +73,7 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
           pageNumber: source.pageNumber,
         });
       }
-      const page = prepareExportPage(result);
+      const page = applyCorrections(prepareExportPage(result), task.corrections?.lines[source.pageNumber]);
       producer ||= `${result.producer.software} ${result.producer.version}`;
       const names = pageFileNames(source.pageNumber, pages.length, source.name);
       addFile(names.page, Buffer.from(renderPageXml(page, { timestamp: createdAt }), 'utf8'), 'application/vnd.prima.page+xml');
@@ -89,6 +89,7 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
           regions: page.regions.length,
           lines: lines.length,
           words: lines.reduce((sum, line) => sum + line.words.length, 0),
+          corrected_lines: correctedLineCount(page),
           layout_source: result.layoutSource ?? 'detected',
           orientation: result.orientation ?? 0,
           warnings: result.warnings,
@@ -119,7 +120,7 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
           signal.throwIfAborted();
           const result = await readPageResult(blobs, resultKey, source.pageNumber);
           const image = await readImage(context, source.blobKey, source.pageNumber);
-          const report = await pdf.addPage(prepareExportPage(result), image);
+          const report = await pdf.addPage(applyCorrections(prepareExportPage(result), task.corrections?.lines[source.pageNumber]), image);
           if (report.sizeMismatch) log.warn({ job_id: task.jobId, page: source.pageNumber }, `PDF page: ${report.sizeMismatch}`);
         }
         const outcome = await pdf.finish();
@@ -136,12 +137,18 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
       jobId: task.jobId,
       createdAt,
       options: task.options,
+      correctionVersion: task.corrections?.version ?? 0,
       fallbackSoftware: { name: 'hwr', version: 'unknown' },
     });
     zip.addBuffer(Buffer.from(`${JSON.stringify(body, null, 2)}\n`, 'utf8'), MANIFEST_PATH, { ...entry, compress: true });
     zip.end();
     const { bytes } = await stored;
-    const outcome = { archiveKey: task.archiveKey, bytes, sha256: archiveHash.digest('hex') };
+    const outcome = {
+      archiveKey: task.archiveKey,
+      bytes,
+      sha256: archiveHash.digest('hex'),
+      correctedLines: body.corrections.corrected_lines,
+    };
     log.info(
       { job_id: task.jobId, pages: pages.length, bytes, pdf_format: task.options.pdfFormat, ms: Math.round(performance.now() - started) },
       'result archive written',

@@ -49,6 +49,11 @@ export interface ExportTask {
   pages: Array<{ source: PageSource; resultKey: string }>;
   /** Where the archive must be written. */
   archiveKey: string;
+  /**
+   * People's corrections (docs/corrections.md): by page, line id → text, the job's correction
+   * count they are as of (`version`). Absent: the first export, the machine's reading alone.
+   */
+  corrections?: { version: number; lines: Readonly<Record<number, Readonly<Record<string, string>>>> };
 }
 
 export interface ExportContext {
@@ -61,6 +66,8 @@ export interface ExportOutcome {
   archiveKey: string;
   bytes: number;
   sha256: string;
+  /** Lines whose text is a person's correction (the manifest's `corrections.corrected_lines`). */
+  correctedLines?: number;
 }
 
 export interface ExportPipeline {

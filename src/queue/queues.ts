@@ -29,6 +29,11 @@ export interface PageTaskData {
 
 export interface ExportTaskData {
   jobId: string;
+  /**
+   * Set for a re-export after corrections (docs/corrections.md): the job's correction count it was
+   * scheduled for. A task whose count is no longer the job's newest is dropped (a later one exports).
+   */
+  correctionVersion?: number;
 }
 
 export interface CallbackTaskData {
@@ -42,5 +47,6 @@ export interface ModelTrainingTaskData {
 
 export const pageTaskId = (jobId: string, page: number): string => derivedUuid('hwr-page', jobId, page);
 export const exportTaskId = (jobId: string): string => derivedUuid('hwr-export', jobId);
+export const reexportTaskId = (jobId: string, correctionVersion: number): string => derivedUuid('hwr-reexport', jobId, correctionVersion);
 export const callbackTaskId = (jobId: string, attempt: number): string => derivedUuid('hwr-callback', jobId, attempt);
 export const modelTrainingTaskId = (modelId: string): string => derivedUuid('hwr-model-training', modelId);

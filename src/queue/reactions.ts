@@ -5,7 +5,19 @@ import type { DomainEvent, ModelEvent } from '../../domain/events.ts';
 import { pagesDone, type JobState } from '../../domain/job.ts';
 import type { ModelState } from '../../domain/model.ts';
 import { pagePriority } from './fair-share.ts';
-import { callbackTaskId, exportTaskId, modelTrainingTaskId, type ModelTrainingTaskData, pageTaskId, QUEUES } from './queues.ts';
+import {
+  callbackTaskId,
+  exportTaskId,
+  reexportTaskId,
+  modelTrainingTaskId,
+  type ExportTaskData,
+  type ModelTrainingTaskData,
+  pageTaskId,
+  QUEUES,
+} from './queues.ts';
+
+/** How long after a correction its re-export starts (later saves within it make it outdated). */
+export const REEXPORT_DELAY_MS = 1500;
 
 export type Reaction =
   | { kind: 'send'; queue: string; id: string; data: object; startAfter?: Date; priority?: number }
@@ -67,6 +79,20 @@ export function reactionsTo(events: readonly DomainEvent[], after: JobState, con
       case 'JobCancelled':
         reactions.push(cancelPendingTasks(after));
         break;
+      case 'PageTextCorrected': {
+        // A correction schedules a re-export of the archive, a moment later: saves in a row (a
+        // person going down a page) end in one export, the newest's; older tasks find themselves
+        // outdated and drop (docs/decisions/0032-corrections-are-events-and-schedule-a-re-export.md).
+        const data: ExportTaskData = { jobId: after.jobId, correctionVersion: after.correctionVersion };
+        reactions.push({
+          kind: 'send',
+          queue: QUEUES.export,
+          id: reexportTaskId(after.jobId, after.correctionVersion),
+          data,
+          startAfter: new Date(Date.parse(event.data.correctedAt) + REEXPORT_DELAY_MS),
+        });
+        break;
+      }
       default:
         break;
     }

@@ -12,6 +12,7 @@ import { securityHeaders } from '../http/security-headers.ts';
 import { registerHealth } from '../http/routes/health.ts';
 import { registerJobRoutes } from '../http/routes/jobs.ts';
 import { registerModelRoutes } from '../http/routes/models.ts';
+import { registerPageRoutes } from '../http/routes/pages.ts';
 import { registerSubmitScan } from '../http/routes/submit-scan.ts';
 import { registerUsage } from '../http/routes/usage.ts';
 
@@ -34,6 +35,7 @@ export function createApp(runtime: Runtime): Koa {
   registerJobRoutes(router, runtime, auth);
   registerUsage(router, runtime, auth);
   registerModelRoutes(router, runtime, auth);
+  registerPageRoutes(router, runtime, auth);
   app.use(httpMetrics());
   app.use(securityHeaders(runtime.config.tls !== null || runtime.config.baseUrl.startsWith('https:')));
   app.use(requestContext(runtime.log));

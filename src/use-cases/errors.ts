@@ -38,11 +38,34 @@ export const MODEL_ERRORS = {
   invalid_model: { status: 400, retryable: false, title: 'Invalid input' },
   /** A model of the account that is not ready: still training, failed, cancelled or retired. */
   model_not_ready: { status: 400, retryable: false, title: 'Model not ready' },
+  /** POST /v1/process-scan/{id}/models: a body that is not `{"pages"?, "checked_pages"?, "label"?, "base_model"?}`, or a page the job does not have. */
+  invalid_training_request: { status: 400, retryable: false, title: 'Invalid input' },
+  /** The job's pages chosen hold no corrected line, and none is marked checked: there is nothing to train on. */
+  no_corrected_pages: { status: 400, retryable: false, title: 'Nothing to train on' },
   /** No trainer can run here (TRAINER, a Python with PyTorch): an operator's setup, not the moment, so not retryable. */
   training_unavailable: { status: 503, retryable: false, title: 'Training unavailable' },
 } as const satisfies ErrorCatalog<string, number>;
 
+/**
+ * Refusals of a page's correction and of reading a page (docs/corrections.md): the body, a
+ * line's text, and a job that has no result to correct. `job_failed` and `result_expired` mean
+ * what the result download's do.
+ */
+export const CORRECTION_ERRORS = {
+  /** Not a JSON object `{"lines": [{"id", "text"}, …]}` with 1 to 1,000 lines, each id once, no other fields. */
+  invalid_correction_body: { status: 400, retryable: false, title: 'Invalid input' },
+  /** A line's text over 2,000 characters. */
+  line_text_too_long: { status: 400, retryable: false, title: 'Invalid input' },
+  /** A line's text with control characters (tabs and line breaks included), lone surrogates or U+FFFE/U+FFFF. */
+  line_text_invalid_characters: { status: 400, retryable: false, title: 'Invalid input' },
+  /** The job failed: it has no result to read or correct. */
+  job_failed: { status: 409, retryable: false, title: 'Result not available' },
+  /** The job's result expired (expires_at passed, or its files are gone). */
+  result_expired: { status: 410, retryable: false, title: 'Result expired' },
+} as const satisfies ErrorCatalog<string, number>;
+
 export type SubmissionErrorCode = keyof typeof SUBMISSION_ERRORS;
+export type CorrectionErrorCode = keyof typeof CORRECTION_ERRORS;
 export type ModelErrorCode = keyof typeof MODEL_ERRORS;
 export type AccountErrorCode = keyof typeof ACCOUNT_ERRORS;
 
@@ -70,5 +93,14 @@ export class ModelError extends CodedError<ModelErrorCode, number> {
   constructor(code: ModelErrorCode, message: string) {
     super(code, MODEL_ERRORS[code], message);
     this.title = MODEL_ERRORS[code].title;
+  }
+}
+
+/** A refusal of a correction, or of reading a page to correct. */
+export class CorrectionError extends CodedError<CorrectionErrorCode, number> {
+  readonly title: string;
+  constructor(code: CorrectionErrorCode, message: string) {
+    super(code, CORRECTION_ERRORS[code], message);
+    this.title = CORRECTION_ERRORS[code].title;
   }
 }

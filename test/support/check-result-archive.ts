@@ -88,7 +88,11 @@ export async function checkResultArchive(archive: Buffer | string, options: Arch
     assert.equal(Number(pageElement.attributes.imageWidth), page.image.width, `${page.files.page}: imageWidth`);
     assert.equal(Number(pageElement.attributes.imageHeight), page.image.height, `${page.files.page}: imageHeight`);
     const pageLines = descendantsNamed(pageElement, 'TextLine')
-      .map((line) => childNamed(childrenNamed(line, 'TextEquiv').at(-1)!, 'Unicode')!.text)
+      // The main text: the TextEquiv of index 0 where a corrected line keeps the machine's reading beside it (index 1).
+      .map((line) => {
+        const equivs = childrenNamed(line, 'TextEquiv');
+        return childNamed(equivs.find((equiv) => equiv.attributes.index === '0') ?? equivs.at(-1)!, 'Unicode')!.text;
+      })
       .filter((line) => line.trim() !== '');
     assert.deepEqual(pageLines.map(collapse), textLines.map(collapse), `${page.files.page}: lines differ from ${page.files.text}`);
 

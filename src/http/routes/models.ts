@@ -108,7 +108,7 @@ export function registerModelRoutes(router: Router, runtime: Runtime, authentica
 }
 
 /** Where no trainer can run, a training is refused before its upload is read (docs/models.md, "Where training runs"). */
-function refuseWithoutTrainer(runtime: Runtime) {
+export function refuseWithoutTrainer(runtime: Runtime) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (!(await runtime.trainer()).available) {
       ctx.set('Connection', 'close');
