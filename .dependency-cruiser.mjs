@@ -92,10 +92,10 @@ export default {
     {
       name: 'worker-internals',
       comment:
-        "Outside src/workers only start-workers.ts is imported: a task handler's, a sweep's or a mechanism's inside is the workers' own.",
+        "Outside src/workers only start-workers.ts and start-trainer.ts (the roles' entries) are imported: a task handler's, a sweep's or a mechanism's inside is the workers' own.",
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/workers/' },
-      to: { path: '^src/workers/', pathNot: '^src/workers/start-workers[.]ts$' },
+      to: { path: '^src/workers/', pathNot: '^src/workers/start-(workers|trainer)[.]ts$' },
     },
     {
       name: 'pg-boss-outside-queue-adapter',
