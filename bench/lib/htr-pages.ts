@@ -11,6 +11,8 @@ const TESSERACT_LANGUAGES: Record<string, string> = { en: 'eng', fr: 'fra', de: 
 export interface EvalPage {
   name: string;
   source: string;
+  /** `source:document` (htr-pages' hand_or_document; its unit of splits), where known. */
+  document?: string;
   /** Tesseract language code. */
   language: string;
   imagePath: string;
@@ -40,6 +42,7 @@ export function pagesFromDataset(dataset: string, split: string, imageDir: strin
       pages.push({
         name: json.page,
         source: json.page.split('_')[0],
+        document: json.hand_or_document,
         language: TESSERACT_LANGUAGES[json.lang] ?? 'eng',
         imagePath,
         width: json.width,
@@ -53,6 +56,7 @@ export function pagesFromDataset(dataset: string, split: string, imageDir: strin
 
 interface HtrPage {
   page: string;
+  hand_or_document: string;
   lang: string;
   width: number;
   height: number;

@@ -39,7 +39,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
       // The page's own layout from the ZIP (checked at intake); events before it have none.
       const layoutXml = task.page.layoutBlobKey ? await context.blobs.get(task.page.layoutBlobKey) : undefined;
       const weight = await pagePixels(bytes);
-      const { page, timings } = await pixels.run(
+      const { page, timings, lineFrames } = await pixels.run(
         weight,
         () =>
           withEngine((engine) =>
@@ -70,6 +70,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
         log: context.log,
         ...(context.deadline === undefined ? {} : { deadline: context.deadline }),
         admitDecode: (decode) => pixels.run(weight, decode, signal),
+        lineFrames,
       });
       signal.throwIfAborted();
       return corrected;

@@ -8,6 +8,9 @@ import {
   CORRECTION_PROVIDERS,
   type CorrectionProviderName,
   type CorrectionSettings,
+  EVIDENCE_GUARD,
+  evidenceGuard,
+  type LineGuardSettings,
 } from '../recognition/correction/settings.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -361,11 +364,25 @@ function readCorrection(read: EnvReader, problems: string[]): Config['correction
       openai: read.flag('OPENAI_BEST_TIER_IMAGE'),
     },
     maxEditRatio: read.number('CORRECTION_MAX_EDIT_RATIO', 0.3, 0, 1),
+    lineGuard: lineGuardConfig(read),
     timeoutMs: read.integer('CORRECTION_TIMEOUT_MS', 60_000, 1, 3_600_000),
     retries: read.integer('CORRECTION_RETRIES', 3, 0, 10),
     retryBaseMs: read.integer('CORRECTION_RETRY_BASE_MS', 1_000, 0, 600_000),
     maxRetryWaitMs: read.integer('CORRECTION_MAX_RETRY_WAIT_MS', 60_000, 0, 3_600_000),
   };
+}
+
+/** CORRECTION_LINE_GUARD and the evidence guard's thresholds (docs/correction.md, "Guards"). */
+function lineGuardConfig(read: EnvReader): LineGuardSettings {
+  if (read.oneOf('CORRECTION_LINE_GUARD', ['evidence', 'edit-ratio'] as const, 'evidence') === 'edit-ratio') return { kind: 'edit-ratio' };
+  const base = {
+    maxLossPerChar: read.number('CORRECTION_MAX_LOSS_PER_CHAR', EVIDENCE_GUARD.maxLossPerChar, 0, 100),
+    confidenceSlack: read.number('CORRECTION_LOSS_CONFIDENCE_SLACK', EVIDENCE_GUARD.confidenceSlack, 0, 100),
+    maxLossPerEdit: read.number('CORRECTION_MAX_LOSS_PER_EDIT', EVIDENCE_GUARD.maxLossPerEdit, 0, 1000),
+    framelessMaxEditRatio: read.number('CORRECTION_FRAMELESS_MAX_EDIT_RATIO', EVIDENCE_GUARD.framelessMaxEditRatio, 0, 1),
+  };
+  const bestMaxLoss = read.number('CORRECTION_MAX_LOSS_PER_CHAR_BEST_IMAGE', base.maxLossPerChar, 0, 100);
+  return evidenceGuard(base, { ...base, maxLossPerChar: bestMaxLoss });
 }
 
 function recognitionConfig(read: EnvReader, cores: number): Config['recognition'] {

@@ -8,7 +8,7 @@ import { regionsTurnedBack } from './engine/turned-page.ts';
 import type { OcrEngine, PieceReading } from './engine/ocr-engine.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
 import type { LayoutRegion } from './layout/reading-order.ts';
-import { assembleRegions, assembleUploadedRegions } from './engine/page-assembly.ts';
+import { assembleRegions, assembleUploadedRegions, type LineFramesById } from './engine/page-assembly.ts';
 import { layoutRegionsOf, type UploadedLayout } from './layout/uploaded-layout.ts';
 import { readUploadedLayout } from './layout/uploaded-layout-thread.ts';
 
@@ -28,6 +28,12 @@ export interface PageRecognition {
   layoutBy: 'uploaded' | 'segmenter' | 'detector';
   /** How many layout lines kept each recognizer's reading (all 0 for layout only). */
   linesReadBy: Record<PieceReading['recognizer'], number>;
+  /**
+   * The recognizer's output frames of each line by line id, for the correction guard
+   * (correction/line-evidence.ts); held for this page only. Lines read by a recognizer of
+   * thousands of classes (print screening) or in several pieces have none.
+   */
+  lineFrames: LineFramesById;
 }
 
 export interface RecognizePageOptions {
@@ -83,9 +89,10 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     signal?.throwIfAborted();
   }
   start = performance.now();
+  const lineFrames: LineFramesById = new Map();
   const assembled = uploaded
-    ? await assembleUploadedRegions(raster, uploaded, layout, readings)
-    : await assembleRegions(raster, layout, readings);
+    ? await assembleUploadedRegions(raster, uploaded, layout, readings, lineFrames)
+    : await assembleRegions(raster, layout, readings, lineFrames);
   const regions = turn === 0 ? assembled : regionsTurnedBack(assembled, turn, raster.width, raster.height);
   // Baselines count as layout, word boxes as recognition: one pass does both, so the
   // pass is booked to the last stage that ran.
@@ -112,5 +119,5 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     const reading = readings?.get(line.fragments[0]);
     if (reading) linesReadBy[reading.recognizer] += 1;
   }
-  return { page, timings: { decodeMs, detectionMs, recognitionMs }, layoutBy, linesReadBy };
+  return { page, timings: { decodeMs, detectionMs, recognitionMs }, layoutBy, linesReadBy, lineFrames };
 }

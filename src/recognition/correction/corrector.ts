@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { JobOptions } from '../../../domain/events.ts';
 import type { PageResult } from '../page/page-result.ts';
+import type { LineFrames } from '../decoding/ctc-score.ts';
 
 /**
  * Returns the page with corrected line/word texts (geometry unchanged), `correction` usage
@@ -26,6 +27,12 @@ export interface CorrectionInput {
    * pipeline's), as the recognition's decode was: a JPEG 2000 page is a whole decode again.
    */
   admitDecode?: <T>(decode: () => Promise<T>) => Promise<T>;
+  /**
+   * The recognizer's output frames of the page's lines by line id (recognize-page.ts), which the
+   * evidence guard scores corrections against; held for this page only. A line without frames
+   * (or a page corrected from a stored result) is judged by the edit ratio.
+   */
+  lineFrames?: ReadonlyMap<string, LineFrames>;
 }
 
 /**

@@ -15,6 +15,7 @@ export function createCorrector(config: CorrectionSettings): PageCorrector {
   if (provider === null) return new NoProviderCorrector();
   return new LlmCorrector(provider, {
     maxEditRatio: config.maxEditRatio,
+    lineGuard: config.lineGuard,
     timeoutMs: config.timeoutMs,
     retry: { retries: config.retries, baseDelayMs: config.retryBaseMs, maxWaitMs: config.maxRetryWaitMs },
   });

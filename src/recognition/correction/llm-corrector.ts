@@ -4,18 +4,22 @@ import type { Logger } from 'pino';
 import type { CorrectionInfo, PageResult, TextLine } from '../page/page-result.ts';
 import { allLines } from '../page/page-result.ts';
 import type { CorrectionInput, PageCorrector } from './corrector.ts';
-import { checkAnswer, checkLineEdit, normalizeLineText } from './guards.ts';
+import { checkAnswer, checkLineEdit, normalizeLineText, type LineVerdict } from './guards.ts';
+import { checkLineEvidence } from './line-evidence.ts';
+import type { LineFrames } from '../decoding/ctc-score.ts';
+import type { LlmTier } from '../../shared/job-options.ts';
 import { pageImageOf, type PageImage } from './page-image.ts';
 import { DEFAULT_PRESET, isPreset, type Preset } from './presets.ts';
 import { buildPrompt } from './prompt.ts';
 import type { CorrectionProvider, ProviderResponse } from './provider.ts';
 import { RetriesEnded, withRetry, type RetryPolicy } from './retry.ts';
 import { realignWords } from './realign-words.ts';
-import { CORRECTION_ANSWER_ROUNDS } from './settings.ts';
+import { CORRECTION_ANSWER_ROUNDS, type LineGuardSettings } from './settings.ts';
 import type { PageTurn } from '../reading/page-turn.ts';
 
 export interface LlmCorrectorSettings {
   maxEditRatio: number;
+  lineGuard: LineGuardSettings;
   timeoutMs: number;
   retry: RetryPolicy;
 }
@@ -79,22 +83,40 @@ export class LlmCorrector implements PageCorrector {
         response,
         lines.map((line) => line.id),
       );
-      if (check.ok) return finish('applied', applyCorrections(lines, check.texts, this.settings.maxEditRatio));
+      if (check.ok) {
+        const judge = this.lineJudge(tier, image !== null, input.lineFrames);
+        return finish('applied', applyCorrections(lines, check.texts, judge));
+      }
       problem = check.problem;
       log.warn({ round, problem }, 'correction answer refused');
     }
     result.warnings.push(`correction rejected: ${problem} (${ANSWER_ROUNDS} answers refused); the recognised text was kept`);
     return finish('rejected');
   }
+
+  /**
+   * The line guard for this page: by the lines' frames where recognition kept them (lines without:
+   * framelessMaxEditRatio); by maxEditRatio when the guard is 'edit-ratio' or the page has no frames.
+   */
+  private lineJudge(tier: LlmTier, withImage: boolean, frames: ReadonlyMap<string, LineFrames> | undefined): LineJudge {
+    const guard = this.settings.lineGuard;
+    // A page without frames (corrected from a stored result, not after its recognition) has no image evidence at all.
+    if (guard.kind === 'edit-ratio' || !frames || frames.size === 0)
+      return (line, proposed) => checkLineEdit(line.text, proposed, this.settings.maxEditRatio);
+    const settings = guard.tiers[tier === 'best' && withImage ? 'bestWithImage' : tier];
+    return (line, proposed) => checkLineEvidence(line, proposed, frames?.get(line.id), settings);
+  }
 }
 
+type LineJudge = (line: TextLine, proposed: string) => LineVerdict;
+
 /** Applies accepted line texts in place; returns the lines a guard refused. */
-function applyCorrections(lines: TextLine[], texts: Map<string, string>, maxEditRatio: number): CorrectionInfo['refusedLines'] {
+function applyCorrections(lines: TextLine[], texts: Map<string, string>, judge: LineJudge): CorrectionInfo['refusedLines'] {
   const refused: CorrectionInfo['refusedLines'] = [];
   for (const line of lines) {
     const proposed = normalizeLineText(texts.get(line.id) ?? line.text);
     if (proposed === normalizeLineText(line.text)) continue;
-    const verdict = checkLineEdit(line.text, proposed, maxEditRatio);
+    const verdict = judge(line, proposed);
     if (!verdict.accept) {
       refused.push({ id: line.id, reason: verdict.reason });
       continue;

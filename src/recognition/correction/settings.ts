@@ -2,6 +2,9 @@
 // them from the environment in src/platform/config.ts). Kept apart from the providers so that reading
 // them loads no provider SDK.
 
+import type { LlmTier } from '../../shared/job-options.ts';
+import type { EvidenceGuardSettings } from './line-evidence.ts';
+
 export const CORRECTION_PROVIDERS = ['gemini', 'openai'] as const;
 export type CorrectionProviderName = (typeof CORRECTION_PROVIDERS)[number];
 
@@ -19,8 +22,10 @@ export interface CorrectionSettings {
   models: { gemini: Record<'cheap' | 'balanced' | 'best', string>; openai: Record<'cheap' | 'balanced' | 'best', string | null> };
   /** Whether the `best` tier sends the page image (off for openai: many self-hosted models read text only). */
   bestTierImage: { gemini: boolean; openai: boolean };
-  /** A corrected line farther than this edit-distance ratio from the recognised text is refused. */
+  /** With lineGuard 'edit-ratio': a corrected line farther than this edit-distance ratio from the recognised text is refused. */
   maxEditRatio: number;
+  /** How each changed line is judged (docs/correction.md, "Guards"). */
+  lineGuard: LineGuardSettings;
   /** One provider call (one attempt). */
   timeoutMs: number;
   /** Retries after a 429, 5xx, timeout or connection failure. */
@@ -29,4 +34,28 @@ export interface CorrectionSettings {
   retryBaseMs: number;
   /** Longest wait between attempts; a Retry-After beyond it ends the retries at once. */
   maxRetryWaitMs: number;
+}
+
+/**
+ * How each changed line is judged: 'evidence' by the line's image (line-evidence.ts), per tier (the
+ * `best` tier's `bestWithImage` when it sends the page image); 'edit-ratio' by its distance to the
+ * recognised text alone (maxEditRatio), the guard before the evidence guard.
+ */
+export type LineGuardSettings =
+  | { kind: 'edit-ratio' }
+  | { kind: 'evidence'; tiers: Record<LlmTier | 'bestWithImage', EvidenceGuardSettings> };
+
+/**
+ * The evidence guard's thresholds, chosen by bench/correction-guards.ts on the tune half of the
+ * htr-pages val pages (docs/correction.md, "Guards"): the most loss per character any tier takes.
+ */
+export const EVIDENCE_GUARD: EvidenceGuardSettings = {
+  maxLossPerChar: 0.25,
+  confidenceSlack: 6,
+  maxLossPerEdit: 6,
+  framelessMaxEditRatio: 0,
+};
+
+export function evidenceGuard(base: EvidenceGuardSettings, bestWithImage: EvidenceGuardSettings = base): LineGuardSettings {
+  return { kind: 'evidence', tiers: { cheap: base, balanced: base, best: base, bestWithImage } };
 }

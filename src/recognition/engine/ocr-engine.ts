@@ -281,6 +281,7 @@ export class OcrEngine {
             line.fragments.map((_, piece) => ({
               crop: read[index].crop,
               characters: piece === 0 ? read[index].characters : [],
+              ...(piece === 0 && read[index].frames ? { frames: read[index].frames } : {}),
               recognizer: which,
             })),
           ]),

@@ -12,6 +12,10 @@ import type { DetectedBox } from '../layout/text-detector.ts';
 import type { PieceReading } from './ocr-engine.ts';
 import { wordsOf } from '../reading/words.ts';
 import type { UploadedLayout } from '../layout/uploaded-layout.ts';
+import type { LineFrames } from '../decoding/ctc-score.ts';
+
+/** Filled with each kept line's output frames by line id (where one piece of the line holds them all). */
+export type LineFramesById = Map<string, LineFrames>;
 
 /**
  * With `readings` (recognition ran), lines in which nothing was read are dropped:
@@ -21,6 +25,7 @@ export async function assembleRegions(
   image: RgbImage,
   layout: readonly LayoutRegion[],
   readings: Map<DetectedBox, PieceReading> | null,
+  lineFrames?: LineFramesById,
 ): Promise<TextRegion[]> {
   const pause = eventLoopSlices(); // a line's baseline samples its pixels: hundreds of ms a page
   const regions: TextRegion[] = [];
@@ -31,6 +36,7 @@ export async function assembleRegions(
       const assembled = assembleLine(image, line, `${regionId}_l${lines.length + 1}`, readings);
       await pause();
       if (readings && assembled.text === '') continue;
+      keepFrames(line, assembled.id, readings, lineFrames);
       lines.push(assembled);
     }
     if (lines.length === 0) continue;
@@ -89,6 +95,13 @@ function assembleLine(image: RgbImage, line: LayoutLine, id: string, readings: M
   };
 }
 
+/** A line's frames when one piece read it all (a whole-line read, or a line of one piece). */
+function keepFrames(line: LayoutLine, id: string, readings: Map<DetectedBox, PieceReading> | null, into?: LineFramesById): void {
+  if (!into || !readings) return;
+  const read = line.fragments.map((fragment) => readings.get(fragment)).filter((reading) => reading && reading.characters.length > 0);
+  if (read.length === 1 && read[0]?.frames) into.set(id, read[0].frames);
+}
+
 function insideBox(box: Box, outer: Box): Box {
   return intersectBoxes(box, outer) ?? { x: outer.x, y: outer.y, width: 0, height: 0 };
 }
@@ -107,6 +120,7 @@ export async function assembleUploadedRegions(
   uploaded: UploadedLayout,
   layout: readonly LayoutRegion[],
   readings: Map<DetectedBox, PieceReading> | null,
+  lineFrames?: LineFramesById,
 ): Promise<TextRegion[]> {
   const pause = eventLoopSlices();
   const regions: TextRegion[] = [];
@@ -115,6 +129,7 @@ export async function assembleUploadedRegions(
       region.lines,
       (line, lineIndex) => {
         const assembled = assembleLine(image, layout[regionIndex].lines[lineIndex], line.id, readings);
+        keepFrames(layout[regionIndex].lines[lineIndex], line.id, readings, lineFrames);
         return { ...assembled, polygon: line.polygon, baseline: line.baseline.length >= 2 ? line.baseline : assembled.baseline };
       },
       pause,

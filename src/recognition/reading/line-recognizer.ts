@@ -7,6 +7,7 @@ import { loadCharNgramFile, PER_LANGUAGE_MODELS, type CharNgramModel } from '../
 import { beamSearchCtc } from '../decoding/ctc-beam-search.ts';
 import { allKnownWords, knownWordsFor, type KnownWords } from '../decoding/known-words.ts';
 import { decodeCtc } from '../decoding/ctc-decode.ts';
+import type { LineFrames } from '../decoding/ctc-score.ts';
 import { mostLikelyLanguage } from '../decoding/page-language.ts';
 import { PipelineError } from '../page/errors.ts';
 import { eventLoopSlices, mapInSlices } from '../threads/event-loop-slices.ts';
@@ -35,7 +36,18 @@ export type DecoderChoice = 'greedy' | 'beam';
 export interface PieceRead {
   crop: Omit<LineCrop, 'pixels'>;
   characters: PlacedCharacter[];
+  /**
+   * The model's output frames for the piece, kept for the page's correction guard
+   * (decoding/ctc-score.ts); absent for recognizers with more than KEPT_FRAMES_MAX_CLASSES classes.
+   */
+  frames?: LineFrames;
 }
+
+/**
+ * Frames are kept for recognizers of an alphabet (ours: 146 classes, about 0.3 MB a line), not
+ * for those of a script of thousands (PP-OCRv4: 6 625 classes, about 4 MB a printed line).
+ */
+const KEPT_FRAMES_MAX_CLASSES = 1024;
 
 export interface LineRecognizerOptions {
   /** Name and version reported in page results. */
@@ -112,13 +124,23 @@ export class LineRecognizer {
       pause,
     );
     let read: PlacedCharacter[][];
+    let kept: (LineFrames | undefined)[] = [];
+    const keep = this.classes.symbols.length <= KEPT_FRAMES_MAX_CLASSES;
+    const lineFrames = (frames: CropScores): LineFrames | undefined =>
+      keep ? { scores: frames.scores, steps: frames.steps, logits: frames.logits, classes: this.classes } : undefined;
     const languageModels = decoder === 'beam' ? this.languageModels : null;
     if (!languageModels) {
-      read = await scoreCrops(this.session, this.spec, this.classes, crops, gate, (frames) => placeCharacters(frames, this.greedy));
+      const greedy = await scoreCrops(this.session, this.spec, this.classes, crops, gate, (frames) => ({
+        characters: placeCharacters(frames, this.greedy),
+        frames: lineFrames(frames),
+      }));
+      read = greedy.map((piece) => piece.characters);
+      kept = greedy.map((piece) => piece.frames);
     } else {
       const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
       const decode = this.decoderFor(scored, languageModels);
       read = await mapInSlices(scored, (frames) => placeCharacters(frames, decode), pause);
+      kept = scored.map(lineFrames);
     }
     const minGap = this.spec.spacesFromGaps;
     return crops.map((crop, index) => ({
@@ -130,6 +152,7 @@ export class LineRecognizer {
         height: crop.height,
       },
       characters: minGap === null ? read[index] : insertGapSpaces(read[index], crop.pixels, crop.width, crop.height, { minGap }),
+      ...(kept[index] ? { frames: kept[index] } : {}),
     }));
   }
 

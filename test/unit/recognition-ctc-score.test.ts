@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { ctcLogLikelihood, type LineFrames, textLabels } from '../../src/recognition/decoding/ctc-score.ts';
+import type { CharacterClasses } from '../../src/recognition/models/charset.ts';
+import { checkLineEvidence, lineEvidence } from '../../src/recognition/correction/line-evidence.ts';
+import { EVIDENCE_GUARD } from '../../src/recognition/correction/settings.ts';
+
+// Real line logits of a val page (train/ctc_fixture.ts) with PyTorch's ctc_loss of each text (train/ctc_reference.py).
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/ctc-score/lines.json', import.meta.url), 'utf8')) as {
+  classes: Pick<CharacterClasses, 'symbols' | 'blank' | 'space'>;
+  lines: { id: string; steps: number; logits: string; texts: string[]; torch: number[] }[];
+};
+const classes: CharacterClasses = { ...fixture.classes, allowed: null };
+const framesOf = (line: (typeof fixture.lines)[number]): LineFrames => {
+  const bytes = Buffer.from(line.logits, 'base64');
+  return { scores: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4), steps: line.steps, logits: true, classes };
+};
+
+test("the CTC log-likelihood of real line logits equals PyTorch's ctc_loss for every text", () => {
+  let compared = 0;
+  for (const line of fixture.lines) {
+    const frames = framesOf(line);
+    line.texts.forEach((text, index) => {
+      const ours = ctcLogLikelihood(frames, text).logLikelihood;
+      assert.ok(
+        Math.abs(ours - line.torch[index]) < 1e-3 * Math.max(1, Math.abs(line.torch[index])),
+        `${line.id} "${text}": ${ours} vs ${line.torch[index]}`,
+      );
+      compared += 1;
+    });
+  }
+  assert.equal(compared, 15);
+});
+
+test('the image judges: the recognised and true texts are likely, one cut short or padded is not', () => {
+  for (const line of fixture.lines) {
+    const [recognised, truth, , short, padded] = line.texts;
+    const frames = framesOf(line);
+    assert.ok(checkLineEvidence({ text: recognised, confidence: 0.9 }, truth, frames, EVIDENCE_GUARD).accept || recognised === truth);
+    for (const wrong of [short, padded]) {
+      const verdict = checkLineEvidence({ text: recognised, confidence: 0.9 }, wrong, frames, EVIDENCE_GUARD);
+      assert.equal(verdict.accept, false, `${line.id}: "${wrong}"`);
+      assert.match(verdict.accept ? '' : verdict.reason, /^image likelihood lost \d+\.\d\d per character/);
+    }
+    assert.ok(lineEvidence(frames, recognised, padded).lossPerChar > 1);
+  }
+});
+
+test('labels: longest symbol first, spaces dropped for a recognizer without a space class, unknown characters as wildcards', () => {
+  const tiny: CharacterClasses = { symbols: ['', 'a', 'b', 'ab', ' '], blank: 0, space: 4, allowed: null };
+  assert.deepEqual(textLabels('ab a', tiny), { labels: [3, 4, 1], unknown: 0 });
+  assert.deepEqual(textLabels('a\u00e9', tiny), { labels: [1, -1], unknown: 1 });
+  const spaceless: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
+  assert.deepEqual(textLabels('a b', spaceless), { labels: [1, 2], unknown: 0 });
+});
+
+test('probabilities and a repeated label: the forward sums every path, and a text the frames cannot hold is impossible', () => {
+  const tiny: CharacterClasses = { symbols: ['', 'a'], blank: 0, space: -1, allowed: null };
+  // two frames, P(blank) = 0.4, P(a) = 0.6 in each
+  const frames: LineFrames = { scores: Float32Array.from([0.4, 0.6, 0.4, 0.6]), steps: 2, logits: false, classes: tiny };
+  // "a": a-a, a-blank, blank-a
+  assert.ok(Math.abs(ctcLogLikelihood(frames, 'a').logLikelihood - Math.log(0.36 + 0.24 + 0.24)) < 1e-6);
+  // "aa" needs a blank between: three frames at least
+  assert.equal(ctcLogLikelihood(frames, 'aa').logLikelihood, Number.NEGATIVE_INFINITY);
+  assert.ok(Math.abs(ctcLogLikelihood(frames, '').logLikelihood - Math.log(0.16)) < 1e-6);
+});
+
+test('a line without frames is judged by the edit ratio; a one-character change always passes', () => {
+  const settings = { ...EVIDENCE_GUARD, framelessMaxEditRatio: 0.1 };
+  assert.deepEqual(checkLineEvidence({ text: 'tbe cat', confidence: 0.9 }, 'the cat', undefined, settings), { accept: true });
+  const verdict = checkLineEvidence({ text: 'the cat sat', confidence: 0.9 }, 'a dog stood', undefined, settings);
+  assert.equal(verdict.accept, false);
+  assert.match(verdict.accept ? '' : verdict.reason, /no image evidence for the line/);
+});
