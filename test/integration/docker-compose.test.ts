@@ -162,7 +162,14 @@ describe('docker-compose.yml', () => {
     assert.match(dockerfile, /^FROM service AS trainer$/m);
     assert.match(dockerfile, /python3-torch python3-onnx python3-numpy python3-pil/);
     assert.match(dockerfile, /^COPY train \.\/train$/m);
-    assert.match(dockerfile.trim().split('\n').filter((line) => line.startsWith('FROM')).at(-1) ?? '', /^FROM service$/);
+    assert.match(
+      dockerfile
+        .trim()
+        .split('\n')
+        .filter((line) => line.startsWith('FROM'))
+        .at(-1) ?? '',
+      /^FROM service$/,
+    );
     assert.match(dockerfile, /^RUN npm ci\b/m);
     assert.match(dockerfile, /^ENTRYPOINT \["node", "bin\/hwr\.js"\]$/m);
     // fewer malloc arenas: less memory kept by the threads that recognition allocates from
