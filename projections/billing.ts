@@ -1,4 +1,5 @@
 import type { Queryable } from '../src/db/database.ts';
+import { trainedLinesReport } from './models.ts';
 import type { Projection } from './projection.ts';
 
 // One row per done job: what billing counts (docs/billing.md). Failed and cancelled jobs never
@@ -39,9 +40,17 @@ export interface BillingLine {
   corrected_pages: number;
   /** The same figures per billed tier (`none`, `cheap`, `balanced`, `best`): what an invoice prices. */
   tiers: Record<string, { jobs: number; pages: number; corrected_pages: number }>;
+  /** Models whose training completed in the period (ready, or retired since); failed and cancelled trainings are not billed. */
+  models_trained: number;
+  /** The lines those models were trained on (`lines_train`, held-out lines not counted). */
+  lines_trained: number;
 }
 
-/** Billed pages per account, and per tier: done jobs only (failed and cancelled jobs have no billing row). */
+/**
+ * Billed pages per account, and per tier: done jobs only (failed and cancelled jobs have no billing
+ * row); and the trained lines of the models that became ready in the period (the models read model,
+ * ADR 0031). An account with trained models and no done job has a line with no jobs.
+ */
 export async function billingReport(
   db: Queryable,
   filter: { accountId?: string | null; from?: Date | null; to?: Date | null },
@@ -59,7 +68,7 @@ export async function billingReport(
   for (const row of result.rows) {
     let line = lines.get(row.account_id);
     if (!line) {
-      line = { account: row.name, account_id: row.account_id, jobs: 0, pages: 0, corrected_pages: 0, tiers: {} };
+      line = emptyLine(row.name, row.account_id);
       lines.set(row.account_id, line);
     }
     const tier = { jobs: Number(row.jobs), pages: Number(row.pages), corrected_pages: Number(row.corrected_pages) };
@@ -68,7 +77,24 @@ export async function billingReport(
     line.pages += tier.pages;
     line.corrected_pages += tier.corrected_pages;
   }
-  return [...lines.values()];
+  let added = false;
+  for (const trained of await trainedLinesReport(db, filter)) {
+    let line = lines.get(trained.account_id);
+    if (!line) {
+      line = emptyLine(trained.account, trained.account_id);
+      lines.set(trained.account_id, line);
+      added = true;
+    }
+    line.models_trained = trained.models;
+    line.lines_trained = trained.lines;
+  }
+  const report = [...lines.values()];
+  // By account name, as the query orders the accounts with jobs.
+  return added ? report.sort((a, b) => a.account.localeCompare(b.account)) : report;
+}
+
+function emptyLine(account: string, accountId: string): BillingLine {
+  return { account, account_id: accountId, jobs: 0, pages: 0, corrected_pages: 0, tiers: {}, models_trained: 0, lines_trained: 0 };
 }
 
 export interface BilledPeriod {

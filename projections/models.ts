@@ -136,3 +136,40 @@ export async function readModelState(db: Queryable, modelId: string): Promise<st
   const result = await db.query<{ state: string }>('select state from models where model_id = $1', [modelId]);
   return result.rows[0]?.state;
 }
+
+export interface TrainedLines {
+  account: string;
+  account_id: string;
+  /** Models whose training completed (`ModelTrained`) in the period: ready ones, and those retired since. */
+  models: number;
+  /** Their `lines_train`: the ground-truth lines each was trained on (held-out lines not counted). */
+  lines: number;
+}
+
+/**
+ * Trained lines billed per account (docs/billing.md, "Trained models"): the models whose training
+ * completed in the period, by the `finishedAt` of their `ModelTrained` (`to` exclusive). Only
+ * `ModelTrained` sets `lines_train`, so a failed or cancelled training is never counted, and a
+ * ready model retired later stays counted in the period it became ready.
+ */
+export async function trainedLinesReport(
+  db: Queryable,
+  filter: { accountId?: string | null; from?: Date | null; to?: Date | null },
+): Promise<TrainedLines[]> {
+  const result = await db.query<{ name: string; account_id: string; models: string; lines: string }>(
+    `select a.name, m.account_id, count(*) as models, sum(m.lines_train) as lines
+     from models m join accounts a using (account_id)
+     where m.lines_train is not null
+       and ($1::uuid is null or m.account_id = $1)
+       and ($2::timestamptz is null or m.finished_at >= $2)
+       and ($3::timestamptz is null or m.finished_at < $3)
+     group by a.name, m.account_id order by a.name`,
+    [filter.accountId ?? null, filter.from ?? null, filter.to ?? null],
+  );
+  return result.rows.map((row) => ({
+    account: row.name,
+    account_id: row.account_id,
+    models: Number(row.models),
+    lines: Number(row.lines),
+  }));
+}

@@ -39,17 +39,22 @@ const COMMANDS: Record<string, Command> = {
   recognize: { summary: 'recognize IMAGE... [--json]     run layout and recognition on images', load: () => import('./recognize.ts') },
   // Clients of a running service over HTTP (--url/HWR_URL, --key/HWR_API_KEY; docs/client.md).
   submit: {
-    summary: 'submit PATH... [--wait] [--out result.zip]   submit a ZIP, folder or images; follow the job',
+    summary: 'submit PATH... [--model ID] [--wait] [--out result.zip]   submit a ZIP, folder or images; follow the job',
     load: () => client('submit'),
   },
   status: { summary: 'status JOB_ID [--wait] [--out FILE]', load: () => client('status') },
   result: { summary: 'result JOB_ID [--out FILE]        download the result archive', load: () => client('result') },
   cancel: { summary: 'cancel JOB_ID', load: () => client('cancel') },
   events: { summary: 'events JOB_ID                    the job history over HTTP', load: () => client('events') },
-  usage: { summary: 'usage [--from DATE] [--to DATE]  billed pages of your account', load: () => client('usage') },
+  usage: { summary: 'usage [--from DATE] [--to DATE]  billed pages and trained lines of your account', load: () => client('usage') },
+  models: {
+    summary:
+      'models train PATH... [--label L] [--base ID] [--wait] | models list | models status MODEL_ID [--wait] | models retire MODEL_ID   train and manage your models',
+    load: () => client('models'),
+  },
 };
 
-async function client(name: 'submit' | 'status' | 'result' | 'cancel' | 'events' | 'usage') {
+async function client(name: 'submit' | 'status' | 'result' | 'cancel' | 'events' | 'usage' | 'models') {
   const module = await import('./client-commands.ts');
   return { run: module.commandFor(name) };
 }

@@ -1,17 +1,19 @@
 // How `hwr submit --wait` and `hwr status --wait` show a job: on a terminal, one progress
 // line redrawn in place (pages done of page count, current step, elapsed and ETA); otherwise
-// one JSON line per change (state, pages_done or current_step).
-import type { JobStatus } from '../client/types.ts';
+// one JSON line per change (state, pages_done or current_step). `hwr models train --wait` and
+// `hwr models status --wait` show a training the same way: its state, the last epoch and its
+// validation CER.
+import type { JobStatus, ModelStatus } from '../client/types.ts';
 
-export interface ProgressView {
+export interface ProgressView<Status = JobStatus> {
   /** A new status from a poll. */
-  update(status: JobStatus): void;
+  update(status: Status): void;
   /** A line of its own (the bar is redrawn below it on a terminal). */
   note(text: string, json: Record<string, unknown>): void;
   /** A line for the person only (retries, the service away), always on stderr, never in the JSON lines; the bar is redrawn below it. */
   aside(text: string): void;
   /** The last status: the bar is finished and left on screen. */
-  finish(status: JobStatus): void;
+  finish(status: Status): void;
   close(): void;
 }
 
@@ -56,13 +58,47 @@ export function progressLine(status: JobStatus, elapsedMs: number, eta: number |
 export function terminalView(stream: NodeJS.WriteStream): ProgressView {
   const started = Date.now();
   let processingSince: number | null = null;
-  let last: JobStatus | null = null;
+  return redrawnView<JobStatus>(
+    stream,
+    (status, now) => progressLine(status, now - started, etaMs(status, processingSince, now), stream.columns || 80),
+    (status) => {
+      if (status.state === 'processing' && processingSince === null) processingSince = Date.now();
+    },
+  );
+}
+
+/** A fraction as a percentage with one decimal: `0.1234` is `12.3 %`. */
+export function formatPercent(value: number): string {
+  return `${(value * 100).toFixed(1)} %`;
+}
+
+/** A training's progress line, at most `columns` wide: state, the last epoch and its validation CER, elapsed time. */
+export function modelProgressLine(status: ModelStatus, elapsedMs: number, columns: number): string {
+  const epoch = status.progress
+    ? `  epoch ${status.progress.epoch}  validation CER ${formatPercent(status.progress.validation_cer)}`
+    : status.state === 'training'
+      ? '  first epoch'
+      : '';
+  return `${status.state}${epoch}  ${status.lines_total} lines  ${formatDuration(elapsedMs)}`.slice(0, Math.max(20, columns - 1));
+}
+
+export function modelTerminalView(stream: NodeJS.WriteStream): ProgressView<ModelStatus> {
+  const started = Date.now();
+  return redrawnView<ModelStatus>(stream, (status, now) => modelProgressLine(status, now - started, stream.columns || 80));
+}
+
+/** One line redrawn in place every second and at each new status. */
+function redrawnView<Status>(
+  stream: NodeJS.WriteStream,
+  render: (status: Status, now: number) => string,
+  onUpdate: (status: Status) => void = () => {},
+): ProgressView<Status> {
+  let last: Status | null = null;
   let drawn = false;
   let finished = false;
   const draw = () => {
-    if (!last || finished) return;
-    const now = Date.now();
-    stream.write(`\r\x1b[2K${progressLine(last, now - started, etaMs(last, processingSince, now), stream.columns || 80)}`);
+    if (last === null || finished) return;
+    stream.write(`\r\x1b[2K${render(last, Date.now())}`);
     drawn = true;
   };
   const timer = setInterval(draw, 1000);
@@ -73,7 +109,7 @@ export function terminalView(stream: NodeJS.WriteStream): ProgressView {
   };
   return {
     update(status) {
-      if (status.state === 'processing' && processingSince === null) processingSince = Date.now();
+      onUpdate(status);
       last = status;
       draw();
     },
@@ -119,6 +155,27 @@ export function jsonLinesView(stream: NodeJS.WriteStream): ProgressView {
   });
   return {
     update: (status) => line(progress(status)),
+    note: (_text, json) => line(json),
+    aside: (text) => process.stderr.write(`${text}\n`),
+    finish: () => {},
+    close: () => {},
+  };
+}
+
+export function modelJsonLinesView(stream: NodeJS.WriteStream): ProgressView<ModelStatus> {
+  const started = Date.now();
+  const line = (value: Record<string, unknown>) => stream.write(`${JSON.stringify(value)}\n`);
+  return {
+    update: (status) =>
+      line({
+        event: 'progress',
+        model_id: status.model_id,
+        state: status.state,
+        epoch: status.progress?.epoch ?? null,
+        train_loss: status.progress?.train_loss ?? null,
+        validation_cer: status.progress?.validation_cer ?? null,
+        elapsed_seconds: Math.round((Date.now() - started) / 100) / 10,
+      }),
     note: (_text, json) => line(json),
     aside: (text) => process.stderr.write(`${text}\n`),
     finish: () => {},

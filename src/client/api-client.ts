@@ -9,7 +9,20 @@ import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { TERMINAL_STATES, type JobEvents, type JobStatus, type Problem, type Submission, type SubmitOptions, type Usage } from './types.ts';
+import {
+  MODEL_END_STATES,
+  TERMINAL_STATES,
+  type JobEvents,
+  type JobStatus,
+  type ModelList,
+  type ModelStatus,
+  type ModelSubmission,
+  type Problem,
+  type Submission,
+  type SubmitOptions,
+  type TrainOptions,
+  type Usage,
+} from './types.ts';
 
 export interface HwrClientOptions {
   /** The service, e.g. `http://localhost:8080`. */
@@ -32,9 +45,18 @@ export interface SubmitRequest extends SubmitOptions {
   signal?: AbortSignal;
 }
 
-export interface WaitOptions {
-  /** Called with the first status and then with every status that differs in state, pages_done or current_step. */
-  onChange?: (status: JobStatus) => void;
+export interface TrainRequest extends TrainOptions {
+  /** File name the service sees (in error messages); default the file's name or `ground-truth.zip`. */
+  filename?: string;
+  signal?: AbortSignal;
+}
+
+export interface WaitOptions<Status = JobStatus> {
+  /**
+   * Called with the first status and then with every status that differs in state, pages_done or
+   * current_step (a job), or in state or epoch (a model).
+   */
+  onChange?: (status: Status) => void;
   /** Poll interval; default 1000 ms. */
   intervalMs?: number;
   /**
@@ -79,6 +101,11 @@ export class HwrApiError extends Error {
 }
 
 const RETRY_STATUSES = new Set([429, 503]);
+
+function zipBlob(zip: string | Blob | Uint8Array): Promise<Blob> | Blob {
+  if (typeof zip === 'string') return openAsBlob(zip, { type: 'application/zip' });
+  return zip instanceof Blob ? zip : new Blob([zip as Uint8Array<ArrayBuffer>], { type: 'application/zip' });
+}
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export class HwrClient {
@@ -100,12 +127,7 @@ export class HwrClient {
 
   /** POST /v1/process-scan. `scan`: a ZIP as a file path, a Blob or bytes. */
   async submit(scan: string | Blob | Uint8Array, request: SubmitRequest = {}): Promise<Submission> {
-    const blob =
-      typeof scan === 'string'
-        ? await openAsBlob(scan, { type: 'application/zip' })
-        : scan instanceof Blob
-          ? scan
-          : new Blob([scan as Uint8Array<ArrayBuffer>], { type: 'application/zip' });
+    const blob = await zipBlob(scan);
     const filename = request.filename ?? (typeof scan === 'string' ? path.basename(scan) : 'scan.zip');
     const idempotencyKey = request.idempotencyKey ?? randomUUID();
     const form = () => {
@@ -144,14 +166,73 @@ export class HwrClient {
     return this.#json<Usage>('GET', `/v1/usage${query.size > 0 ? `?${query}` : ''}`, signal);
   }
 
+  /**
+   * POST /v1/models: uploads ground truth (a ZIP of page images with their PageXML or ALTO files,
+   * as a file path, a Blob or bytes) and queues a training. Not repeated on a network error: the
+   * service has no Idempotency-Key for trainings, and a repeat would queue a second one.
+   */
+  async trainModel(groundTruth: string | Blob | Uint8Array, request: TrainRequest = {}): Promise<ModelSubmission> {
+    const blob = await zipBlob(groundTruth);
+    const filename = request.filename ?? (typeof groundTruth === 'string' ? path.basename(groundTruth) : 'ground-truth.zip');
+    const form = () => {
+      const body = new FormData();
+      for (const field of ['label', 'base_model'] as const) {
+        const value = request[field];
+        if (value !== undefined) body.set(field, value);
+      }
+      body.set('training_zip', blob, filename);
+      return body;
+    };
+    const response = await this.#request('POST', '/v1/models', { body: form, repeatable: false, signal: request.signal });
+    return (await response.json()) as ModelSubmission;
+  }
+
+  /** GET /v1/models: the account's models, newest first. */
+  async models(signal?: AbortSignal): Promise<ModelList> {
+    return this.#json<ModelList>('GET', '/v1/models', signal);
+  }
+
+  async model(modelId: string, signal?: AbortSignal): Promise<ModelStatus> {
+    return this.#json<ModelStatus>('GET', `/v1/models/${encodeURIComponent(modelId)}`, signal);
+  }
+
+  /** DELETE: cancels a queued or training model, retires a ready one (409 for a failed one). */
+  async retireModel(modelId: string, signal?: AbortSignal): Promise<ModelStatus> {
+    return this.#json<ModelStatus>('DELETE', `/v1/models/${encodeURIComponent(modelId)}`, signal);
+  }
+
+  /** Polls until the model is ready, failed, cancelled or retired; returns its last status. */
+  async waitForModel(modelId: string, options: WaitOptions<ModelStatus> = {}): Promise<ModelStatus> {
+    return this.#poll(
+      (signal) => this.model(modelId, signal),
+      (status) => `${status.state}|${status.progress?.epoch ?? ''}`,
+      (status) => MODEL_END_STATES.includes(status.state),
+      options,
+    );
+  }
+
   /** Polls until the job is done, failed or cancelled; returns its last status. */
   async wait(jobId: string, options: WaitOptions = {}): Promise<JobStatus> {
+    return this.#poll(
+      (signal) => this.status(jobId, signal),
+      (status) => `${status.state}|${status.pages_done}|${status.current_step}`,
+      (status) => TERMINAL_STATES.includes(status.state),
+      options,
+    );
+  }
+
+  async #poll<Status>(
+    read: (signal?: AbortSignal) => Promise<Status>,
+    changeKey: (status: Status) => string,
+    ended: (status: Status) => boolean,
+    options: WaitOptions<Status>,
+  ): Promise<Status> {
     let last = '';
     let unreachableSince: number | null = null;
     for (;;) {
-      let status: JobStatus;
+      let status: Status;
       try {
-        status = await this.status(jobId, options.signal);
+        status = await read(options.signal);
         unreachableSince = null;
       } catch (error) {
         if (options.signal?.aborted || !isOutage(error)) throw error;
@@ -163,10 +244,10 @@ export class HwrClient {
         await sleep(OUTAGE_POLL_MS, options.signal);
         continue;
       }
-      const key = `${status.state}|${status.pages_done}|${status.current_step}`;
+      const key = changeKey(status);
       if (key !== last) options.onChange?.(status);
       last = key;
-      if (TERMINAL_STATES.includes(status.state)) return status;
+      if (ended(status)) return status;
       await sleep(options.intervalMs ?? 1000, options.signal);
     }
   }
@@ -238,7 +319,12 @@ export class HwrClient {
       }
       if (response.ok) return response;
       if (RETRY_STATUSES.has(response.status) && attempt <= this.#retries) {
-        await response.body?.cancel().catch(() => {});
+        // A 503 the service marks not retryable (`training_unavailable`: no trainer can run there)
+        // is the answer, not an outage to wait out.
+        if (response.status === 503) {
+          const error = await apiError(response);
+          if (error.retryable === false) throw error;
+        } else await response.body?.cancel().catch(() => {});
         const wait = retryAfterMs(response.headers.get('retry-after')) ?? backoffMs(attempt);
         await this.#pause(attempt, wait, `${response.status}`, options.signal);
         continue;

@@ -37,7 +37,16 @@ describe('GET /v1/usage', () => {
 
   test('counts the pages of done jobs only; failed and cancelled jobs are not billed', async () => {
     const empty = await client.get('/v1/usage', auth);
-    assert.deepEqual(empty.body, { account_id: payer.accountId, from: null, to: null, jobs: 0, pages: 0, correction: [] });
+    assert.deepEqual(empty.body, {
+      account_id: payer.accountId,
+      from: null,
+      to: null,
+      jobs: 0,
+      pages: 0,
+      models_trained: 0,
+      lines_trained: 0,
+      correction: [],
+    });
 
     const done1 = (await client.submit(await pagesZip(['1.jpg']), auth)).body;
     const done3 = (await client.submit(await pagesZip(['1.jpg', '2.jpg', '3.jpg']), auth)).body;
@@ -57,7 +66,16 @@ describe('GET /v1/usage', () => {
 
     const usage = await client.get('/v1/usage', auth);
     assert.equal(usage.status, 200);
-    assert.deepEqual(usage.body, { account_id: payer.accountId, from: null, to: null, jobs: 2, pages: 4, correction: [] });
+    assert.deepEqual(usage.body, {
+      account_id: payer.accountId,
+      from: null,
+      to: null,
+      jobs: 2,
+      pages: 4,
+      models_trained: 0,
+      lines_trained: 0,
+      correction: [],
+    });
   });
 
   test('from (inclusive) and to (exclusive) filter by finish time; dates or timestamps', async () => {
@@ -70,6 +88,8 @@ describe('GET /v1/usage', () => {
       to: `${tomorrow}T00:00:00.000Z`,
       jobs: 2,
       pages: 4,
+      models_trained: 0,
+      lines_trained: 0,
       correction: [],
     });
     assert.equal((await client.get(`/v1/usage?from=${tomorrow}`, auth)).body.pages, 0);
@@ -113,6 +133,8 @@ describe('GET /v1/usage', () => {
       to: null,
       jobs: 0,
       pages: 0,
+      models_trained: 0,
+      lines_trained: 0,
       correction: [],
     });
   });

@@ -18,6 +18,8 @@ import {
   JOB_STATES,
   STEPS,
   CALLBACK_STATES,
+  MODEL_STATES,
+  TRAIN_FIELDS,
   retryAfterMs,
 } from 'hwr/client';
 import { openApiDocument } from '../../src/http/openapi.ts';
@@ -37,6 +39,13 @@ describe('client types match the OpenAPI document', () => {
     Usage: schemas.Usage,
     CorrectionUsage: schemas.Usage.properties.correction.items,
     Problem: schemas.Problem,
+    ModelSubmission: schemas.ModelSubmission,
+    ModelStatus: schemas.ModelStatus,
+    ModelLinesSkipped: schemas.ModelStatus.properties.lines_skipped,
+    ModelProgress: schemas.ModelStatus.properties.progress.oneOf[1],
+    ModelProgressPoint: schemas.ModelStatus.properties.progress.oneOf[1].properties.history.items,
+    ModelFigures: schemas.ModelStatus.properties.figures.oneOf[1],
+    ModelList: schemas.ModelList,
   };
   for (const [name, schema] of Object.entries(objectSchemas) as [keyof typeof RESPONSE_FIELDS, any][]) {
     test(`${name}: the same properties, and required exactly where the type does not say optional`, () => {
@@ -56,6 +65,16 @@ describe('client types match the OpenAPI document', () => {
     assert.deepEqual(schemas.JobStatus.properties.current_step.enum, [...STEPS, null]);
     assert.deepEqual(schemas.JobStatus.properties.callback.oneOf[1].properties.state.enum, [...CALLBACK_STATES]);
     assert.equal(schemas.Submission.properties.state.const, 'queued');
+  });
+
+  test('models: the training form fields and the model states', () => {
+    const form = document.paths['/v1/models'].post.requestBody.content['multipart/form-data'].schema;
+    assert.deepEqual([...TRAIN_FIELDS].sort(), Object.keys(form.properties).sort());
+    assert.deepEqual(schemas.ModelStatus.properties.state.enum, [...MODEL_STATES]);
+    assert.equal(schemas.ModelSubmission.properties.state.const, 'queued');
+    assert.ok(document.paths['/v1/models'].get);
+    assert.ok(document.paths['/v1/models/{model_id}'].get);
+    assert.ok(document.paths['/v1/models/{model_id}'].delete);
   });
 
   test('the operations the client calls exist with the methods it uses', () => {
@@ -86,7 +105,16 @@ async function serve(handler: Handler): Promise<{ url: string; close(): Promise<
   return { url: `http://127.0.0.1:${address.port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-const usageBody = { account_id: '00000000-0000-4000-8000-000000000000', from: null, to: null, jobs: 0, pages: 0, correction: [] };
+const usageBody = {
+  account_id: '00000000-0000-4000-8000-000000000000',
+  from: null,
+  to: null,
+  jobs: 0,
+  pages: 0,
+  models_trained: 0,
+  lines_trained: 0,
+  correction: [],
+};
 
 describe('retries', () => {
   test('Retry-After in seconds and as a date', () => {
@@ -114,6 +142,30 @@ describe('retries', () => {
     assert.ok(times[1] - times[0] >= 950, `waited ${times[1] - times[0]} ms after the 503`);
     assert.ok(times[2] - times[1] >= 400, `waited ${times[2] - times[1]} ms after the 429 (an HTTP date has 1 s resolution)`);
     assert.deepEqual(retries, ['503', '429']);
+  });
+
+  test('a 503 whose problem says not retryable (training_unavailable) is answered at once, not retried', async () => {
+    let requests = 0;
+    const server = await serve((_request, response) => {
+      requests++;
+      response.writeHead(503, { 'Content-Type': 'application/problem+json' }).end(
+        JSON.stringify({
+          type: 'about:blank',
+          title: 'x',
+          status: 503,
+          detail: 'install PyTorch',
+          code: 'training_unavailable',
+          retryable: false,
+        }),
+      );
+    });
+    const client = new HwrClient({ url: server.url, apiKey: 'k' });
+    await assert.rejects(client.trainModel(new Uint8Array([80, 75, 5, 6])), (error: unknown) => {
+      assert.ok(error instanceof HwrApiError);
+      assert.deepEqual([error.status, error.code, error.retryable], [503, 'training_unavailable', false]);
+      return true;
+    });
+    assert.equal(requests, 1);
   });
 
   test('a submit sends an Idempotency-Key, the same one on every retry', async () => {

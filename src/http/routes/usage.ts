@@ -6,7 +6,8 @@ import type { AuthContext, Authenticate } from '../authenticate.ts';
 import { HttpProblem } from '../problem.ts';
 
 /**
- * GET /v1/usage?from=&to=: billed pages of the calling account (done jobs; `to` exclusive), and
+ * GET /v1/usage?from=&to=: billed pages of the calling account (done jobs; `to` exclusive), the
+ * models trained in the period and their trained lines (docs/billing.md, "Trained models"), and
  * its LLM correction usage (pages corrected and tokens per provider and model).
  */
 export function registerUsage(router: Router, runtime: Runtime, authenticate: Authenticate): void {
@@ -21,6 +22,8 @@ export function registerUsage(router: Router, runtime: Runtime, authenticate: Au
       to: to?.toISOString() ?? null,
       jobs: line?.jobs ?? 0,
       pages: line?.pages ?? 0,
+      models_trained: line?.models_trained ?? 0,
+      lines_trained: line?.lines_trained ?? 0,
       correction: await correctionUsageReport(runtime.db.pool, { accountId: auth.accountId, from, to }),
     };
   });
