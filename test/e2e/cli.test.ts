@@ -161,9 +161,9 @@ describe('hwr accounts and keys', () => {
     // `serve --rol worker` started as role all (the API too); `migrate --help` ran the migrations.
     const misspelt = await hwr(['serve', '--rol', 'worker']);
     assert.deepEqual([misspelt.code, misspelt.stdout], [2, '']);
-    assert.equal(misspelt.stderr, 'hwr serve: unknown option --rol\nusage: hwr serve [--role api|worker|all]\n');
+    assert.equal(misspelt.stderr, 'hwr serve: unknown option --rol\nusage: hwr serve [--role api|worker|trainer|all]\n');
     for (const [command, usage] of [
-      ['serve', 'usage: hwr serve [--role api|worker|all]'],
+      ['serve', 'usage: hwr serve [--role api|worker|trainer|all]'],
       ['migrate', 'usage: hwr migrate'],
       ['storage', 'usage: hwr storage stats'],
     ]) {
