@@ -200,10 +200,14 @@ describe('GET /v1/openapi.json', () => {
       'GET /v1/openapi.json',
       'GET /v1/process-scan/{job_id}',
       'GET /v1/process-scan/{job_id}/events',
+      'GET /v1/process-scan/{job_id}/pages/{page}',
       'GET /v1/process-scan/{job_id}/result',
+      'GET /v1/process-scan/{job_id}/timeline',
       'GET /v1/usage',
       'POST /v1/models',
       'POST /v1/process-scan',
+      'POST /v1/process-scan/{job_id}/models',
+      'PUT /v1/process-scan/{job_id}/pages/{page}/text',
     ]);
     for (const [path, item] of Object.entries(
       document.paths as Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>,
