@@ -5,12 +5,18 @@ import type { ModelRow } from '../../projections/models.ts';
 
 export const modelStatusUrl = (baseUrl: string, modelId: string): string => `${baseUrl}/v1/models/${modelId}`;
 
-/** The status's own warning for a model that reads its held-out lines no better than its base. */
-function notBetterWarning(row: Pick<ModelRow, 'cer_before' | 'cer_after'>): string {
+/**
+ * The status's own warning for a model that reads its held-out lines no better than its base: worse
+ * or equal, or better by less than chance gives on so few lines (ADR 0031).
+ */
+function notBetterWarning(row: Pick<ModelRow, 'cer_before' | 'cer_after' | 'lines_validation'>): string {
   const percent = (value: number | null) => `${((value ?? 0) * 100).toFixed(1)} %`;
+  const figures = `CER ${percent(row.cer_before)} before, ${percent(row.cer_after)} after`;
+  if ((row.cer_after ?? 0) >= (row.cer_before ?? 0))
+    return `not better than its base model on the held-out lines (${figures}): kept, but jobs read better without it`;
   return (
-    `not better than its base model on the held-out lines (CER ${percent(row.cer_before)} before, ${percent(row.cer_after)} after): ` +
-    'kept, but jobs read better without it'
+    `not better than its base model on the held-out lines by more than chance gives on ${row.lines_validation ?? 'so few'} lines ` +
+    `(${figures}): kept; compare it with the default model on pages of your own before relying on it`
   );
 }
 
