@@ -1,5 +1,6 @@
 // Accounts and their API keys: state, evolve and decide. Pure.
 import type { AccountEvent } from './events.ts';
+import { DEFAULT_MODEL } from './model.ts';
 import { reject } from './rejections.ts';
 
 export interface ApiKeyState {
@@ -34,10 +35,21 @@ export interface AccountState {
   webhookSecretSha256: string | null;
   keys: Record<string, ApiKeyState>;
   users: Record<string, UserState>;
+  /** The model jobs that name none read with: `default` or a model id (AccountDefaultModelChosen). */
+  defaultModel: string;
 }
 
 export function initialAccountState(): AccountState {
-  return { version: 0, exists: false, accountId: '', name: '', webhookSecretSha256: null, keys: {}, users: {} };
+  return {
+    version: 0,
+    exists: false,
+    accountId: '',
+    name: '',
+    webhookSecretSha256: null,
+    keys: {},
+    users: {},
+    defaultModel: DEFAULT_MODEL,
+  };
 }
 
 export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
@@ -81,6 +93,8 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
     case 'UserSignedIn':
     case 'UserSignInFailed':
       return next;
+    case 'AccountDefaultModelChosen':
+      return { ...next, defaultModel: event.data.model };
   }
 }
 
@@ -108,7 +122,12 @@ export type AccountCommand =
   | { type: 'CompleteSetup'; userId: string; inviteId: string; now: Date }
   | { type: 'ChangePassword'; userId: string; now: Date }
   | { type: 'RecordSignIn'; userId: string; address: string; sessionRef: string; now: Date }
-  | { type: 'RecordSignInFailure'; userId: string; address: string; reason: 'wrong_password' | 'no_password'; now: Date };
+  | { type: 'RecordSignInFailure'; userId: string; address: string; reason: 'wrong_password' | 'no_password'; now: Date }
+  /**
+   * `model`: `default` or the id of a model of the account that the caller found ready (a model is
+   * a stream of its own: the use case checks it, use-cases/models.ts). The same choice again decides nothing.
+   */
+  | { type: 'ChooseDefaultModel'; model: string; now: Date };
 
 export function decideAccount(state: AccountState, command: AccountCommand): AccountEvent[] {
   if (command.type === 'CreateAccount') {
@@ -196,6 +215,9 @@ export function decideAccount(state: AccountState, command: AccountCommand): Acc
           data: { userId: command.userId, address: command.address, reason: command.reason, failedAt: command.now.toISOString() },
         },
       ];
+    case 'ChooseDefaultModel':
+      if (command.model === state.defaultModel) return [];
+      return [{ type: 'AccountDefaultModelChosen', data: { model: command.model, chosenAt: command.now.toISOString() } }];
   }
 }
 

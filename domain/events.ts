@@ -65,6 +65,7 @@ export const EVENT_SCHEMA_VERSIONS = {
   PasswordChanged: 1,
   UserSignedIn: 1,
   UserSignInFailed: 1,
+  AccountDefaultModelChosen: 1,
   ModelTrainingQueued: 1,
   ModelTrainingStarted: 1,
   ModelTrainingProgressed: 1,
@@ -187,6 +188,12 @@ export interface AccountEventData {
   /** `sessionRef`: the first 12 hex digits of the SHA-256 of the session id, never the id. */
   UserSignedIn: { userId: string; address: string; sessionRef: string; signedInAt: string };
   UserSignInFailed: { userId: string; address: string; reason: 'wrong_password' | 'no_password'; failedAt: string };
+  /**
+   * The model a submission that names none reads with (docs/models.md, "The account's default
+   * model"): `default` (the shipped recognizer) or the id of a model of the account, ready when
+   * chosen. A default retired later is read as `default`; the choice stays recorded.
+   */
+  AccountDefaultModelChosen: { model: string; chosenAt: string };
 }
 
 /** Lines of the ground truth left out of training, by why (docs/models.md, "Ground truth"). */

@@ -114,10 +114,10 @@ export function openApiDocument(baseUrl: string) {
                     pdf_format: { type: 'string', enum: [...PDF_FORMATS], default: 'pdfa-2b' },
                     model: {
                       type: 'string',
-                      default: 'default',
                       description:
                         '`default` (the shipped recognizer) or the id of one of the account’s ready models (GET /v1/models); ' +
-                        'anything else: 400 invalid_model, a model not ready: 400 model_not_ready. The job records it (docs/models.md).',
+                        'anything else: 400 invalid_model, a model not ready: 400 model_not_ready. Absent or empty: the account’s ' +
+                        'default model (GET /v1/account/default-model). The job records the model it reads with (docs/models.md).',
                     },
                   },
                 },
@@ -515,6 +515,55 @@ export function openApiDocument(baseUrl: string) {
           },
         },
       },
+      '/v1/account/default-model': {
+        get: {
+          operationId: 'getDefaultModel',
+          summary: 'The account’s default model: the one a submission that names no model reads with',
+          responses: {
+            '200': {
+              description: 'The model chosen, and the one submissions without `model` read with now.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/DefaultModel' } } },
+            },
+            '401': unauthorized,
+            '429': rateLimited,
+            '503': databaseUnavailable,
+          },
+        },
+        put: {
+          operationId: 'chooseDefaultModel',
+          summary: 'Choose the account’s default model',
+          description:
+            'From now on a submission without `model` (or with it empty) reads with this model; `default` goes back to the ' +
+            'shipped recognizer. A ready model of the account only; a default model retired later is read as `default` ' +
+            '(docs/models.md). Choosing the same model again changes nothing.',
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['model'],
+                  properties: { model: { type: 'string', description: '`default` or the id of one of the account’s ready models.' } },
+                },
+              },
+            },
+          },
+          responses: {
+            '200': {
+              description: 'The choice, as GET answers it.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/DefaultModel' } } },
+            },
+            '400': problem(
+              'invalid_default_model_request (not {"model": …}), invalid_model (no such model of the account) or model_not_ready.',
+            ),
+            '401': unauthorized,
+            '415': problem('The body is not application/json.'),
+            '429': rateLimited,
+            '503': databaseUnavailable,
+          },
+        },
+      },
       '/healthz': {
         get: {
           operationId: 'health',
@@ -848,6 +897,24 @@ export function openApiDocument(baseUrl: string) {
           additionalProperties: false,
           required: ['models'],
           properties: { models: { type: 'array', items: { $ref: '#/components/schemas/ModelStatus' } } },
+        },
+        DefaultModel: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['model', 'model_state', 'effective_model', 'chosen_at'],
+          properties: {
+            model: { type: 'string', description: '`default` or the id of the model chosen.' },
+            model_state: {
+              type: ['string', 'null'],
+              enum: [...MODEL_STATES, null],
+              description: 'The chosen model’s state; null for `default`.',
+            },
+            effective_model: {
+              type: 'string',
+              description: 'What a submission without `model` reads with now: the chosen model while it is ready, else `default`.',
+            },
+            chosen_at: { type: ['string', 'null'], format: 'date-time', description: 'When it was chosen; null: never chosen.' },
+          },
         },
         ModelEvents: {
           type: 'object',

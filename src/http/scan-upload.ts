@@ -17,7 +17,7 @@ import { type AccountLimits, accountLimitRefusal, IDEMPOTENCY_WINDOW_HOURS } fro
 import type { AuthContext } from './authenticate.ts';
 import { resultUrl, statusUrl } from './job-view.ts';
 import { HttpProblem } from './problem.ts';
-import { parseSubmissionOptions } from './submission-options.ts';
+import { field, parseSubmissionOptions } from './submission-options.ts';
 
 /** Multipart overhead allowed on top of MAX_UPLOAD_BYTES before a request is refused unread. */
 const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
@@ -64,6 +64,7 @@ export function receiveScanUpload(runtime: Runtime): Middleware[] {
           actor: auth.actor,
           upload: { path: file.filepath, name: file.originalFilename ?? 'scan_zip', sha256: file.hash },
           options: await parseSubmissionOptions(fields, config),
+          modelUnnamed: field(fields, 'model') === null,
           idempotencyKey: readIdempotencyKey(ctx),
           requestId: ctx.state.requestId,
         });

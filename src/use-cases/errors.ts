@@ -38,6 +38,8 @@ export const MODEL_ERRORS = {
   invalid_model: { status: 400, retryable: false, title: 'Invalid input' },
   /** A model of the account that is not ready: still training, failed, cancelled or retired. */
   model_not_ready: { status: 400, retryable: false, title: 'Model not ready' },
+  /** PUT /v1/account/default-model: a body that is not `{"model": "default" | "<model id>"}`. */
+  invalid_default_model_request: { status: 400, retryable: false, title: 'Invalid input' },
   /** POST /v1/process-scan/{id}/models: a body that is not `{"pages"?, "checked_pages"?, "label"?, "base_model"?}`, or a page the job does not have. */
   invalid_training_request: { status: 400, retryable: false, title: 'Invalid input' },
   /** The job's pages chosen hold no corrected line, and none is marked checked: there is nothing to train on. */

@@ -1,12 +1,14 @@
 // Models trained on an account's ground truth (docs/models.md): queueing a training from an
-// uploaded ground-truth ZIP, reading an account's models, cancelling or retiring one, and the
-// check a submission (or a training's base) makes of the model it names. The API's routes call
+// uploaded ground-truth ZIP, reading an account's models, cancelling or retiring one, the check a
+// submission (or a training's base) makes of the model it names, and the account's default model
+// (the one a submission that names none reads with). The API's routes and the portal's pages call
 // these; the trainer role runs the training itself with the model commands on the bus.
 import { randomUUID } from 'node:crypto';
 import type { EventMetadata } from '../../domain/events.ts';
 import { DEFAULT_MODEL, type ModelState } from '../../domain/model.ts';
 import type { ModelCommand } from '../../domain/model-decide.ts';
 import { Rejection } from '../../domain/rejections.ts';
+import { readAccountDefaultModel } from '../../projections/accounts.ts';
 import { listAccountModels, type ModelRow, readAccountModel } from '../../projections/models.ts';
 import { groundTruthPrefix, modelPrefix } from '../blobs/blob-keys.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
@@ -139,4 +141,40 @@ export async function cancelOrRetireModel(
     state.status === 'ready' || state.status === 'retired' ? { type: 'RetireModel', now } : { type: 'CancelModelTraining', now };
   await deps.bus.model(modelId, command, metadata);
   return accountModel(deps.db.pool, accountId, modelId);
+}
+
+/** The account's default model: as chosen, and what a submission that names no model reads with. */
+export interface AccountDefaultModel {
+  /** `default` (the shipped recognizer) or a model id, as last chosen. */
+  chosen: string;
+  chosenAt: Date | null;
+  /** The chosen model while it is ready; `default` once it is retired (or for `default`). */
+  effective: string;
+  /** The chosen model's row; null for `default`. */
+  model: ModelRow | null;
+}
+
+export async function accountDefaultModel(db: Queryable, accountId: string): Promise<AccountDefaultModel> {
+  const row = await readAccountDefaultModel(db, accountId);
+  const chosen = row?.default_model ?? DEFAULT_MODEL;
+  const chosenAt = row?.default_model_chosen_at ?? null;
+  if (chosen === DEFAULT_MODEL) return { chosen, chosenAt, effective: DEFAULT_MODEL, model: null };
+  const model = (await readAccountModel(db, chosen, accountId)) ?? null;
+  return { chosen, chosenAt, effective: model?.state === 'ready' ? chosen : DEFAULT_MODEL, model };
+}
+
+/**
+ * Makes `modelId` (`default`, or a ready model of the account: usableModel's refusals otherwise)
+ * the account's default model: AccountDefaultModelChosen on the account's stream; the same choice
+ * again records nothing.
+ */
+export async function chooseDefaultModel(
+  deps: Pick<ModelDeps, 'db' | 'bus'>,
+  accountId: string,
+  modelId: string,
+  metadata: EventMetadata,
+): Promise<AccountDefaultModel> {
+  if (modelId !== DEFAULT_MODEL) await usableModel(deps.db.pool, accountId, modelId, 'model');
+  await deps.bus.account(accountId, { type: 'ChooseDefaultModel', model: modelId, now: new Date() }, metadata);
+  return accountDefaultModel(deps.db.pool, accountId);
 }

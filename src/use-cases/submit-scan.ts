@@ -4,13 +4,14 @@
 // behind in the store; the upload file itself is the caller's.
 import { createHash, randomUUID } from 'node:crypto';
 import type { JobOptions } from '../../domain/events.ts';
+import { DEFAULT_MODEL } from '../../domain/model.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { jobPrefix, pagesPrefix, uploadKey } from '../blobs/blob-keys.ts';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../db/database.ts';
 import { intakeScanZip } from '../intake/scan-zip.ts';
 import type { CommandBus } from './command-bus.ts';
-import { usableModel } from './models.ts';
+import { accountDefaultModel, usableModel } from './models.ts';
 import { type AccountLimits, findIdempotentJob, submitJob } from './submit-job.ts';
 
 export interface ScanSubmission {
@@ -20,6 +21,12 @@ export interface ScanSubmission {
   actor?: string;
   upload: { path: string; name: string; sha256: string | null | undefined };
   options: JobOptions;
+  /**
+   * The request named no model (not even `default`): the pages are read with the account's default
+   * model (accountDefaultModel), resolved after the idempotency check, so a retry of the same request
+   * is the same request whatever the default is by then.
+   */
+  modelUnnamed?: boolean;
   idempotencyKey: string | null;
   requestId?: string;
 }
@@ -59,8 +66,14 @@ export async function submitScan(deps: SubmitScanDeps, submission: ScanSubmissio
     const existing = await findIdempotentJob(deps.db.pool, submission.accountId, idempotency);
     if (existing) return { jobId: existing, replayed: true, pages: 0 };
   }
-  // A trained model must be the account's and ready (docs/models.md); the job records its id.
-  if (submission.options.model !== undefined) await usableModel(deps.db.pool, submission.accountId, submission.options.model, 'model');
+  // A trained model must be the account's and ready (docs/models.md); the job records its id. A
+  // request that names none takes the account's default, while that model is ready.
+  let options = submission.options;
+  if (options.model !== undefined) await usableModel(deps.db.pool, submission.accountId, options.model, 'model');
+  else if (submission.modelUnnamed) {
+    const { effective } = await accountDefaultModel(deps.db.pool, submission.accountId);
+    if (effective !== DEFAULT_MODEL) options = { ...options, model: effective };
+  }
 
   const jobId = randomUUID();
   const jobFiles = jobPrefix(jobId);
@@ -78,7 +91,7 @@ export async function submitScan(deps: SubmitScanDeps, submission: ScanSubmissio
       accountId: submission.accountId,
       keyId: submission.keyId,
       pages,
-      options: submission.options,
+      options,
       uploadKey: upload,
       retentionSeconds: config.results.retentionSeconds,
       idempotency,

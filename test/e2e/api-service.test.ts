@@ -194,6 +194,7 @@ describe('GET /v1/openapi.json', () => {
       'DELETE /v1/process-scan/{job_id}',
       'GET /healthz',
       'GET /readyz',
+      'GET /v1/account/default-model',
       'GET /v1/models',
       'GET /v1/models/{model_id}',
       'GET /v1/models/{model_id}/events',
@@ -207,6 +208,7 @@ describe('GET /v1/openapi.json', () => {
       'POST /v1/models',
       'POST /v1/process-scan',
       'POST /v1/process-scan/{job_id}/models',
+      'PUT /v1/account/default-model',
       'PUT /v1/process-scan/{job_id}/pages/{page}/text',
     ]);
     for (const [path, item] of Object.entries(

@@ -72,4 +72,18 @@ describe('decideAccount', () => {
       .then([{ type: 'WebhookSecretRotated', data: { webhookSecretSha256: 'f2', rotatedAt: at } }]);
     assert.equal(state.webhookSecretSha256, 'f2');
   });
+
+  test('the default model: default at first; a choice is recorded, the same choice again decides nothing', () => {
+    assert.equal(account.given([created]).state.defaultModel, 'default');
+    account.given([created]).when({ type: 'ChooseDefaultModel', model: 'default', now }).thenNothing();
+    const chosen: AccountEvent = { type: 'AccountDefaultModelChosen', data: { model: 'm1', chosenAt: at } };
+    const state = account.given([created]).when({ type: 'ChooseDefaultModel', model: 'm1', now }).then([chosen]);
+    assert.equal(state.defaultModel, 'm1');
+    account.given([created, chosen]).when({ type: 'ChooseDefaultModel', model: 'm1', now }).thenNothing();
+    account
+      .given([created, chosen])
+      .when({ type: 'ChooseDefaultModel', model: 'default', now })
+      .then([{ type: 'AccountDefaultModelChosen', data: { model: 'default', chosenAt: at } }]);
+    account.given().when({ type: 'ChooseDefaultModel', model: 'm1', now }).thenRejects('account_not_found');
+  });
 });

@@ -1,83 +1,38 @@
 // Models trained on an account's ground truth (docs/models.md): POST /v1/models uploads ground
 // truth and queues a training, GET lists the account's models and reads one, DELETE cancels a
-// training or retires a ready model, GET …/events is a model's history. A model is visible only
-// to keys of the account that trained it; for any other key it does not exist (404).
-import { rm } from 'node:fs/promises';
+// training or retires a ready model, GET …/events is a model's history; GET and PUT
+// /v1/account/default-model read and choose the model a submission that names none reads with
+// (docs/decisions/0035-the-default-model-is-a-sub-resource-of-the-account.md). A model is visible
+// only to keys of the account that trained it; for any other key it does not exist (404).
 import type Router from '@koa/router';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { modelStreamId } from '../../../domain/events.ts';
+import { DEFAULT_MODEL } from '../../../domain/model.ts';
 import { Rejection } from '../../../domain/rejections.ts';
-import { tempUploadDir } from '../../intake/temp-uploads.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
-import { TRAINING_INSTRUCTION } from '../../runtime/trainer-probe.ts';
 import { eventJson } from '../../store/event-json.ts';
 import { readStream } from '../../store/read-stream.ts';
 import { ModelError } from '../../use-cases/errors.ts';
-import { accountModel, accountModels, cancelOrRetireModel, checkLabel, queueModelTraining } from '../../use-cases/models.ts';
+import {
+  type AccountDefaultModel,
+  accountDefaultModel,
+  accountModel,
+  accountModels,
+  cancelOrRetireModel,
+  chooseDefaultModel,
+} from '../../use-cases/models.ts';
 import type { AuthContext, Authenticate } from '../authenticate.ts';
-import { modelStatusBody, modelStatusUrl } from '../model-view.ts';
-import { parseUpload, refuseOversizedUpload, refuseWhenDiskLow, type UploadField, uploadedFile } from '../scan-upload.ts';
-import { field, parseModelField } from '../submission-options.ts';
+import { readJsonBody } from '../json-body.ts';
+import { modelStatusBody } from '../model-view.ts';
+import { parseModelField } from '../submission-options.ts';
+import { receiveTrainingUpload } from '../training-upload.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const TRAINING_UPLOAD: UploadField = {
-  name: 'training_zip',
-  what: 'ground truth',
-  missing: () =>
-    new ModelError(
-      'training_zip_missing',
-      'The multipart field training_zip (a ZIP of page images with their PageXML or ALTO files) is required.',
-    ),
-};
-
 export function registerModelRoutes(router: Router, runtime: Runtime, authenticate: Authenticate): void {
-  const { config } = runtime;
-  const { baseUrl } = config;
+  const { baseUrl } = runtime.config;
 
-  router.post(
-    '/v1/models',
-    authenticate,
-    refuseWithoutTrainer(runtime),
-    refuseOversizedUpload(config, TRAINING_UPLOAD),
-    refuseWhenDiskLow(config),
-    parseUpload(config, tempUploadDir(config.dataDir), TRAINING_UPLOAD),
-    async (ctx) => {
-      const file = uploadedFile(ctx, TRAINING_UPLOAD);
-      try {
-        const auth = ctx.state.auth as AuthContext;
-        const fields = (ctx.request.body ?? {}) as Record<string, string | string[]>;
-        const label = checkLabel(field(fields, 'label'));
-        const baseModel = parseModelField(field(fields, 'base_model'), 'base_model');
-        const model = await queueModelTraining(runtime, {
-          accountId: auth.accountId,
-          keyId: auth.actor ? null : auth.keyId,
-          actor: auth.actor,
-          upload: { path: file.filepath, name: file.originalFilename ?? TRAINING_UPLOAD.name },
-          label,
-          baseModel,
-          requestId: ctx.state.requestId,
-        });
-        ctx.state.log.info(
-          { model_id: model.model_id, account_id: auth.accountId, pages: model.pages_total, lines: model.lines_total },
-          'model training queued',
-        );
-        ctx.status = 202;
-        ctx.set('Location', modelStatusUrl(baseUrl, model.model_id));
-        ctx.body = {
-          model_id: model.model_id,
-          state: 'queued',
-          label: model.label,
-          created_at: model.created_at.toISOString(),
-          status_url: modelStatusUrl(baseUrl, model.model_id),
-          lines_total: model.lines_total,
-          pages_total: model.pages_total,
-        };
-      } finally {
-        await rm(file.filepath, { force: true });
-      }
-    },
-  );
+  router.post('/v1/models', authenticate, ...receiveTrainingUpload(runtime));
 
   router.get('/v1/models', authenticate, async (ctx) => {
     const auth = ctx.state.auth as AuthContext;
@@ -99,6 +54,18 @@ export function registerModelRoutes(router: Router, runtime: Runtime, authentica
     ctx.body = modelStatusBody(row, baseUrl);
   });
 
+  router.get('/v1/account/default-model', authenticate, async (ctx) => {
+    const auth = ctx.state.auth as AuthContext;
+    ctx.body = defaultModelBody(await accountDefaultModel(runtime.db.pool, auth.accountId));
+  });
+
+  router.put('/v1/account/default-model', authenticate, async (ctx) => {
+    const auth = ctx.state.auth as AuthContext;
+    const model = await readDefaultModelBody(ctx);
+    const chosen = await chooseDefaultModel(runtime, auth.accountId, model, { actor: auth.keyId, requestId: ctx.state.requestId });
+    ctx.body = defaultModelBody(chosen);
+  });
+
   router.get('/v1/models/:modelId/events', authenticate, async (ctx) => {
     const auth = ctx.state.auth as AuthContext;
     const model = await accountModel(runtime.db.pool, auth.accountId, modelIdParam(ctx));
@@ -107,15 +74,27 @@ export function registerModelRoutes(router: Router, runtime: Runtime, authentica
   });
 }
 
-/** Where no trainer can run, a training is refused before its upload is read (docs/models.md, "Where training runs"). */
-export function refuseWithoutTrainer(runtime: Runtime) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (!(await runtime.trainer()).available) {
-      ctx.set('Connection', 'close');
-      throw new ModelError('training_unavailable', TRAINING_INSTRUCTION);
-    }
-    await next();
+/** The answer of GET and PUT /v1/account/default-model. */
+function defaultModelBody(chosen: AccountDefaultModel) {
+  return {
+    model: chosen.chosen,
+    model_state: chosen.model?.state ?? null,
+    effective_model: chosen.effective,
+    chosen_at: chosen.chosenAt?.toISOString() ?? null,
   };
+}
+
+/** A PUT body `{"model": "default" | "<model id>"}`, nothing else; the model id lower-cased. */
+async function readDefaultModelBody(ctx: Context): Promise<string> {
+  const refuse = (why: string) =>
+    new ModelError('invalid_default_model_request', `The body must be {"model": "${DEFAULT_MODEL}" or a model id}: ${why}.`);
+  const body = await readJsonBody(ctx, refuse);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw refuse('it is not an object');
+  const extra = Object.keys(body).filter((name) => name !== 'model');
+  if (extra.length > 0) throw refuse(`unknown field ${JSON.stringify(extra[0])}`);
+  const model = (body as { model?: unknown }).model;
+  if (typeof model !== 'string' || model.trim() === '') throw refuse('model is missing or not a string');
+  return parseModelField(model.trim(), 'model');
 }
 
 /** The model id of the path, lower-cased; a path that is no UUID names no model (404). */

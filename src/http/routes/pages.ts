@@ -16,7 +16,7 @@ import { readJsonBody } from '../json-body.ts';
 import { modelStatusUrl } from '../model-view.ts';
 import { HttpProblem } from '../problem.ts';
 import { parseModelField } from '../submission-options.ts';
-import { refuseWithoutTrainer } from './models.ts';
+import { refuseWithoutTrainer } from '../training-upload.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
