@@ -9,7 +9,7 @@ export const PORTAL_ERRORS = {
   form_expired: { status: 403, retryable: false },
   /** A signed-in form after the session ended. */
   signed_out: { status: 403, retryable: false },
-  /** No such job, page, key, file or portal page (another account's are not told apart). */
+  /** No such job, page, key, model, file or portal page (another account's are not told apart). */
   not_found: { status: 404, retryable: false },
   /** A cancel the job's state refuses. */
   job_not_cancellable: { status: 409, retryable: false },

@@ -39,7 +39,7 @@ export interface PageOptions {
   /** The signed-in user's email and account, for the header; null on signed-out pages. */
   user: { email: string; accountName: string; csrfToken: string } | null;
   /** Which navigation item is current. */
-  nav?: 'jobs' | 'usage' | 'keys' | 'webhook' | 'account';
+  nav?: 'jobs' | 'models' | 'usage' | 'keys' | 'webhook' | 'account';
   body: Html;
 }
 
@@ -48,7 +48,7 @@ export function page({ title, heading, user, nav, body }: PageOptions): string {
     html`<li><a href="${href}"${nav === name ? html` aria-current="page"` : ''}>${label}</a></li>`;
   const header = user
     ? html`<header class="top"><a class="brand" href="/portal/jobs">hwr portal</a>
-<nav aria-label="Main"><ul>${link('/portal/jobs', 'Jobs', 'jobs')}${link('/portal/usage', 'Usage', 'usage')}${link('/portal/settings/keys', 'API keys', 'keys')}${link('/portal/settings/webhook', 'Webhook secret', 'webhook')}${link('/portal/settings/account', 'Account', 'account')}</ul></nav>
+<nav aria-label="Main"><ul>${link('/portal/jobs', 'Jobs', 'jobs')}${link('/portal/models', 'Models', 'models')}${link('/portal/usage', 'Usage', 'usage')}${link('/portal/settings/keys', 'API keys', 'keys')}${link('/portal/settings/webhook', 'Webhook secret', 'webhook')}${link('/portal/settings/account', 'Account', 'account')}</ul></nav>
 <div class="who"><span>${user.email} · ${user.accountName}</span>
 <form method="post" action="/portal/sign-out">${csrfField(user.csrfToken)}<button type="submit">Sign out</button></form></div></header>`
     : html`<header class="top"><span class="brand">hwr portal</span></header>`;

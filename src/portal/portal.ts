@@ -37,6 +37,7 @@ import { registerJobPages } from './jobs-pages.ts';
 import { registerViewerPages } from './viewer-pages.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerNewJobPages } from './new-job-pages.ts';
+import { registerModelPages } from './models-pages.ts';
 import type { PortalContext } from './portal-context.ts';
 
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
@@ -318,6 +319,7 @@ export function portal(runtime: Runtime): Middleware {
 
   registerKeyPages(router, pc);
   registerNewJobPages(router, pc);
+  registerModelPages(router, pc);
   registerJobPages(router, pc);
   registerViewerPages(router, pc);
   registerAccountPages(router, pc);

@@ -36,13 +36,14 @@ for (const [type, on] of [
 ]) {
   document.addEventListener(type, (event) => highlight(event, on));
 }
-// While the page shows a queued or processing job, the part `selector` finds refreshes itself
-// every 2 seconds (the same page fetched again, that part swapped in); without script, reload.
-// The jobs list swaps its rows in, a job's page its state, pages and timeline.
+// While the page shows a queued or processing job (or a queued or training model), the part
+// `selector` finds refreshes itself every 2 seconds (the same page fetched again, that part
+// swapped in); without script, reload. The jobs and models lists swap their rows in, a job's page
+// its state, pages and timeline, a model's page its state, progress, chart and figures.
 const keepLive = (selector) => {
   const refresh = async () => {
     const current = document.querySelector(selector);
-    if (!current?.querySelector('.state-queued, .state-processing')) return;
+    if (!current?.querySelector('.state-queued, .state-processing, .state-training')) return;
     try {
       const response = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
       if (response.ok && response.url === location.href) {
@@ -57,10 +58,12 @@ const keepLive = (selector) => {
 };
 keepLive('table[data-live] tbody');
 keepLive('[data-live-job]');
+keepLive('[data-live-model]');
 // New job: image files or a folder of images, zipped here into the form's ZIP field, as `hwr submit`
 // zips them (docs/client.md): images by their extension (the page gives the list), a layout file
 // beside its image (`p1.xml` for `p1.jpg`), hidden files and anything else left out, a folder's
-// images named by their path below it. Stored, not deflated (scans are compressed already); the
+// images named by their path below it. Train a model (`data-layouts="all"`): every XML file is
+// kept where it lies, as `hwr models train` zips ground truth (an export's `page/p1.xml`). Stored, not deflated (scans are compressed already); the
 // service orders the pages (natural order of the names) and checks everything as for any ZIP.
 // Without script the form takes a ZIP only.
 const CRC_TABLE = new Uint32Array(256).map((_, n) => {
@@ -155,8 +158,9 @@ if (picker && typeof DataTransfer === 'function') {
       names.add(name);
     }
     const stems = images.map(({ name }) => stem(name));
+    const allLayouts = picker.dataset.layouts === 'all';
     const layouts = kept.filter(
-      ({ name }) => extension(name) === '.xml' && stems.filter((candidate) => candidate === stem(name)).length === 1,
+      ({ name }) => extension(name) === '.xml' && (allLayouts || stems.filter((candidate) => candidate === stem(name)).length === 1),
     );
     if (images.length === 0) {
       summary.textContent = 'No images among these files.';
