@@ -26,7 +26,14 @@ test('one point per epoch, the line through them, the lowest marked, round ticks
 
 test('small and large CERs get round ticks; one epoch sits in the middle; many epochs get at most about ten labels', () => {
   assert.deepEqual(all(validationCerChart(points([0.012])).value, /text-anchor="end">([^<]+)</g), ['0 %', '0.5 %', '1 %', '1.5 %']);
-  assert.deepEqual(all(validationCerChart(points([2.4, 0.9])).value, /text-anchor="end">([^<]+)</g), ['0 %', '50 %', '100 %', '150 %', '200 %', '250 %']);
+  assert.deepEqual(all(validationCerChart(points([2.4, 0.9])).value, /text-anchor="end">([^<]+)</g), [
+    '0 %',
+    '50 %',
+    '100 %',
+    '150 %',
+    '200 %',
+    '250 %',
+  ]);
   assert.match(validationCerChart(points([0.2])).value, /<circle class="cer-point best" cx="300"/);
   const labels = all(validationCerChart(points(Array.from({ length: 40 }, () => 0.1))).value, /text-anchor="middle">(\d+)</g);
   assert.ok(labels.length <= 11 && labels.includes('40') && labels.includes('1'), labels.join(','));
