@@ -2,6 +2,8 @@
 //   page/0001_<stem>.xml   PAGE XML 2019-07-15
 //   alto/0001_<stem>.xml   ALTO 4.4
 //   text/0001_<stem>.txt   plain text, UTF-8
+//   <job_id>.txt           the job's text: every page's, in order
+//   <job_id>.tei.xml       TEI P5: facsimile (surfaces, zones) and text (pb, lb)
 //   <job_id>.pdf           searchable PDF/A-2b (or plain PDF; absent for pdf_format=none)
 //   manifest.json          written last
 // `<stem>` is the source image's file name without directories and extension, reduced to
@@ -23,6 +25,12 @@ export function pageFileNames(pageNumber: number, pageCount: number, sourceName:
 
 export function pdfFileName(jobId: string): string {
   return `${fileStem(jobId)}.pdf`;
+}
+
+/** The job-level text file and TEI file (docs/result-archive.md). */
+export function jobFileNames(jobId: string): { text: string; tei: string } {
+  const stem = fileStem(jobId);
+  return { text: `${stem}.txt`, tei: `${stem}.tei.xml` };
 }
 
 export function fileStem(sourceName: string): string {

@@ -50,6 +50,9 @@ export interface Manifest {
   corrections: { version: number; corrected_lines: number };
   pages: ManifestPage[];
   pdf: { path: string; format: Exclude<PdfFormat, 'none'>; pages: number } | null;
+  /** The job-level text file (every page's text in order) and TEI P5 file; null in archives before them. */
+  text: { path: string } | null;
+  tei: { path: string } | null;
   files: ManifestFile[];
 }
 
@@ -60,6 +63,7 @@ export class ManifestBuilder {
   private readonly corrections = new Map<string, Manifest['correction'][number]>();
   private software: Manifest['software'] | null = null;
   private pdf: Manifest['pdf'] = null;
+  private jobFiles: { text: string; tei: string } | null = null;
 
   addPage(page: ManifestPage, result: PageResult): void {
     this.pages.push(page);
@@ -83,6 +87,10 @@ export class ManifestBuilder {
 
   setPdf(pdf: NonNullable<Manifest['pdf']>): void {
     this.pdf = pdf;
+  }
+
+  setJobFiles(paths: { text: string; tei: string }): void {
+    this.jobFiles = paths;
   }
 
   build(job: {
@@ -113,6 +121,8 @@ export class ManifestBuilder {
       },
       pages: this.pages,
       pdf: this.pdf,
+      text: this.jobFiles && { path: this.jobFiles.text },
+      tei: this.jobFiles && { path: this.jobFiles.tei },
       files: this.files,
     };
   }

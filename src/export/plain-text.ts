@@ -10,3 +10,11 @@ export function renderPlainText(page: ExportPage): string {
   const text = blocks.join('\n\n');
   return text.length > 0 ? `${text}\n` : '';
 }
+
+/**
+ * The job's text: every page's text (as renderPlainText gives it) in page order, a form feed
+ * (U+000C) between two pages, as pdftotext separates pages; empty pages stay as empty strings.
+ */
+export function renderJobText(pageTexts: readonly string[]): string {
+  return pageTexts.join('\f');
+}

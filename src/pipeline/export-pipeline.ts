@@ -9,7 +9,7 @@ import yazl from 'yazl';
 import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import type { ExportContext, ExportOutcome, ExportPipeline, ExportTask } from './pipeline.ts';
 import { renderAlto } from '../export/alto.ts';
-import { MANIFEST_PATH, pageFileNames, pdfFileName } from '../export/archive-layout.ts';
+import { jobFileNames, MANIFEST_PATH, pageFileNames, pdfFileName } from '../export/archive-layout.ts';
 import { loadPdfAssets, type PdfAssets } from '../export/assets.ts';
 import { ExportError } from '../export/errors.ts';
 import { applyCorrections, correctedLineCount, prepareExportPage } from '../export/export-page.ts';
@@ -17,7 +17,8 @@ import { ManifestBuilder } from '../export/manifest.ts';
 import { readPageResult } from './page-result-reader.ts';
 import { renderPageXml } from '../export/pagexml.ts';
 import { SearchablePdfWriter } from '../export/pdf/searchable-pdf.ts';
-import { renderPlainText } from '../export/plain-text.ts';
+import { renderJobText, renderPlainText } from '../export/plain-text.ts';
+import { TeiBuilder } from '../export/tei.ts';
 
 export interface ExportPipelineOptions {
   /** Font and ICC profile for the PDF; default: the ones under assets/. */
@@ -56,7 +57,10 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
   stored.catch(() => undefined); // awaited below; this only keeps an early failure from being unhandled
 
   const manifest = new ManifestBuilder();
+  const tei = new TeiBuilder();
+  const pageTexts: string[] = [];
   let producer = '';
+  let software = { name: 'hwr', version: 'unknown' };
   const entry = { mtime: createdAt, mode: 0o100644 };
   const addFile = (path: string, body: Buffer, mediaType: string): void => {
     zip.addBuffer(body, path, { ...entry, compress: true });
@@ -74,11 +78,15 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
         });
       }
       const page = applyCorrections(prepareExportPage(result), task.corrections?.lines[source.pageNumber]);
+      if (!producer) software = { name: result.producer.software, version: result.producer.version };
       producer ||= `${result.producer.software} ${result.producer.version}`;
       const names = pageFileNames(source.pageNumber, pages.length, source.name);
       addFile(names.page, Buffer.from(renderPageXml(page, { timestamp: createdAt }), 'utf8'), 'application/vnd.prima.page+xml');
       addFile(names.alto, Buffer.from(renderAlto(page, { timestamp: createdAt }), 'utf8'), 'application/alto+xml');
-      addFile(names.text, Buffer.from(renderPlainText(page), 'utf8'), 'text/plain; charset=utf-8');
+      const text = renderPlainText(page);
+      addFile(names.text, Buffer.from(text, 'utf8'), 'text/plain; charset=utf-8');
+      pageTexts.push(text);
+      tei.addPage(page, { pageNumber: source.pageNumber, name: source.name });
       const lines = page.regions.flatMap((region) => region.lines);
       manifest.addPage(
         {
@@ -98,6 +106,18 @@ async function exportJob(task: ExportTask, context: ExportContext, assets: () =>
       );
       if (output.writableNeedDrain) await once(output, 'drain', { signal });
     }
+
+    // The job's text and TEI, built from pass 1.
+    const jobFiles = jobFileNames(task.jobId);
+    addFile(jobFiles.text, Buffer.from(renderJobText(pageTexts), 'utf8'), 'text/plain; charset=utf-8');
+    const teiBody = tei.build({
+      jobId: task.jobId,
+      createdAt,
+      software,
+      correctionVersion: task.corrections?.version ?? 0,
+    });
+    addFile(jobFiles.tei, Buffer.from(teiBody, 'utf8'), 'application/tei+xml');
+    manifest.setJobFiles(jobFiles);
 
     // Pass 2: the PDF, streamed page by page into its entry.
     if (pdfAssets && task.options.pdfFormat !== 'none') {

@@ -42,7 +42,7 @@ describe('export pipeline', () => {
     assert.equal(outcome.bytes, zip.length);
     assert.equal(outcome.sha256, createHash('sha256').update(zip).digest('hex'));
 
-    const checked = await checkResultArchive(zip);
+    const checked = await checkResultArchive(zip, { teiSchema: true });
     const { manifest } = checked;
     assert.equal(manifest.job_id, task.jobId);
     assert.equal(manifest.created_at, task.createdAt);
@@ -68,8 +68,14 @@ describe('export pipeline', () => {
     );
     assert.deepEqual(
       [...checked.files.keys()],
-      [...manifest.pages.flatMap((page) => [page.files.page, page.files.alto, page.files.text]), `${task.jobId}.pdf`, 'manifest.json'],
-      'documented order: per page PAGE, ALTO, text; then the PDF; the manifest last',
+      [
+        ...manifest.pages.flatMap((page) => [page.files.page, page.files.alto, page.files.text]),
+        `${task.jobId}.txt`,
+        `${task.jobId}.tei.xml`,
+        `${task.jobId}.pdf`,
+        'manifest.json',
+      ],
+      'documented order: per page PAGE, ALTO, text; the job text and TEI; then the PDF; the manifest last',
     );
     assert.ok(
       checked.pages.every((page) => page.pdfWordsChecked > 50),
@@ -100,7 +106,7 @@ describe('export pipeline', () => {
     await run(none);
     const checkedNone = await checkResultArchive(await blobs.get(none.archiveKey));
     assert.equal(checkedNone.manifest.pdf, null);
-    assert.equal(checkedNone.files.size, 4);
+    assert.equal(checkedNone.files.size, 6);
   });
 
   it('exports layout-only jobs, empty pages and XML special characters', async () => {

@@ -19,6 +19,7 @@ import yauzl from 'yauzl';
 import type { Manifest } from '../../src/export/manifest.ts';
 import { childNamed, childrenNamed, descendantsNamed, parseXml, type XmlElement } from './xml-tree.ts';
 import { validateAgainstSchema } from './xsd.ts';
+import { validateAgainstTeiAll } from './tei-schema.ts';
 
 /** The direction of writing in PDF space (y up) on a page the service turned by `orientation` to read it. */
 const WRITING_DIRECTION: Record<number, [number, number]> = { 0: [1, 0], 90: [0, 1], 180: [-1, 0], 270: [0, -1] };
@@ -32,6 +33,8 @@ export interface ArchiveCheckOptions {
   whitespace?: 'ignore' | 'collapse';
   /** Allowed overshoot of a word outside its box, in PDF points (default 1). */
   tolerancePt?: number;
+  /** Validate the TEI file against tei_all.rng too (about 10 s; default: only its lines are checked). */
+  teiSchema?: boolean;
 }
 
 export interface CheckedPage {
@@ -117,6 +120,8 @@ export async function checkResultArchive(archive: Buffer | string, options: Arch
     );
     return { pageNumber: page.page_number, text, pdfText: null, pdfWordsChecked: 0 };
   });
+
+  await checkJobFiles(manifest, files, pages, options);
 
   if (manifest.options.pdf_format === 'none') {
     assert.equal(manifest.pdf, null, 'pdf_format=none: the manifest names no PDF');
@@ -286,6 +291,32 @@ async function checkPdfText(
 
 function collapse(text: string): string {
   return text.replace(/\s+/gu, ' ').trim();
+}
+
+/** The job's text (every page's text file, form feeds between) and its TEI (a line per lb, the same text; optionally tei_all.rng). */
+async function checkJobFiles(
+  manifest: Manifest,
+  files: Map<string, Buffer>,
+  pages: CheckedPage[],
+  options: ArchiveCheckOptions,
+): Promise<void> {
+  assert.ok(manifest.text && manifest.tei, 'the manifest names the job text and the TEI');
+  assert.equal(
+    utf8(files, manifest.text.path),
+    pages.map((page) => page.text).join('\f'),
+    `${manifest.text.path}: the pages' texts in order`,
+  );
+  const tei = utf8(files, manifest.tei.path);
+  const root = parseXml(tei);
+  assert.equal(descendantsNamed(root, 'surface').length, manifest.pages.length, `${manifest.tei.path}: a surface per page`);
+  assert.equal(descendantsNamed(root, 'pb').length, manifest.pages.length, `${manifest.tei.path}: a pb per page`);
+  const lineTexts = [...tei.matchAll(/<lb [^>]*\/>([^\n]*)\n/g)]
+    .map((match) => match[1].replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#13;/g, '\r').replace(/&amp;/g, '&'))
+    .filter((line) => line.trim() !== '');
+  const textLines = pages.flatMap((page) => page.text.split('\n').filter((line) => line.trim() !== ''));
+  assert.deepEqual(lineTexts.map(collapse), textLines.map(collapse), `${manifest.tei.path}: lines differ from the text files`);
+  if (options.teiSchema)
+    assert.deepEqual(await validateAgainstTeiAll([{ fileName: manifest.tei.path, contents: tei }]), [], 'TEI valid against tei_all.rng');
 }
 
 function utf8(files: Map<string, Buffer>, name: string): string {
