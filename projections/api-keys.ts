@@ -36,6 +36,16 @@ export async function findActiveKey(db: Queryable, keyHash: string): Promise<Act
   return result.rows[0];
 }
 
+/** The key with this id and its SHA-256 unless revoked: the secret a signed IIIF URL is checked with (docs/iiif.md). */
+export async function findActiveKeyById(db: Queryable, keyId: string): Promise<(ActiveKeyRow & { key_hash: string }) | undefined> {
+  const result = await db.query<ActiveKeyRow & { key_hash: string }>({
+    name: 'hwr-active-key-by-id',
+    text: 'select key_id, account_id, key_hash from api_keys where key_id = $1 and revoked_at is null',
+    values: [keyId],
+  });
+  return result.rows[0];
+}
+
 export async function findKeyAccountId(db: Queryable, keyId: string): Promise<string | undefined> {
   const result = await db.query<{ account_id: string }>('select account_id from api_keys where key_id = $1', [keyId]);
   return result.rows[0]?.account_id;

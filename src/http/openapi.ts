@@ -63,6 +63,150 @@ const point = { type: 'array', items: { type: 'number' }, minItems: 2, maxItems:
 const points = { type: 'array', items: point } as const;
 const nullableConfidence = { type: ['number', 'null'], minimum: 0, maximum: 1 } as const;
 
+const TOKEN_PARAMETER = {
+  name: 'token',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[0-9a-f-]{36}\\.[0-9]{1,12}\\.[A-Za-z0-9_-]{43}$' },
+  description: 'The signed URL’s token (key id, expiry, HMAC): the credential of every IIIF URL the manifest names (docs/iiif.md).',
+};
+const iiifJson = (description: string, required: string[], type?: string) => ({
+  description,
+  content: {
+    'application/ld+json': {
+      schema: { type: 'object', required, properties: type ? { type: { const: type } } : {} },
+    },
+  },
+});
+const iiifSigned = {
+  '401': problem(
+    'invalid_iiif_token: the signed URL is malformed, expired, forged, or its key was revoked; fetch the manifest again with the key.',
+  ),
+  '404': problem('job_not_found (unknown, or the token is for another job), unknown_page or not_found.'),
+  '409': problem('job_not_done (retryable), job_failed or job_cancelled.'),
+  '410': problem('result_expired: after expires_at.'),
+  '429': rateLimited,
+  '503': databaseOrStorageUnavailable,
+};
+
+/** IIIF for a done job (docs/iiif.md): the manifest, its signed URLs, the Image API, annotations, search. */
+function iiifPaths() {
+  const signed = '/v1/process-scan/{job_id}/iiif/{token}';
+  return {
+    '/v1/process-scan/{job_id}/iiif/manifest': {
+      parameters: [JOB_ID_PARAMETER],
+      get: {
+        operationId: 'getIiifManifest',
+        summary: 'The IIIF Presentation 3 manifest of a done job, its URLs signed for a viewer',
+        description:
+          'A Canvas per page with its image (Image API 3, level 1 and more), the lines and words as annotation pages ' +
+          '(supplementing, TextualBody, xywh targets; corrected text where people corrected) and a Content Search 2 service. ' +
+          'Every URL in it carries a token signed with this key (docs/iiif.md): open the manifest’s `id` in a IIIF viewer. ' +
+          '`ttl`: seconds the URLs live, 60 to 86400 (default 3600; rounded up to 10 minutes). Revoking the key ends them.',
+        parameters: [{ name: 'ttl', in: 'query', required: false, schema: { type: 'string', pattern: '^[0-9]+$' } }],
+        responses: {
+          '200': {
+            ...iiifJson('The manifest; Content-Location is its signed URL (its `id`).', ['@context', 'id', 'type', 'items'], 'Manifest'),
+            headers: { 'Content-Location': { required: true, description: 'The signed manifest URL.', schema: { type: 'string' } } },
+          },
+          '400': problem('invalid_iiif_request: ttl out of range.'),
+          '401': unauthorized,
+          '404': problem('job_not_found: unknown, or another account’s.'),
+          '409': problem('job_not_done (retryable), job_failed or job_cancelled.'),
+          '410': problem('result_expired: after expires_at.'),
+          '429': rateLimited,
+          '503': databaseOrStorageUnavailable,
+        },
+      },
+    },
+    [`${signed}/manifest`]: {
+      parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER],
+      get: {
+        operationId: 'getSignedIiifManifest',
+        summary: 'The manifest at its signed URL (no API key)',
+        responses: { '200': iiifJson('The manifest.', ['@context', 'id', 'type', 'items'], 'Manifest'), ...iiifSigned },
+      },
+    },
+    [`${signed}/pages/{page}/{granularity}`]: {
+      parameters: [
+        JOB_ID_PARAMETER,
+        TOKEN_PARAMETER,
+        PAGE_PARAMETER,
+        { name: 'granularity', in: 'path', required: true, schema: { enum: ['lines', 'words'] } },
+      ],
+      get: {
+        operationId: 'getIiifAnnotations',
+        summary: 'A page’s lines or words as W3C Web Annotations (an AnnotationPage, motivation supplementing)',
+        responses: { '200': iiifJson('The annotation page.', ['@context', 'id', 'type', 'items'], 'AnnotationPage'), ...iiifSigned },
+      },
+    },
+    [`${signed}/search`]: {
+      parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER],
+      get: {
+        operationId: 'searchIiif',
+        summary: 'IIIF Content Search 2 over the job’s text: lines containing `q` (case and diacritics ignored)',
+        parameters: [{ name: 'q', in: 'query', required: false, schema: { type: 'string' } }],
+        responses: { '200': iiifJson('The matches, at most 1,000.', ['@context', 'id', 'type', 'items'], 'AnnotationPage'), ...iiifSigned },
+      },
+    },
+    [`${signed}/image/{page}`]: {
+      parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER, PAGE_PARAMETER],
+      get: {
+        operationId: 'getIiifImageBase',
+        summary: 'The Image API service’s base URI: 303 to its info.json',
+        responses: {
+          '303': { description: 'See info.json.', headers: { Location: { required: true, schema: { type: 'string' } } } },
+          ...iiifSigned,
+        },
+      },
+    },
+    [`${signed}/image/{page}/info.json`]: {
+      parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER, PAGE_PARAMETER],
+      get: {
+        operationId: 'getIiifImageInfo',
+        summary: 'The page image’s IIIF Image API 3 information (ImageService3, level1 with extras)',
+        responses: {
+          '200': {
+            description: 'The image information.',
+            content: Object.fromEntries(
+              ['application/ld+json', 'application/json'].map((type) => [
+                type,
+                { schema: { type: 'object', required: ['@context', 'id', 'type', 'protocol', 'profile', 'width', 'height'] } },
+              ]),
+            ),
+          },
+          ...iiifSigned,
+        },
+      },
+    },
+    [`${signed}/image/{page}/{region}/{size}/{rotation}/{file}`]: {
+      parameters: [
+        JOB_ID_PARAMETER,
+        TOKEN_PARAMETER,
+        PAGE_PARAMETER,
+        ...['region', 'size', 'rotation', 'file'].map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+      ],
+      get: {
+        operationId: 'getIiifImage',
+        summary:
+          'The page image cut and scaled: region (full, square, x,y,w,h, pct:…), size (max, w,, ,h, w,h, !w,h, pct:n, ^…), rotation (0, 90, 180, 270, ! mirrors), quality.format (default, color, gray; jpg, png)',
+        responses: {
+          '200': {
+            description: 'The image.',
+            content: {
+              'image/jpeg': { schema: { type: 'string', format: 'binary' } },
+              'image/png': { schema: { type: 'string', format: 'binary' } },
+            },
+          },
+          '400': problem('invalid_iiif_request: a malformed or impossible region, size, rotation or quality.format.'),
+          '501': problem('iiif_feature_not_supported: arbitrary rotation, bitonal, or a format other than jpg and png.'),
+          ...iiifSigned,
+        },
+      },
+    },
+  };
+}
+
 export function openApiDocument(baseUrl: string) {
   return {
     openapi: '3.1.0',
@@ -296,6 +440,7 @@ export function openApiDocument(baseUrl: string) {
           },
         },
       },
+      ...iiifPaths(),
       '/v1/process-scan/{job_id}/timeline': {
         parameters: [JOB_ID_PARAMETER],
         get: {

@@ -24,7 +24,11 @@ export const HTTP_PROBLEMS = {
   missing_scan_zip: { status: 400, retryable: false, title: 'Invalid input' },
   /** A submission's form field that is not one of its options (a typo such as `pipline_steps`). */
   unknown_field: { status: 400, retryable: false, title: 'Invalid input' },
+  /** A IIIF image request that is malformed or asks for the impossible (docs/iiif.md). */
+  invalid_iiif_request: { status: 400, retryable: false, title: 'Invalid IIIF request' },
   missing_api_key: { status: 401, retryable: false, title: 'Unauthorized' },
+  /** A signed IIIF URL that is malformed, expired, forged, or whose key was revoked (docs/iiif.md). */
+  invalid_iiif_token: { status: 401, retryable: false, title: 'Unauthorized' },
   invalid_api_key: { status: 401, retryable: false, title: 'Unauthorized' },
   not_found: { status: 404, retryable: false, title: 'Not found' },
   method_not_allowed: { status: 405, retryable: false, title: 'Method not allowed' },
@@ -37,6 +41,8 @@ export const HTTP_PROBLEMS = {
   /** The API key's request rate is spent (rate-limit.ts); Retry-After says when a request goes through again. */
   rate_limited: { status: 429, retryable: true, title: 'Too many requests' },
   internal_error: { status: 500, retryable: true, title: 'Internal server error' },
+  /** A IIIF image request for a feature the service does not offer (arbitrary rotation, bitonal, a format other than jpg/png). */
+  iiif_feature_not_supported: { status: 501, retryable: false, title: 'Not implemented' },
   insufficient_storage: { status: 503, retryable: true, title: 'Service unavailable' },
   /** The database could not be reached or went away under the request (a restart, a failover, a partition). */
   database_unavailable: { status: 503, retryable: true, title: 'Service unavailable' },

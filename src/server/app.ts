@@ -10,6 +10,7 @@ import { problemMiddleware } from '../http/problem.ts';
 import { requestContext } from '../http/request-context.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import { registerHealth } from '../http/routes/health.ts';
+import { registerIiifRoutes } from '../http/routes/iiif.ts';
 import { registerJobRoutes } from '../http/routes/jobs.ts';
 import { registerModelRoutes } from '../http/routes/models.ts';
 import { registerPageRoutes } from '../http/routes/pages.ts';
@@ -36,6 +37,7 @@ export function createApp(runtime: Runtime): Koa {
   registerUsage(router, runtime, auth);
   registerModelRoutes(router, runtime, auth);
   registerPageRoutes(router, runtime, auth);
+  registerIiifRoutes(router, runtime, auth);
   app.use(httpMetrics());
   app.use(securityHeaders(runtime.config.tls !== null || runtime.config.baseUrl.startsWith('https:')));
   app.use(requestContext(runtime.log));
