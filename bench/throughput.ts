@@ -148,7 +148,7 @@ async function main(): Promise<number> {
   if (cold?.firstPageSeconds != null && warm?.firstPageSeconds != null)
     console.log(
       `- the first page done: ${cold.firstPageSeconds.toFixed(1)} s on the fresh service, ${warm.firstPageSeconds.toFixed(1)} s warm: ` +
-        `${(cold.firstPageSeconds - warm.firstPageSeconds).toFixed(1)} s of loading (the models, the language models) on a new worker's first page.`,
+        `the difference, ${(cold.firstPageSeconds - warm.firstPageSeconds).toFixed(1)} s, is what loading (the models, the language models) costs a new worker's first page, within this run's noise.`,
     );
   console.log('\nService RSS over each run (MiB, samples spread over the run):');
   for (const line of timelines) console.log(line);
