@@ -123,6 +123,7 @@ function iiifPaths() {
       parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER],
       get: {
         operationId: 'getSignedIiifManifest',
+        security: [],
         summary: 'The manifest at its signed URL (no API key)',
         responses: { '200': iiifJson('The manifest.', ['@context', 'id', 'type', 'items'], 'Manifest'), ...iiifSigned },
       },
@@ -136,6 +137,7 @@ function iiifPaths() {
       ],
       get: {
         operationId: 'getIiifAnnotations',
+        security: [],
         summary: 'A page’s lines or words as W3C Web Annotations (an AnnotationPage, motivation supplementing)',
         responses: { '200': iiifJson('The annotation page.', ['@context', 'id', 'type', 'items'], 'AnnotationPage'), ...iiifSigned },
       },
@@ -144,6 +146,7 @@ function iiifPaths() {
       parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER],
       get: {
         operationId: 'searchIiif',
+        security: [],
         summary: 'IIIF Content Search 2 over the job’s text: lines containing `q` (case and diacritics ignored)',
         parameters: [{ name: 'q', in: 'query', required: false, schema: { type: 'string' } }],
         responses: { '200': iiifJson('The matches, at most 1,000.', ['@context', 'id', 'type', 'items'], 'AnnotationPage'), ...iiifSigned },
@@ -153,6 +156,7 @@ function iiifPaths() {
       parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER, PAGE_PARAMETER],
       get: {
         operationId: 'getIiifImageBase',
+        security: [],
         summary: 'The Image API service’s base URI: 303 to its info.json',
         responses: {
           '303': { description: 'See info.json.', headers: { Location: { required: true, schema: { type: 'string' } } } },
@@ -164,6 +168,7 @@ function iiifPaths() {
       parameters: [JOB_ID_PARAMETER, TOKEN_PARAMETER, PAGE_PARAMETER],
       get: {
         operationId: 'getIiifImageInfo',
+        security: [],
         summary: 'The page image’s IIIF Image API 3 information (ImageService3, level1 with extras)',
         responses: {
           '200': {
@@ -188,6 +193,7 @@ function iiifPaths() {
       ],
       get: {
         operationId: 'getIiifImage',
+        security: [],
         summary:
           'The page image cut and scaled: region (full, square, x,y,w,h, pct:…), size (max, w,, ,h, w,h, !w,h, pct:n, ^…), rotation (0, 90, 180, 270, ! mirrors), quality.format (default, color, gray; jpg, png)',
         responses: {
