@@ -186,12 +186,17 @@ describe('real exports', () => {
     const task = await stageExportJob(blobs, pages, { pdfFormat: 'none' });
     await createExportPipeline().exportJob(task, { blobs, signal: new AbortController().signal, log: pino({ level: 'silent' }) });
     const archive = await unzip(await blobs.get(task.archiveKey));
-    assert.deepEqual(Object.keys(archive).sort(), [
-      'alto/0001_cremma19_zola_f207.xml',
-      'manifest.json',
-      'page/0001_cremma19_zola_f207.xml',
-      'text/0001_cremma19_zola_f207.txt',
-    ]);
+    assert.deepEqual(
+      Object.keys(archive).sort(),
+      [
+        `${task.jobId}.tei.xml`,
+        `${task.jobId}.txt`,
+        'alto/0001_cremma19_zola_f207.xml',
+        'manifest.json',
+        'page/0001_cremma19_zola_f207.xml',
+        'text/0001_cremma19_zola_f207.txt',
+      ].sort(),
+    );
     const { result } = intake(
       await zipFile([...Object.entries(archive), ['scans/cremma19_zola_f207.jpg', files['export/cremma19_zola_f207.jpg']]]),
     );
@@ -199,7 +204,8 @@ describe('real exports', () => {
     assert.equal(intaken.pagesTotal, 1);
     assert.equal(intaken.linesTotal, 25);
     assert.deepEqual(intaken.warnings, [
-      'ignored 2 files that are neither page images nor XML: "manifest.json", "text/0001_cremma19_zola_f207.txt"',
+      `ignored 1 XML file that is not PageXML or ALTO: "${task.jobId}.tei.xml"`,
+      `ignored 3 files that are neither page images nor XML: "${task.jobId}.txt", "manifest.json", "text/0001_cremma19_zola_f207.txt"`,
       '"alto/0001_cremma19_zola_f207.xml" also describes "scans/cremma19_zola_f207.jpg"; its PageXML file "page/0001_cremma19_zola_f207.xml" was read',
     ]);
     const truth = await readGroundTruth(blobs, intaken.key);
