@@ -1,6 +1,7 @@
 // Whether training is offered (src/runtime/trainer-probe.ts): TRAINER=off never, on always, auto
 // where the Python it finds imports the trainer's packages; looked for once per process.
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import { test } from 'node:test';
 import { loadConfig } from '../../src/platform/config.ts';
 import { trainerAvailability } from '../../src/runtime/trainer-probe.ts';
@@ -8,9 +9,27 @@ import { trainerAvailability } from '../../src/runtime/trainer-probe.ts';
 const training = (env: Record<string, string>) => loadConfig(env).training;
 
 test('TRAINER: auto by default; off, on; anything else is a configuration problem', () => {
-  assert.deepEqual(training({}), { mode: 'auto', python: null });
-  assert.deepEqual(training({ TRAINER: 'off', TRAINER_PYTHON: '/opt/py/bin/python3' }), { mode: 'off', python: '/opt/py/bin/python3' });
+  const cores = os.availableParallelism();
+  assert.deepEqual(training({}), { mode: 'auto', python: null, maxMinutes: 30, concurrency: 1, threads: cores, niceness: 10 });
+  assert.deepEqual(training({ TRAINER: 'off', TRAINER_PYTHON: '/opt/py/bin/python3' }), {
+    mode: 'off',
+    python: '/opt/py/bin/python3',
+    maxMinutes: 30,
+    concurrency: 1,
+    threads: cores,
+    niceness: 10,
+  });
   assert.throws(() => training({ TRAINER: 'yes' }), /TRAINER must be one of auto, on, off/);
+});
+
+test('the training settings: budget, trainings at once, threads (at most the cores), nice value', () => {
+  const settings = training({ TRAINING_MAX_MINUTES: '12.5', TRAINER_CONCURRENCY: '2', TRAINER_THREADS: '256', TRAINER_NICE: '0' });
+  assert.deepEqual(
+    { maxMinutes: settings.maxMinutes, concurrency: settings.concurrency, threads: settings.threads, niceness: settings.niceness },
+    { maxMinutes: 12.5, concurrency: 2, threads: os.availableParallelism(), niceness: 0 },
+  );
+  assert.throws(() => training({ TRAINER_NICE: '20' }), /TRAINER_NICE/);
+  assert.throws(() => training({ TRAINING_MAX_MINUTES: '0' }), /TRAINING_MAX_MINUTES/);
 });
 
 test('off and on answer without looking', async () => {
