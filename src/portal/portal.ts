@@ -35,6 +35,7 @@ import { PortalHttpError } from './errors.ts';
 import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
 import { registerViewerPages } from './viewer-pages.ts';
+import { registerCorrectionPages } from './correction-pages.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerNewJobPages } from './new-job-pages.ts';
 import { registerModelPages } from './models-pages.ts';
@@ -322,6 +323,7 @@ export function portal(runtime: Runtime): Middleware {
   registerModelPages(router, pc);
   registerJobPages(router, pc);
   registerViewerPages(router, pc);
+  registerCorrectionPages(router, pc);
   registerAccountPages(router, pc);
 
   const routes = router.routes();

@@ -13,14 +13,17 @@ import { isJpeg2000 } from '../recognition/image/jpeg2000-header.ts';
 import { openImage } from '../recognition/image/open-image.ts';
 import type { PageResult, Point } from '../recognition/page/page-result.ts';
 import { showBidiControls } from '../shared/bidi-controls.ts';
-import { html, type Html, uploadedName } from './html.ts';
+import { html, type Html, notice, uploadedName } from './html.ts';
+import { DOWNLOAD_NAMES } from './correction-pages.ts';
+import { prepareExportPage } from '../export/export-page.ts';
+import { readPageCorrections } from '../../projections/corrections.ts';
 import type { PortalContext } from './portal-context.ts';
 import { PortalHttpError } from './errors.ts';
 
 /** Words below this confidence are marked in the text. */
 export const LOW_CONFIDENCE = 0.5;
 /** Widths an image is served at (thumbnail, viewer); anything else is refused. */
-export const IMAGE_WIDTHS = [160, 1200] as const;
+export const IMAGE_WIDTHS = [160, 1200, 2400] as const;
 const IMAGES_KEPT = 64;
 
 /**
@@ -129,38 +132,55 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
       return;
     }
     const { width, height } = result.image;
+    // Line ids as the archive's PageXML/ALTO and the corrections have them (prepareExportPage keeps
+    // the result's order: region by region, line by line). A done job's lines can be corrected.
+    const exported = prepareExportPage(result);
+    const editable = job.state === 'done' && !job.result_expired && Date.now() < job.expires_at.getTime();
+    const corrections = job.state === 'done' ? await readPageCorrections(runtime.db.pool, job.job_id, page.page_number) : null;
+    const flash = await pc.takeFlash(ctx);
     const regions: Html[] = [];
     const texts: Html[] = [];
-    for (const region of result.regions) {
+    let lowWords = 0;
+    for (const [regionIndex, region] of result.regions.entries()) {
       regions.push(html`<polygon class="region" points="${points(region.polygon)}"></polygon>`);
-      for (const line of region.lines) {
+      for (const [lineIndex, line] of region.lines.entries()) {
+        const id = exported.regions[regionIndex]?.lines[lineIndex]?.id ?? line.id;
+        const correction = corrections?.lines.get(id);
+        const byPerson = correction !== undefined && correction !== line.text;
+        const current = correction ?? line.text;
+        const number = texts.length + 1;
         regions.push(
-          html`<a href="#text-${line.id}" aria-label="${`Line: ${line.text}`}"><polygon class="line" id="line-${line.id}" data-line="${line.id}" points="${points(line.polygon)}"></polygon></a>`,
+          html`<a href="#text-${id}" aria-label="${`Line ${number}: ${current}`}"><polygon class="line${byPerson ? ' corrected' : ''}" id="line-${id}" data-line="${id}" points="${points(line.polygon)}"></polygon></a>`,
         );
+        lowWords += line.words.filter((word) => word.confidence < LOW_CONFIDENCE).length;
         const words = line.words.length
           ? line.words.map(
               (word, index) =>
                 html`${index > 0 ? ' ' : ''}${word.confidence < LOW_CONFIDENCE ? html`<mark class="low" title="${`confidence ${word.confidence.toFixed(2)}`}">${word.text}</mark>` : word.text}`,
             )
           : [html`${line.text}`];
-        // The words are the recognised reading; a corrected line shows its corrected text, and the reading under it.
-        const corrected = line.recognizedText !== undefined && line.recognizedText !== line.text;
+        // The words are the recognised reading; a line the corrector changed shows its text and the
+        // recognised reading under it; a line a person corrected, the correction and the machine's reading.
+        const recognised = line.recognizedText !== undefined && line.recognizedText !== line.text;
         texts.push(
-          html`<li id="text-${line.id}" data-line="${line.id}"><a class="line-text" href="#line-${line.id}">${corrected ? line.text : words}</a>${corrected ? html`<span class="was">recognised: ${line.recognizedText}</span>` : ''}<span class="conf">${Math.round(line.confidence * 100)} %</span></li>`,
+          html`<li id="text-${id}" data-line="${id}" data-text="${current}"${byPerson ? html` class="corrected"` : ''}><a class="line-text" href="#line-${id}">${byPerson || recognised ? current : words}</a>${byPerson ? html`<span class="was"><span class="badge">corrected</span> machine reading: ${line.text}</span>` : recognised ? html`<span class="was">recognised: ${line.recognizedText}</span>` : ''}<span class="conf">${Math.round(line.confidence * 100)} %</span></li>`,
         );
       }
     }
-    pc.render(
-      ctx,
-      title,
-      html`<p class="muted">${result.regions.length} regions, ${texts.length} lines${result.correction ? html`, corrected by ${result.correction.model}` : ''}. Words under ${Math.round(LOW_CONFIDENCE * 100)} % confidence are <mark class="low">marked</mark>.</p>
-<div class="viewer"><figure><svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${`Page ${page.page_number} with its text lines outlined`}">
-<image href="${base}/image?w=1200" aria-hidden="true" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}</svg></figure>
-<ol class="lines" aria-label="Text, line by line">${texts}</ol></div>${nav}`,
-      session,
-      'jobs',
-      200,
-      heading,
-    );
+    const downloads = editable
+      ? html`<p class="downloads">This page: ${DOWNLOAD_NAMES.map((name, index) => html`${index > 0 ? ' · ' : ''}<a href="${base}/download/${name}" download>${name === 'page.txt' ? 'text' : name === 'pagexml.xml' ? 'PageXML' : 'ALTO'}</a>`)}</p>`
+      : '';
+    const editorHelp = editable
+      ? html`<p class="muted editor-help" hidden>Click a line or press Enter on it to correct its text; Enter saves and goes to the next line, Esc cancels; ↑ and ↓ move between lines.</p>`
+      : '';
+    const body =
+      texts.length === 0
+        ? html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}<p class="notice warn">No text lines were found on this page, so there is nothing to read or correct here.</p>
+<img class="page-only" src="${base}/image?w=1200" alt="${`Page ${page.page_number}`}">${nav}`
+        : html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}<p class="muted">${result.regions.length} regions, ${texts.length} lines${result.correction ? html`, corrected by ${result.correction.model}` : ''}${corrections?.lines.size ? html`, ${corrections.lines.size} corrected by people` : ''}. ${lowWords > 0 ? html`Words under ${Math.round(LOW_CONFIDENCE * 100)} % confidence are <mark class="low">marked</mark>.` : ''}</p>${editorHelp}${downloads}
+<div class="viewer"><figure data-zoom><svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${`Page ${page.page_number} with its text lines outlined`}">
+<image href="${base}/image?w=1200" data-zoom-href="${base}/image?w=2400" aria-hidden="true" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}</svg></figure>
+<ol class="lines" aria-label="Text, line by line"${editable ? html` data-editor="${base}/text" data-csrf="${session.csrfToken}"` : ''}>${texts}</ol></div>${nav}`;
+    pc.render(ctx, title, body, session, 'jobs', flash.status ?? 200, heading);
   });
 }
