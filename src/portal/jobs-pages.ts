@@ -1,4 +1,5 @@
-// Jobs: the account's jobs, newest first, paged; a job's status, event timeline and download.
+// Jobs: the account's jobs, newest first, paged; a job's status, timeline (the raw events behind a
+// toggle), download and "Train on these pages" (job-history.ts).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { jobStreamId } from '../../domain/events.ts';
@@ -11,6 +12,7 @@ import { csrfField, html, notice, time, uploadedName } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
 import { listAccountJobs, readJobPages } from '../../projections/job-status.ts';
 import { PortalHttpError } from './errors.ts';
+import { timelineSection, trainSection } from './job-history.ts';
 
 export const JOBS_PER_PAGE = 25;
 
@@ -69,21 +71,26 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
         // Page names in the data: bidirectional controls as JSON escapes (\u202e), never raw.
         html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${jsonWithoutBidiControls(event.data)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
     );
+    const flash = await pc.takeFlash(ctx);
+    const history = await timelineSection(pc, session.accountId, job);
+    const training = await trainSection(pc, session, job, pages);
     pc.render(
       ctx,
       `Job ${job.job_id}`,
-      html`<div data-live-job><dl><dt>State</dt><dd class="state-${job.state}">${job.state}</dd>
+      html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}<div data-live-job><dl><dt>State</dt><dd class="state-${job.state}">${job.state}</dd>
 <dt>Pages done</dt><dd>${job.pages_done} / ${job.page_count}</dd><dt>Step</dt><dd>${job.current_step ?? '—'}</dd>
 <dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd>${job.state === 'failed' || job.state === 'cancelled' ? '' : html`<dt>Result kept until</dt><dd>${time(job.expires_at)}</dd>`}</dl>
 ${job.error_message ? notice('error', showBidiControls(job.error_message)) : ''}${job.warning_message ? notice('warn', showBidiControls(job.warning_message)) : ''}
 ${job.state === 'queued' || job.state === 'processing' ? html`<form method="post" action="/portal/jobs/${job.job_id}/cancel" data-confirm="Cancel this job? Its pages stop being processed.">${csrfField(session.csrfToken)}<button type="submit" class="danger">Cancel the job</button></form>` : ''}
 ${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
 <h2>Pages</h2><ul class="thumbs">${thumbnails}</ul>
-<h2>Event timeline</h2>
-<table><thead><tr><th scope="col">#</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Data</th><th scope="col">Actor</th></tr></thead><tbody>${timeline}</tbody></table>
-</div><p><a href="/portal/jobs">All jobs</a></p>`,
+${history}
+<details class="raw-events"><summary>Raw events (JSON, for auditors)</summary>
+<table><caption>Event timeline</caption><thead><tr><th scope="col">#</th><th scope="col">Recorded</th><th scope="col">Event</th><th scope="col">Data</th><th scope="col">Actor</th></tr></thead><tbody>${timeline}</tbody></table></details>
+</div>${training}<p><a href="/portal/jobs">All jobs</a></p>`,
       session,
       'jobs',
+      flash.status ?? 200,
     );
   });
 

@@ -36,6 +36,7 @@ import { registerKeyPages } from './keys-pages.ts';
 import { registerJobPages } from './jobs-pages.ts';
 import { registerViewerPages } from './viewer-pages.ts';
 import { registerCorrectionPages } from './correction-pages.ts';
+import { registerJobTraining } from './job-history.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerNewJobPages } from './new-job-pages.ts';
 import { registerModelPages } from './models-pages.ts';
@@ -324,6 +325,7 @@ export function portal(runtime: Runtime): Middleware {
   registerJobPages(router, pc);
   registerViewerPages(router, pc);
   registerCorrectionPages(router, pc);
+  registerJobTraining(router, pc);
   registerAccountPages(router, pc);
 
   const routes = router.routes();

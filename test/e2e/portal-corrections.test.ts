@@ -28,21 +28,20 @@ const skip = chromium ? false : `no Chromium installed (looked at ${CANDIDATES.j
 if (skip) console.log(`# portal corrections browser test skipped: ${skip}`);
 
 const databaseUrl = await createTestDatabase();
-const server = await startApiServer(databaseUrl, { pipelines: { page: viewerPagePipeline(), export: testExportPipeline() } });
+const server = await startApiServer(databaseUrl, {
+  env: { TRAINER: 'on' },
+  pipelines: { page: viewerPagePipeline(), export: testExportPipeline() },
+});
 after(() => server.close());
 const { runtime, baseUrl, client } = server;
 const acme = await createCredentials(runtime, 'acme');
 await createCredentials(runtime, 'rival');
 const scan = await readFile(path.join(FIXTURES, 'pages/copiste_wikitexte_0219_2.jpg'));
 
-async function doneJob(): Promise<string> {
-  const submitted = await client.submit(
-    await makeZip([
-      { name: 'p1.jpg', data: scan },
-      { name: 'p2.jpg', data: scan },
-    ]),
-    { key: acme.key },
-  );
+async function doneJob(pages = 2): Promise<string> {
+  const submitted = await client.submit(await makeZip(Array.from({ length: pages }, (_, i) => ({ name: `p${i + 1}.jpg`, data: scan }))), {
+    key: acme.key,
+  });
   await waitForState(client, { key: acme.key }, submitted.body.job_id, ['done']);
   return submitted.body.job_id as string;
 }
@@ -135,6 +134,64 @@ describe('the page viewer’s save and downloads over HTTP', () => {
     const alto = await user.get(`${viewer()}/download/alto.xml`);
     assert.match(alto.text, /CS="true"/);
     assert.equal((await user.get(`${viewer()}/download/page.pdf`)).status, 404);
+  });
+
+  test('the job page tells its history in words, the correction by the user’s e-mail, the raw events behind a toggle', async () => {
+    const jobPage = await user.get(`/portal/jobs/${jobId}`);
+    assert.equal(jobPage.status, 200);
+    assert.match(jobPage.text, /<h2>Timeline<\/h2><ol class="history">/);
+    assert.match(jobPage.text, /submitted: 2 pages<\/span> <span class="who">by the API key <bdi>test key<\/bdi><\/span>/);
+    assert.match(
+      jobPage.text,
+      new RegExp(
+        `<a href="/portal/jobs/${jobId}/pages/1">page 1: 1 line corrected</a></span> <span class="who">by <bdi>editor@example.org</bdi>`,
+      ),
+    );
+    assert.match(jobPage.text, /<del><bdi>Dear Sir,<\/bdi><\/del> → <ins><bdi>Dear Madam,<\/bdi><\/ins>/);
+    assert.match(jobPage.text, /<details class="raw-events"><summary>Raw events \(JSON, for auditors\)<\/summary>/);
+    assert.ok(jobPage.text.includes('<td>PageTextCorrected</td>'));
+    // No user or key id in the readable part.
+    const readable = jobPage.text.slice(jobPage.text.indexOf('<ol class="history">'), jobPage.text.indexOf('<details'));
+    assert.doesNotMatch(readable, /user:[0-9a-f-]{36}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?!\/pages)/);
+  });
+
+  test('train on these pages: too few lines said on the job page; enough (checked pages) goes to the model’s page; another account 404', async () => {
+    const action = `/portal/jobs/${jobId}/train`;
+    const jobPage = await user.get(`/portal/jobs/${jobId}`);
+    assert.match(jobPage.text, /<input type="checkbox" name="pages" value="1" checked>/);
+    assert.match(jobPage.text, /<input type="checkbox" name="pages" value="2">/);
+    const formToken = csrfTokenOf(jobPage.text, action);
+    const tooFew = await user.post(action, { _csrf: formToken, pages: '1' });
+    assert.equal(tooFew.status, 303);
+    assert.equal(tooFew.headers.get('location'), `/portal/jobs/${jobId}`);
+    const refused = await user.get(`/portal/jobs/${jobId}`);
+    assert.equal(refused.status, 400);
+    assert.match(refused.text, /No training started: 2 usable lines on 1 page; a training needs at least 20/);
+    const none = await user.post(action, { _csrf: formToken });
+    assert.equal(none.status, 303);
+    assert.match((await user.get(`/portal/jobs/${jobId}`)).text, /Choose at least one page/);
+
+    const big = await doneJob(7);
+    const bigPage = await user.get(`/portal/jobs/${big}`);
+    const body = new URLSearchParams({ _csrf: csrfTokenOf(bigPage.text, `/portal/jobs/${big}/train`), label: 'Copiste' });
+    for (let n = 1; n <= 7; n++) body.append('checked_pages', String(n));
+    const started = await fetch(`${baseUrl}/portal/jobs/${big}/train`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: `hwr_session=${user.cookies.get('hwr_session')}` },
+      body,
+      redirect: 'manual',
+    });
+    assert.equal(started.status, 303);
+    const location = started.headers.get('location') ?? '';
+    assert.match(location, /^\/portal\/models\/[0-9a-f-]{36}$/);
+    const modelPage = await user.get(location);
+    assert.equal(modelPage.status, 200);
+    assert.match(modelPage.text, /Your ground truth is in: 21 lines on 7 pages\. The training is queued\./);
+    assert.match(modelPage.text, /Copiste/);
+
+    const rival = await portalUser(runtime, baseUrl, 'rival', 'rival-trainer@example.org');
+    const rivalToken = csrfTokenOf((await rival.get('/portal/jobs')).text, '/portal/sign-out');
+    assert.equal((await rival.post(`/portal/jobs/${big}/train`, { _csrf: rivalToken, checked_pages: '1' })).status, 404);
   });
 });
 
@@ -259,6 +316,18 @@ test('Correcting a page in a real browser: zoom, select, edit two lines, reload,
   const xml = await readFile((await download.path())!, 'utf8');
   assert.ok(xml.includes('Dear Madam,') && xml.includes('page 1 smudged'));
   assert.match(xml, /custom="correction \{source:manual;\}"/);
+
+  // The job page: the correction in the timeline by the user's e-mail; the raw events behind their toggle.
+  await page.getByRole('link', { name: 'Back to the job' }).click();
+  await page.getByRole('heading', { name: 'Timeline' }).waitFor();
+  const corrections = page.locator('ol.history > li.event-PageTextCorrected');
+  assert.equal(await corrections.count(), 2);
+  assert.match((await corrections.first().textContent()) ?? '', /page 1: 1 line corrected by ada@example\.org\s*Dear Sir, → Dear Madam,/);
+  assert.equal(await page.getByRole('cell', { name: 'PageTextCorrected', exact: true }).count(), 0, 'the raw events are folded');
+  await accessible('job');
+  await page.getByText('Raw events (JSON, for auditors)').click();
+  assert.equal(await page.getByRole('cell', { name: 'PageTextCorrected', exact: true }).count(), 2);
+  await accessible('job-raw-events');
   assert.deepEqual(problems, []);
 });
 
