@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import type { PagePipeline } from '../../src/pipeline/pipeline.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { createCredentials, FIXTURES, makeZip, startApiServer, waitForState } from '../support/http-client.ts';
 import { csrfTokenOf, portalUser, type PortalClient, TEST_PASSWORD } from '../support/portal-client.ts';
@@ -28,9 +29,17 @@ const skip = chromium ? false : `no Chromium installed (looked at ${CANDIDATES.j
 if (skip) console.log(`# portal corrections browser test skipped: ${skip}`);
 
 const databaseUrl = await createTestDatabase();
+// The viewer's test pipeline, but a page named blank… has no lines.
+const viewerPages = viewerPagePipeline();
+const pagePipeline: PagePipeline = {
+  async processPage(task, context) {
+    const result = await viewerPages.processPage(task, context);
+    return task.page.name.startsWith('blank') ? { ...result, regions: [] } : result;
+  },
+};
 const server = await startApiServer(databaseUrl, {
   env: { TRAINER: 'on' },
-  pipelines: { page: viewerPagePipeline(), export: testExportPipeline() },
+  pipelines: { page: pagePipeline, export: testExportPipeline() },
 });
 after(() => server.close());
 const { runtime, baseUrl, client } = server;
@@ -134,6 +143,18 @@ describe('the page viewer’s save and downloads over HTTP', () => {
     const alto = await user.get(`${viewer()}/download/alto.xml`);
     assert.match(alto.text, /CS="true"/);
     assert.equal((await user.get(`${viewer()}/download/page.pdf`)).status, 404);
+  });
+
+  test('a page without lines says so, with no editor and no empty list', async () => {
+    const submitted = await client.submit(await makeZip([{ name: 'blank.jpg', data: scan }]), { key: acme.key });
+    // The export stand-in (test-pipelines.ts) reads each page's first line, so this job fails at its
+    // export; its page is recognised all the same, which is what the viewer shows.
+    await waitForState(client, { key: acme.key }, submitted.body.job_id, ['done', 'failed']);
+    const page = await user.get(`/portal/jobs/${submitted.body.job_id}/pages/1`);
+    assert.equal(page.status, 200);
+    assert.match(page.text, /No text lines were found on this page, so there is nothing to read or correct here\./);
+    assert.ok(!page.text.includes('<ol class="lines"'));
+    assert.ok(page.text.includes(`src="/portal/jobs/${submitted.body.job_id}/pages/1/image?w=1200"`));
   });
 
   test('the job page tells its history in words, the correction by the user’s e-mail, the raw events behind a toggle', async () => {
