@@ -3,7 +3,7 @@
 import type { ExportLine, ExportPage, ExportRegion } from './export-page.ts';
 import { formatPoints } from './export-page.ts';
 import type { XmlExportOptions } from './pagexml.ts';
-import { formatDateTime, formatNumber, XmlWriter } from './xml.ts';
+import { formatDateTime, formatNumber, XmlWriter, type XmlAttributes } from './xml.ts';
 
 export const ALTO_NAMESPACE = 'http://www.loc.gov/standards/alto/ns-v4#';
 const ALTO_SCHEMA_LOCATION = `${ALTO_NAMESPACE} http://www.loc.gov/standards/alto/v4/alto-4-4.xsd`;
@@ -140,7 +140,7 @@ function writeLine(xml: XmlWriter, line: ExportLine): void {
     ]);
   }
   line.words.forEach((word, index) => {
-    xml.empty('String', [
+    const attributes: XmlAttributes = [
       ['ID', word.id],
       ['CONTENT', word.text],
       ['HPOS', word.box.x],
@@ -148,7 +148,16 @@ function writeLine(xml: XmlWriter, line: ExportLine): void {
       ['WIDTH', word.box.width],
       ['HEIGHT', word.box.height],
       ['WC', word.confidence === null ? null : formatNumber(word.confidence)],
-    ]);
+    ];
+    if (word.alternatives) {
+      // ALTO's ALTERNATIVE has no confidence attribute: PURPOSE says where it came from and how likely it is.
+      xml.open('String', attributes);
+      for (const alternative of word.alternatives)
+        xml.text('ALTERNATIVE', alternative.text, [['PURPOSE', `recognition confidence=${formatNumber(alternative.confidence)}`]]);
+      xml.close();
+    } else {
+      xml.empty('String', attributes);
+    }
     const next = line.words[index + 1];
     if (next) {
       const hpos = word.box.x + word.box.width;

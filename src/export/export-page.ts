@@ -18,6 +18,8 @@ export interface ExportWord {
   box: ExportBox;
   polygon: Point[];
   confidence: number | null;
+  /** Other readings of the word, each with its probability (page-result.ts `Word.alternatives`); absent: none. */
+  alternatives?: { text: string; confidence: number }[];
 }
 
 export interface ExportLine {
@@ -82,6 +84,7 @@ export function prepareExportPage(page: PageResult): ExportPage {
             box: wordBoxes[wordIndex],
             polygon: polygonOrBox((word.polygon ?? []).map(clampPoint), wordBoxes[wordIndex]),
             confidence: confidenceOrNull(word.confidence),
+            ...alternativesOf(word),
           }))
         : null;
       const words = modelWords ?? estimateWords(text, lineBox, confidence, (index) => ids.take('', `${lineId}_w${index + 1}`));
@@ -132,7 +135,7 @@ export function applyCorrections(page: ExportPage, corrected: Readonly<Record<st
       if (text === undefined || text === line.text) return line;
       const keepsWords = !line.wordsEstimated && sameTokens(line.words, text);
       const words = keepsWords
-        ? line.words.map((word) => ({ ...word, confidence: null }))
+        ? line.words.map(({ alternatives: _, ...word }) => ({ ...word, confidence: null }))
         : estimateWords(text, line.box, null, (index) => ids.take('', `${line.id}_c${index + 1}`));
       return {
         ...line,
@@ -160,6 +163,14 @@ function sameTokens(words: ExportWord[], text: string): boolean {
 /** The whitespace-separated tokens of a line text, the unit that words must match. */
 export function textTokens(text: string): string[] {
   return text.split(/\s+/u).filter((token) => token.length > 0);
+}
+
+/** A word's alternatives that differ from its text (a correction step may have taken one), with a usable confidence. */
+function alternativesOf(word: Word): { alternatives?: { text: string; confidence: number }[] } {
+  const alternatives = (word.alternatives ?? []).filter(
+    (alternative) => alternative.text.trim() !== '' && alternative.text !== word.text && confidenceOrNull(alternative.confidence) !== null,
+  );
+  return alternatives.length > 0 ? { alternatives: alternatives.map(({ text, confidence }) => ({ text, confidence })) } : {};
 }
 
 function wordsSpellText(words: Word[], text: string): boolean {

@@ -149,7 +149,15 @@ function writeLine(xml: XmlWriter, line: ExportLine): void {
     for (const word of line.words) {
       xml.open('Word', [['id', word.id]]);
       xml.empty('Coords', [['points', formatPoints(word.polygon)]]);
-      writeTextEquiv(xml, word.text, word.confidence);
+      if (word.alternatives) {
+        // The reading first (PAGE: the lowest index is the main text), then the decoder's alternatives.
+        writeTextEquiv(xml, word.text, word.confidence, { index: 0, comments: null });
+        word.alternatives.forEach((alternative, index) =>
+          writeTextEquiv(xml, alternative.text, alternative.confidence, { index: index + 1, comments: 'alternative reading' }),
+        );
+      } else {
+        writeTextEquiv(xml, word.text, word.confidence);
+      }
       xml.close();
     }
   }
@@ -167,7 +175,7 @@ function writeTextEquiv(
   xml: XmlWriter,
   text: string,
   confidence: number | null,
-  marks: { index: number; comments: string } | null = null,
+  marks: { index: number; comments: string | null } | null = null,
 ): void {
   xml.open('TextEquiv', [
     ['index', marks?.index ?? null],

@@ -91,6 +91,13 @@ export function validatePageResult(json: unknown, pageNumber: number): PageResul
               for (const field of ['x', 'y', 'width', 'height'] as const) check.number(word.box[field], `${wordPath}.box.${field}`);
             }
             if (word.polygon !== undefined) check.points(word.polygon, `${wordPath}.polygon`);
+            if (word.alternatives !== undefined && check.array(word.alternatives, `${wordPath}.alternatives`)) {
+              word.alternatives.forEach((alternative, a) => {
+                if (!check.object(alternative, `${wordPath}.alternatives[${a}]`)) return;
+                check.string(alternative.text, `${wordPath}.alternatives[${a}].text`);
+                check.number(alternative.confidence, `${wordPath}.alternatives[${a}].confidence`);
+              });
+            }
           });
         });
       });
@@ -108,7 +115,13 @@ export function validatePageResult(json: unknown, pageNumber: number): PageResul
       lines: region.lines.map((line) => ({
         ...line,
         text: exportableText(line.text),
-        words: line.words.map((word) => ({ ...word, text: exportableText(word.text) })),
+        words: line.words.map((word) => ({
+          ...word,
+          text: exportableText(word.text),
+          ...(word.alternatives
+            ? { alternatives: word.alternatives.map((alternative) => ({ ...alternative, text: exportableText(alternative.text) })) }
+            : {}),
+        })),
       })),
     })),
   };

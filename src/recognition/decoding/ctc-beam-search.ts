@@ -64,6 +64,39 @@ export function beamSearchCtc(
   options: BeamSearchOptions = DEFAULT_BEAM_SEARCH,
   knownWords: KnownWords | null = null,
 ): DecodedCharacter[] {
+  return beamSearchCtcReadings(scores, offset, stride, steps, classes, logits, lm, options, knownWords, 0).characters;
+}
+
+/** A reading of the line that lost to the best one, with its share of the final beams' probability. */
+export interface RunnerUpReading {
+  characters: DecodedCharacter[];
+  share: number;
+}
+
+/** The best reading, its share of the final beams' probability (0..1) and up to `runnersUp` others, likeliest first. */
+export interface BeamReadings {
+  characters: DecodedCharacter[];
+  share: number;
+  runnersUp: RunnerUpReading[];
+}
+
+/**
+ * As beamSearchCtc, and also the readings the search ended with besides the best (at most
+ * `runnersUp`), each with its share of the probability of all the final prefixes: the competing
+ * readings words' alternatives are drawn from (reading/word-alternatives.ts).
+ */
+export function beamSearchCtcReadings(
+  scores: Float32Array,
+  offset: number,
+  stride: number,
+  steps: number,
+  classes: CharacterClasses,
+  logits: boolean,
+  lm: CharNgramModel | null,
+  options: BeamSearchOptions = DEFAULT_BEAM_SEARCH,
+  knownWords: KnownWords | null = null,
+  runnersUp = 0,
+): BeamReadings {
   const count = classes.symbols.length;
   const words = knownWords && options.wordBonus !== 0 ? knownWords : null;
   // the bonus for the word a prefix ends when it is extended by a space (or at the end of the line)
@@ -145,19 +178,30 @@ export function beamSearchCtc(
     beams = strongest(next, options.beam);
   }
 
-  let best: [string, Beam] | null = null;
-  let bestScore = NEG;
-  for (const item of beams) {
-    const beam = item[1];
-    const score = logAdd(beam.blank, beam.nonBlank) + (states ? states.final(stateOf(beam)) : 0) + wordEnd(item[0]);
-    if (best === null || score > bestScore) {
-      best = item;
-      bestScore = score;
-    }
-  }
+  const finals: { beam: Beam; score: number }[] = [];
+  for (const [prefix, beam] of beams)
+    finals.push({ beam, score: logAdd(beam.blank, beam.nonBlank) + (states ? states.final(stateOf(beam)) : 0) + wordEnd(prefix) });
+  let bestIndex = 0;
+  for (let i = 1; i < finals.length; i += 1) if (finals[i].score > finals[bestIndex].score) bestIndex = i;
+  const best = finals[bestIndex];
+  if (!best) return { characters: [], share: 1, runnersUp: [] };
+  let total = NEG;
+  for (const item of finals) total = logAdd(total, item.score);
+  const shareOf = (score: number): number => (Number.isFinite(total) && Number.isFinite(score) ? Math.exp(score - total) : 0);
+  const others =
+    runnersUp > 0
+      ? finals
+          .filter((item) => item !== best)
+          .sort((a, b) => b.score - a.score)
+          .slice(0, runnersUp)
+          .map((item) => ({ characters: charactersOf(item.beam.last), share: shareOf(item.score) }))
+      : [];
+  return { characters: charactersOf(best.beam.last), share: shareOf(best.score), runnersUp: others };
+}
+
+function charactersOf(last: Emission | null): DecodedCharacter[] {
   const result: DecodedCharacter[] = [];
-  for (let e = best ? best[1].last : null; e; e = e.previous)
-    result.push({ text: e.text, start: e.start, end: e.end, confidence: e.confidence });
+  for (let e = last; e; e = e.previous) result.push({ text: e.text, start: e.start, end: e.end, confidence: e.confidence });
   return result.reverse();
 }
 

@@ -282,6 +282,7 @@ export class OcrEngine {
               crop: read[index].crop,
               characters: piece === 0 ? read[index].characters : [],
               ...(piece === 0 && read[index].frames ? { frames: read[index].frames } : {}),
+              ...(piece === 0 && read[index].competing ? { competing: read[index].competing } : {}),
               recognizer: which,
             })),
           ]),

@@ -74,7 +74,7 @@ function assembleLine(image: RgbImage, line: LayoutLine, id: string, readings: M
       confidenceSum += character.confidence;
       characterCount += 1;
     }
-    for (const word of wordsOf(reading.characters, reading.crop.frame, reading.crop.width, reading.crop.height)) {
+    for (const word of wordsOf(reading.characters, reading.crop.frame, reading.crop.width, reading.crop.height, reading.competing)) {
       const wordPolygon = clampPolygon(word.polygon, image.width, image.height);
       words.push({
         id: `${id}_w${words.length + 1}`,
@@ -82,6 +82,7 @@ function assembleLine(image: RgbImage, line: LayoutLine, id: string, readings: M
         box: insideBox(boundingBox(wordPolygon), lineBox),
         polygon: wordPolygon,
         confidence: round(word.confidence),
+        ...(word.alternatives ? { alternatives: word.alternatives } : {}),
       });
     }
   }

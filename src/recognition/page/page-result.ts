@@ -21,6 +21,16 @@ export interface Word {
   polygon?: Point[];
   /** 0..1 */
   confidence: number;
+  /**
+   * Other readings the decoder held for the word (at most 3, likeliest first), each with the
+   * probability that it is the word (0..1, below the word's own): reading/word-alternatives.ts.
+   */
+  alternatives?: WordAlternative[];
+}
+
+export interface WordAlternative {
+  text: string;
+  confidence: number;
 }
 
 export interface TextLine {

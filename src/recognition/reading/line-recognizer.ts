@@ -4,7 +4,7 @@
 import path from 'node:path';
 import type { BeamSearchOptions } from '../models/beam-search-options.ts';
 import { loadCharNgramFile, PER_LANGUAGE_MODELS, type CharNgramModel } from '../decoding/char-ngram-lm.ts';
-import { beamSearchCtc } from '../decoding/ctc-beam-search.ts';
+import { beamSearchCtcReadings, type BeamReadings } from '../decoding/ctc-beam-search.ts';
 import { allKnownWords, knownWordsFor, type KnownWords } from '../decoding/known-words.ts';
 import { decodeCtc } from '../decoding/ctc-decode.ts';
 import type { LineFrames } from '../decoding/ctc-score.ts';
@@ -21,7 +21,9 @@ import { insertGapSpaces } from './gap-spaces.ts';
 import {
   cropLine,
   placeCharacters,
+  placeDecoded,
   scoreCrops,
+  type CompetingReadings,
   type CropScores,
   type CtcDecoder,
   type LineCrop,
@@ -41,7 +43,15 @@ export interface PieceRead {
    * (decoding/ctc-score.ts); absent for recognizers with more than KEPT_FRAMES_MAX_CLASSES classes.
    */
   frames?: LineFrames;
+  /**
+   * Beam search only: the best reading's share of the final beams' probability and the readings
+   * that lost to it, placed like `characters` (without gap spaces); words' alternatives come from them.
+   */
+  competing?: CompetingReadings;
 }
+
+/** How many of the beam's final readings besides the best are kept to find words' alternatives in. */
+const RUNNERS_UP = 12;
 
 /**
  * Frames are kept for recognizers of an alphabet (ours: 146 classes, about 0.3 MB a line), not
@@ -124,6 +134,7 @@ export class LineRecognizer {
       pause,
     );
     let read: PlacedCharacter[][];
+    let competing: (CompetingReadings | undefined)[] = [];
     let kept: (LineFrames | undefined)[] = [];
     const keep = this.classes.symbols.length <= KEPT_FRAMES_MAX_CLASSES;
     const lineFrames = (frames: CropScores): LineFrames | undefined =>
@@ -139,7 +150,22 @@ export class LineRecognizer {
     } else {
       const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
       const decode = this.decoderFor(scored, languageModels);
-      read = await mapInSlices(scored, (frames) => placeCharacters(frames, decode), pause);
+      const decoded = await mapInSlices(
+        scored,
+        (frames) => {
+          const readings = decode(frames);
+          return {
+            characters: placeDecoded(frames, readings.characters),
+            competing: {
+              share: readings.share,
+              runnersUp: readings.runnersUp.map((other) => ({ characters: placeDecoded(frames, other.characters), share: other.share })),
+            },
+          };
+        },
+        pause,
+      );
+      read = decoded.map((piece) => piece.characters);
+      competing = decoded.map((piece) => piece.competing);
       kept = scored.map(lineFrames);
     }
     const minGap = this.spec.spacesFromGaps;
@@ -153,6 +179,7 @@ export class LineRecognizer {
       },
       characters: minGap === null ? read[index] : insertGapSpaces(read[index], crop.pixels, crop.width, crop.height, { minGap }),
       ...(kept[index] ? { frames: kept[index] } : {}),
+      ...(competing[index] ? { competing: competing[index] } : {}),
     }));
   }
 
@@ -160,7 +187,7 @@ export class LineRecognizer {
    * Beam search with the language model; with several (`model: "auto"`), the one under which
    * these lines' greedy reading is most likely (decoding/page-language.ts).
    */
-  private decoderFor(scored: readonly CropScores[], loaded: LoadedLanguageModels): CtcDecoder {
+  private decoderFor(scored: readonly CropScores[], loaded: LoadedLanguageModels): (frames: CropScores) => BeamReadings {
     let language = loaded.models.keys().next().value as string;
     if (loaded.models.size > 1) {
       const firstReading = scored.map((frames) =>
@@ -174,8 +201,19 @@ export class LineRecognizer {
     const model = loaded.models.get(language) as CharNgramModel;
     const words = loaded.knownWords?.get(language) ?? null;
     const { classes } = this;
-    return (scores, offset, stride, steps, logits) =>
-      beamSearchCtc(scores, offset, stride, steps, classes, logits, model, loaded.options, words);
+    return (frames) =>
+      beamSearchCtcReadings(
+        frames.scores,
+        0,
+        frames.classCount,
+        frames.steps,
+        classes,
+        frames.logits,
+        model,
+        loaded.options,
+        words,
+        RUNNERS_UP,
+      );
   }
 
   async close(): Promise<void> {

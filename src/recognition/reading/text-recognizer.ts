@@ -26,6 +26,12 @@ export interface PlacedCharacter {
   confidence: number;
 }
 
+/** The best reading's share of the beam's final probability and the runners-up (reading/word-alternatives.ts). */
+export interface CompetingReadings {
+  share: number;
+  runnersUp: { characters: PlacedCharacter[]; share: number }[];
+}
+
 /** Inputs wider than this many pixels in total (batch size x padded width) are split into several runs. */
 const BATCH_PIXEL_COLUMNS = 2048;
 const MAX_BATCH = 8;
@@ -134,7 +140,12 @@ export function framesCovering(width: number, pixelsPerStep: number, steps: numb
 
 /** Decodes one crop's frames and places the characters in crop pixels. */
 export function placeCharacters(frames: CropScores, decode: CtcDecoder): PlacedCharacter[] {
-  return decode(frames.scores, 0, frames.classCount, frames.steps, frames.logits).map((character) => ({
+  return placeDecoded(frames, decode(frames.scores, 0, frames.classCount, frames.steps, frames.logits));
+}
+
+/** Decoded characters (frame steps) placed in crop pixels. */
+export function placeDecoded(frames: CropScores, decoded: readonly DecodedCharacter[]): PlacedCharacter[] {
+  return decoded.map((character) => ({
     text: character.text,
     start: Math.min(frames.width, character.start * frames.pixelsPerStep),
     end: Math.min(frames.width, character.end * frames.pixelsPerStep),
