@@ -7,6 +7,7 @@ import { idempotencyKeysProjection } from './idempotency-keys.ts';
 import { jobStatusProjection } from './job-status.ts';
 import { modelsProjection } from './models.ts';
 import type { Projection } from './projection.ts';
+import { searchProjection } from './search.ts';
 import { usersProjection } from './users.ts';
 
 /** Every inline projection, in the order they apply each event. */
@@ -20,6 +21,7 @@ export const PROJECTIONS: readonly Projection[] = [
   usersProjection,
   modelsProjection,
   correctionsProjection,
+  searchProjection,
 ];
 
 export type { Projection };

@@ -509,6 +509,55 @@ export function openApiDocument(baseUrl: string) {
           },
         },
       },
+      '/v1/search': {
+        get: {
+          operationId: 'search',
+          summary: "Find words and phrases in the calling account's done jobs (docs/search.md)",
+          description:
+            'Full-text search over the lines of every done job of the account that has not expired: the machine’s reading with ' +
+            'its words’ alternative readings, or a person’s correction where a line was corrected. Diacritics and case are ' +
+            'ignored; "quoted words" are a phrase, `or` between words finds either, `-word` excludes; `fuzzy` forgives typos. ' +
+            'Hits come best first, with the page link, the line marked and the matched word’s box.',
+          parameters: [
+            {
+              name: 'q',
+              in: 'query',
+              required: true,
+              schema: { type: 'string', minLength: 1, maxLength: 200 },
+              description: 'The words to find.',
+            },
+            {
+              name: 'fuzzy',
+              in: 'query',
+              required: false,
+              schema: { type: 'string', enum: ['0', '1', '2'], default: '0' },
+              description: '0: the words as written (diacritics and case aside); 1: close spellings (a typo or two); 2: looser still.',
+            },
+            { name: 'job_id', in: 'query', required: false, schema: uuid, description: 'Only this job.' },
+            {
+              name: 'limit',
+              in: 'query',
+              required: false,
+              schema: { type: 'string', pattern: '^[0-9]{1,3}$', default: '20' },
+              description: 'Hits per answer, 1 to 100.',
+            },
+            {
+              name: 'cursor',
+              in: 'query',
+              required: false,
+              schema: { type: 'string' },
+              description: 'next_cursor of the previous answer.',
+            },
+          ],
+          responses: {
+            '200': { description: 'Hits.', content: { 'application/json': { schema: { $ref: '#/components/schemas/SearchResults' } } } },
+            '400': problem('invalid_search_request: no q, one too long, or a bad fuzzy, job_id, limit or cursor.'),
+            '401': unauthorized,
+            '429': rateLimited,
+            '503': databaseUnavailable,
+          },
+        },
+      },
       '/v1/usage': {
         get: {
           operationId: 'getUsage',
@@ -880,6 +929,55 @@ export function openApiDocument(baseUrl: string) {
             },
           },
         },
+        SearchResults: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['query', 'fuzzy', 'hits', 'next_cursor'],
+          properties: {
+            query: { type: 'string' },
+            fuzzy: { type: 'integer', enum: [0, 1, 2] },
+            hits: { type: 'array', items: { $ref: '#/components/schemas/SearchHit' } },
+            next_cursor: { type: ['string', 'null'], description: 'Pass as cursor for the next hits; null: no more.' },
+          },
+        },
+        SearchHit: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['job_id', 'page', 'line_id', 'text', 'highlight', 'corrected', 'word', 'score', 'page_url'],
+          properties: {
+            job_id: uuid,
+            page: { type: 'integer', minimum: 1 },
+            line_id: { type: 'string', description: 'The line’s id in the page’s PageXML and ALTO and in GET …/pages/{page}.' },
+            text: { type: 'string', description: 'The line as it reads now (a person’s correction where there is one).' },
+            highlight: { type: 'string', description: 'text, HTML-escaped, with the matched words between <mark> and </mark>.' },
+            corrected: { type: 'boolean', description: 'Whether a person corrected the line (it was found by its corrected text).' },
+            word: {
+              type: ['object', 'null'],
+              additionalProperties: false,
+              required: ['text', 'box', 'confidence', 'alternative'],
+              description: 'The matched word of the machine’s reading, null where none is.',
+              properties: {
+                text: { type: 'string' },
+                box: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['x', 'y', 'width', 'height'],
+                  properties: { x: { type: 'number' }, y: { type: 'number' }, width: { type: 'number' }, height: { type: 'number' } },
+                },
+                confidence: { type: 'number', minimum: 0, maximum: 1 },
+                alternative: {
+                  type: ['object', 'null'],
+                  additionalProperties: false,
+                  required: ['text', 'confidence'],
+                  description: 'The alternative reading of the word the query found, when it was found through one.',
+                  properties: { text: { type: 'string' }, confidence: { type: 'number', minimum: 0, maximum: 1 } },
+                },
+              },
+            },
+            score: { type: 'number', description: 'The rank (full-text rank, or trigram similarity with fuzzy).' },
+            page_url: { type: 'string', description: 'GET this for the page’s lines (docs/corrections.md).' },
+          },
+        },
         Usage: {
           type: 'object',
           additionalProperties: false,
@@ -1098,7 +1196,18 @@ export function openApiDocument(baseUrl: string) {
               items: {
                 type: 'object',
                 additionalProperties: false,
-                required: ['id', 'region_id', 'polygon', 'baseline', 'text', 'machine_text', 'corrected_text', 'confidence', 'words'],
+                required: [
+                  'id',
+                  'region_id',
+                  'polygon',
+                  'baseline',
+                  'text',
+                  'machine_text',
+                  'corrected_text',
+                  'confidence',
+                  'words',
+                  'correction_refused',
+                ],
                 properties: {
                   id: { type: 'string', description: 'The line’s id in the result’s PageXML and ALTO.' },
                   region_id: { type: 'string' },
@@ -1117,6 +1226,11 @@ export function openApiDocument(baseUrl: string) {
                       required: ['id', 'text', 'polygon', 'confidence'],
                       properties: { id: { type: 'string' }, text: { type: 'string' }, polygon: points, confidence: nullableConfidence },
                     },
+                  },
+                  correction_refused: {
+                    type: ['string', 'null'],
+                    description:
+                      'Why the correction step’s guard refused the language model’s change to the line (its reading was kept), e.g. "image likelihood lost 3.41 per character, over 1.95"; null when none was refused.',
                   },
                 },
               },

@@ -26,6 +26,8 @@ export const HTTP_PROBLEMS = {
   unknown_field: { status: 400, retryable: false, title: 'Invalid input' },
   /** A IIIF image request that is malformed or asks for the impossible (docs/iiif.md). */
   invalid_iiif_request: { status: 400, retryable: false, title: 'Invalid IIIF request' },
+  /** GET /v1/search with no query, one too long, or a bad fuzzy, job_id, limit or cursor (docs/search.md). */
+  invalid_search_request: { status: 400, retryable: false, title: 'Invalid input' },
   missing_api_key: { status: 401, retryable: false, title: 'Unauthorized' },
   /** A signed IIIF URL that is malformed, expired, forged, or whose key was revoked (docs/iiif.md). */
   invalid_iiif_token: { status: 401, retryable: false, title: 'Unauthorized' },

@@ -15,6 +15,7 @@ import { registerJobRoutes } from '../http/routes/jobs.ts';
 import { registerModelRoutes } from '../http/routes/models.ts';
 import { registerPageRoutes } from '../http/routes/pages.ts';
 import { registerSubmitScan } from '../http/routes/submit-scan.ts';
+import { registerSearch } from '../http/routes/search.ts';
 import { registerUsage } from '../http/routes/usage.ts';
 
 export function createApp(runtime: Runtime): Koa {
@@ -38,6 +39,7 @@ export function createApp(runtime: Runtime): Koa {
   registerModelRoutes(router, runtime, auth);
   registerPageRoutes(router, runtime, auth);
   registerIiifRoutes(router, runtime, auth);
+  registerSearch(router, runtime, auth);
   app.use(httpMetrics());
   app.use(securityHeaders(runtime.config.tls !== null || runtime.config.baseUrl.startsWith('https:')));
   app.use(requestContext(runtime.log));

@@ -1,6 +1,7 @@
 // Cron task: at expires_at, delete a finished job's stored files (upload, page
-// images, page results, archive) and record ResultExpired.
+// images, page results, archive, and the lines the search index holds of them) and record ResultExpired.
 import { readExpiredResultsDue } from '../../../projections/job-status.ts';
+import { deleteSearchLines } from '../../../projections/search.ts';
 import { jobPrefix } from '../../blobs/blob-keys.ts';
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
@@ -19,6 +20,7 @@ export async function expireResults(deps: ExpireResultsDeps, now = new Date()): 
   for (const jobId of due) {
     // Files first: a crash in between leaves the event to the next run, never files without an owner.
     await deps.blobs.deletePrefix(jobPrefix(jobId));
+    await deleteSearchLines(deps.bus.db.pool, jobId);
     try {
       const result = await deps.bus.job(jobId, { type: 'ExpireResult', now }, { actor: 'system' });
       if (result.events.length > 0) expired++;

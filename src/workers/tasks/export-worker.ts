@@ -4,6 +4,7 @@ import type { Job } from '../../queue/boss.ts';
 import { archiveKey as archiveKeyOf, claimName } from '../../blobs/blob-keys.ts';
 import type { BlobStore } from '../../blobs/blob-store.ts';
 import type { CommandBus } from '../../use-cases/command-bus.ts';
+import { indexJobText } from '../../use-cases/search.ts';
 import type { Logger } from '../../platform/logger.ts';
 import type { ExportPipeline } from '../../pipeline/pipeline.ts';
 import { watchForJobEnd } from '../mechanics/cancel-watch.ts';
@@ -65,6 +66,16 @@ async function runExport(deps: ExportWorkerDeps, task: Job<ExportTaskData>, arch
         archiveKey,
       },
       { blobs: deps.blobs, signal, log },
+    );
+    signal.throwIfAborted();
+    // The search index's lines, from the stored page results, before the job is done (ADR 0039).
+    await indexJobText(
+      { db: deps.bus.db, blobs: deps.blobs },
+      {
+        jobId,
+        accountId: state.accountId,
+        pages: state.pages.map((source) => ({ pageNumber: source.pageNumber, resultKey: state.completedPages[source.pageNumber] })),
+      },
     );
     signal.throwIfAborted();
     const succeeded = await deps.bus.job(
