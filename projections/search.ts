@@ -6,8 +6,8 @@ import type { Projection } from './projection.ts';
 // - `search_jobs`, this projection's read model: the done jobs whose text is searchable, from
 //   JobSucceeded until ResultExpired; rebuilt and verified from the log like every projection;
 // - `search_lines`, the index of the machine's reading (lines, words, alternatives), written from
-//   the job's stored page results by the export before it records JobSucceeded, and by `hwr search
-//   reindex` (writeSearchLines); deleted with the job's files at expiry (deleteSearchLines).
+//   the job's stored page results by the export before it records JobSucceeded, and by reindexSearch
+//   (src/use-cases/search.ts) (writeSearchLines); deleted with the job's files at expiry (deleteSearchLines).
 // People's corrections are searched in `corrected_lines` (the corrections projection): a corrected
 // line is found by its corrected text only. A hit needs its job in `search_jobs`, so an expired
 // job's lines drop out with its ResultExpired even before their rows are gone.

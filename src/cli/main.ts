@@ -47,6 +47,10 @@ const COMMANDS: Record<string, Command> = {
   cancel: { summary: 'cancel JOB_ID', load: () => client('cancel') },
   events: { summary: 'events JOB_ID                    the job history over HTTP', load: () => client('events') },
   usage: { summary: 'usage [--from DATE] [--to DATE]  billed pages and trained lines of your account', load: () => client('usage') },
+  search: {
+    summary: 'search QUERY [--fuzzy 0|1|2] [--job ID] [--limit N] [--all]   find words in your done jobs (docs/search.md)',
+    load: () => import('./search.ts'),
+  },
   models: {
     summary:
       'models train PATH... [--label L] [--base ID] [--wait] | models list | models status MODEL_ID [--wait] | models retire MODEL_ID   train and manage your models',

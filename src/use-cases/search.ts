@@ -1,6 +1,6 @@
 // Search across an account's results (docs/search.md, ADR 0039): the index written from a done
 // job's stored page results (indexJobText, called by the export before JobSucceeded and by
-// `hwr search reindex`), and the query the API and the CLI answer (searchAccount).
+// reindexSearch), and the query the API and the CLI answer (searchAccount).
 import {
   readUnindexedSearchJobs,
   searchLines,
