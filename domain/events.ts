@@ -77,12 +77,24 @@ export const EVENT_SCHEMA_VERSIONS = {
 
 export type EventType = keyof typeof EVENT_SCHEMA_VERSIONS;
 
+/** A line whose correction a guard refused: the page result's line id and why. */
+export interface RefusedLine {
+  id: string;
+  reason: string;
+}
+
 export interface CorrectionUsage {
   provider: string;
   model: string;
   inputTokens: number;
   outputTokens: number;
+  /** How many changed lines a line guard refused (their recognised text kept). */
   refusedLines: number;
+  /**
+   * Those lines with the guard's reason each (docs/correction.md, "Guards"). Absent in events
+   * recorded before it was copied here, which hold the count alone.
+   */
+  refused?: RefusedLine[];
   /**
    * 'applied': the answer passed the guards (billing bills the tier for this page); 'rejected',
    * 'unavailable': the recognised text was kept. Absent in events recorded before it was copied

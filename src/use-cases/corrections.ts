@@ -49,6 +49,11 @@ export interface PageLineView {
   confidence: number | null;
   /** The machine's words (empty where the recognizer read the line as a whole). */
   words: Array<{ id: string; text: string; polygon: Point[]; confidence: number | null }>;
+  /**
+   * Why the correction step's guard refused the language model's change to this line (its
+   * recognised text was kept; docs/correction.md, "Guards"); null when no change was refused.
+   */
+  correction_refused: string | null;
 }
 
 export interface PageView {
@@ -222,8 +227,27 @@ function allExportLines(page: ExportPage) {
   return page.regions.flatMap((region) => region.lines.map((line) => ({ ...line, regionId: region.id })));
 }
 
+/**
+ * The correction guard's refusals of the page (its result's `correction.refusedLines`, by the
+ * result's line ids) by export line id: the export keeps the lines' order, not always their ids.
+ */
+function refusedByExportLine(exported: ExportPage): Map<string, string> {
+  const reasons = new Map((exported.result.correction?.refusedLines ?? []).map((line) => [line.id, line.reason] as const));
+  const byExportId = new Map<string, string>();
+  if (reasons.size === 0) return byExportId;
+  exported.result.regions.forEach((region, regionIndex) =>
+    region.lines.forEach((line, lineIndex) => {
+      const reason = reasons.get(line.id);
+      const exportId = exported.regions[regionIndex]?.lines[lineIndex]?.id;
+      if (reason !== undefined && exportId !== undefined) byExportId.set(exportId, reason);
+    }),
+  );
+  return byExportId;
+}
+
 async function pageView(db: Queryable, job: JobStatusRow, page: number, name: string, exported: ExportPage): Promise<PageView> {
   const corrections = await readPageCorrections(db, job.job_id, page);
+  const refused = refusedByExportLine(exported);
   const lines = allExportLines(exported).map((line): PageLineView => {
     const corrected = corrections.lines.get(line.id) ?? null;
     return {
@@ -238,6 +262,7 @@ async function pageView(db: Queryable, job: JobStatusRow, page: number, name: st
       words: line.wordsEstimated
         ? []
         : line.words.map((word) => ({ id: word.id, text: word.text, polygon: word.polygon, confidence: word.confidence })),
+      correction_refused: refused.get(line.id) ?? null,
     };
   });
   return {

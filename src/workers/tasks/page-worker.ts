@@ -117,6 +117,7 @@ async function runPage(deps: PageWorkerDeps, task: Job<PageTaskData>, deadline: 
               inputTokens: correction.inputTokens,
               outputTokens: correction.outputTokens,
               refusedLines: correction.refusedLines.length,
+              refused: correction.refusedLines.map(({ id, reason }) => ({ id, reason })),
               ...(correction.outcome ? { outcome: correction.outcome } : {}),
             }
           : null,
