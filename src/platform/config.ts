@@ -380,6 +380,7 @@ function lineGuardConfig(read: EnvReader): LineGuardSettings {
     confidenceSlack: read.number('CORRECTION_LOSS_CONFIDENCE_SLACK', EVIDENCE_GUARD.confidenceSlack, 0, 100),
     maxLossPerEdit: read.number('CORRECTION_MAX_LOSS_PER_EDIT', EVIDENCE_GUARD.maxLossPerEdit, 0, 1000),
     framelessMaxEditRatio: read.number('CORRECTION_FRAMELESS_MAX_EDIT_RATIO', EVIDENCE_GUARD.framelessMaxEditRatio, 0, 1),
+    maxDroppedRun: read.number('CORRECTION_MAX_DROPPED_RUN', EVIDENCE_GUARD.maxDroppedRun, 0, 10_000),
   };
   const bestMaxLoss = read.number('CORRECTION_MAX_LOSS_PER_CHAR_BEST_IMAGE', base.maxLossPerChar, 0, 100);
   return evidenceGuard(base, { ...base, maxLossPerChar: bestMaxLoss });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { ctcLogLikelihood, type LineFrames, textLabels } from '../../src/recognition/decoding/ctc-score.ts';
+import { ctcAlignment, ctcLogLikelihood, type LineFrames, textLabels } from '../../src/recognition/decoding/ctc-score.ts';
 import type { CharacterClasses } from '../../src/recognition/models/charset.ts';
-import { checkLineEvidence, lineEvidence } from '../../src/recognition/correction/line-evidence.ts';
+import { checkLineEvidence, droppedCharacters, lineEvidence } from '../../src/recognition/correction/line-evidence.ts';
 import { EVIDENCE_GUARD } from '../../src/recognition/correction/settings.ts';
 
 // Real line logits of a val page (train/ctc_fixture.ts) with PyTorch's ctc_loss of each text (train/ctc_reference.py).
@@ -41,7 +41,10 @@ test('the image judges: the recognised and true texts are likely, one cut short 
     for (const wrong of [short, padded]) {
       const verdict = checkLineEvidence({ text: recognised, confidence: 0.9 }, wrong, frames, EVIDENCE_GUARD);
       assert.equal(verdict.accept, false, `${line.id}: "${wrong}"`);
-      assert.match(verdict.accept ? '' : verdict.reason, /^image likelihood lost \d+\.\d\d per character/);
+      assert.match(
+        verdict.accept ? '' : verdict.reason,
+        /^(image likelihood lost \d+\.\d\d per character|\d+ recognised characters in a row left unexplained, over 4$)/,
+      );
     }
     assert.ok(lineEvidence(frames, recognised, padded).lossPerChar > 1);
   }
@@ -72,4 +75,37 @@ test('a line without frames is judged by the edit ratio; a one-character change 
   const verdict = checkLineEvidence({ text: 'the cat sat', confidence: 0.9 }, 'a dog stood', undefined, settings);
   assert.equal(verdict.accept, false);
   assert.match(verdict.accept ? '' : verdict.reason, /no image evidence for the line/);
+});
+
+test('the likeliest path: each label on its own frames, in order, and the same path for the same text', () => {
+  const tiny: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
+  // frames: a, blank, b, b, blank (probabilities)
+  const rows = [
+    [0.1, 0.8, 0.1],
+    [0.8, 0.1, 0.1],
+    [0.1, 0.1, 0.8],
+    [0.2, 0.1, 0.7],
+    [0.8, 0.1, 0.1],
+  ];
+  const frames: LineFrames = { scores: Float32Array.from(rows.flat()), steps: 5, logits: false, classes: tiny };
+  assert.deepEqual(Array.from(ctcAlignment(frames, 'ab')?.path ?? []), [0, -1, 1, 1, -1]);
+  // "a" alone leaves b's frames to blanks: one character dropped
+  assert.deepEqual(Array.from(ctcAlignment(frames, 'a')?.path ?? []), [0, -1, -1, -1, -1]);
+  assert.deepEqual(droppedCharacters(frames, 'ab', 'a'), { dropped: 1, longestRun: 1 });
+  assert.deepEqual(droppedCharacters(frames, 'ab', 'ab'), { dropped: 0, longestRun: 0 });
+  // six labels cannot fit five frames
+  assert.equal(ctcAlignment(frames, 'aaaaaa'), null);
+});
+
+test('real lines: the true text leaves no run of recognised characters unexplained, the text cut short leaves its end', () => {
+  for (const line of fixture.lines) {
+    const [recognised, truth, , short] = line.texts;
+    const frames = framesOf(line);
+    assert.deepEqual(droppedCharacters(frames, recognised, recognised), { dropped: 0, longestRun: 0 });
+    assert.ok(droppedCharacters(frames, recognised, truth).longestRun <= EVIDENCE_GUARD.maxDroppedRun, `${line.id}: "${truth}"`);
+    const cut = droppedCharacters(frames, recognised, short);
+    // the path of the shorter text may stretch its last characters over the cut-off ink: the run is shorter than the cut
+    assert.ok(cut.dropped >= Array.from(recognised).length - Array.from(short).length - 2, `${line.id}: "${short}" ${JSON.stringify(cut)}`);
+    assert.ok(cut.longestRun > EVIDENCE_GUARD.maxDroppedRun, `${line.id}: "${short}" ${JSON.stringify(cut)}`);
+  }
 });

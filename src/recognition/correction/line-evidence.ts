@@ -5,7 +5,7 @@
 // and refused when the image contradicts it, however close. Lines read with more leeway (low
 // confidence) may lose more. Thresholds: docs/correction.md ("Guards"), chosen by
 // bench/correction-guards.ts on half of the val pages.
-import { ctcLogLikelihood, type LineFrames } from '../decoding/ctc-score.ts';
+import { ctcAlignment, ctcLogLikelihood, type LineFrames } from '../decoding/ctc-score.ts';
 import { editDistance, editRatio } from './edit-distance.ts';
 import type { LineVerdict } from './guards.ts';
 
@@ -21,6 +21,11 @@ export interface EvidenceGuardSettings {
   maxLossPerEdit: number;
   /** Lines without frames (read in pieces, or by a recognizer of thousands of classes): the edit ratio they may change by. */
   framelessMaxEditRatio: number;
+  /**
+   * The most recognised characters in a row whose ink the corrected text may leave to blanks
+   * (droppedCharacters): a truncated line drops its end in one run. Infinity: not checked.
+   */
+  maxDroppedRun: number;
 }
 
 export interface LineEvidence {
@@ -52,6 +57,33 @@ export function lineEvidence(frames: LineFrames, recognised: string, corrected: 
   return { recognised: before.logLikelihood, corrected: after.logLikelihood, lossPerChar, lossPerEdit, unknown: after.unknown, characters };
 }
 
+/**
+ * Where along the line the corrected text leaves the recognised characters' ink unexplained: each
+ * character of the recognised text takes some frames on its likeliest CTC path (the ink it was read
+ * from); one whose frames all fall to blanks on the corrected text's likeliest path is dropped. A
+ * truncated correction drops the characters at the line's end in a row, where a misreading undone
+ * drops one here and there. `longestRun`: the most dropped characters in a row (spaces included
+ * where the recognizer writes them).
+ */
+export function droppedCharacters(frames: LineFrames, recognised: string, corrected: string): { dropped: number; longestRun: number } {
+  const before = ctcAlignment(frames, recognised);
+  const after = ctcAlignment(frames, corrected);
+  if (!before || !after) return { dropped: 0, longestRun: 0 };
+  const kept = new Uint8Array(before.labels);
+  before.path.forEach((label, t) => {
+    if (label >= 0 && after.path[t] >= 0) kept[label] = 1;
+  });
+  let dropped = 0;
+  let run = 0;
+  let longestRun = 0;
+  for (const one of kept) {
+    run = one ? 0 : run + 1;
+    if (!one) dropped += 1;
+    longestRun = Math.max(longestRun, run);
+  }
+  return { dropped, longestRun };
+}
+
 /** The most loss per character a line of this confidence may take. */
 export function allowedLoss(confidence: number, settings: EvidenceGuardSettings): number {
   return settings.maxLossPerChar + settings.confidenceSlack * Math.max(0, 1 - confidence);
@@ -80,6 +112,11 @@ export function checkLineEvidence(
           accept: false,
           reason: `image likelihood lost ${evidence.lossPerEdit.toFixed(2)} per character edited, over ${settings.maxLossPerEdit}`,
         };
+      }
+      if (Number.isFinite(settings.maxDroppedRun)) {
+        const { longestRun } = droppedCharacters(frames, line.text, corrected);
+        if (longestRun > settings.maxDroppedRun)
+          return { accept: false, reason: `${longestRun} recognised characters in a row left unexplained, over ${settings.maxDroppedRun}` };
       }
       return { accept: true };
     }

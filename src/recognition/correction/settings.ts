@@ -50,10 +50,11 @@ export type LineGuardSettings =
  * htr-pages val pages (docs/correction.md, "Guards"): the most loss per character any tier takes.
  */
 export const EVIDENCE_GUARD: EvidenceGuardSettings = {
-  maxLossPerChar: 0.25,
-  confidenceSlack: 6,
+  maxLossPerChar: 1.75,
+  confidenceSlack: 2,
   maxLossPerEdit: 6,
   framelessMaxEditRatio: 0,
+  maxDroppedRun: 4,
 };
 
 export function evidenceGuard(base: EvidenceGuardSettings, bestWithImage: EvidenceGuardSettings = base): LineGuardSettings {

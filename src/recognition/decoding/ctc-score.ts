@@ -169,3 +169,66 @@ function symbolIndex(classes: CharacterClasses): SymbolIndex {
   }
   return index;
 }
+
+/**
+ * The likeliest CTC path of the text through the frames (Viterbi): for each frame, the index of the
+ * text's label it emits, or -1 for a blank. Null when the frames cannot hold the text. The
+ * correction guard compares where two texts put their characters (line-evidence.ts: recognised
+ * characters a correction leaves to blanks).
+ */
+export function ctcAlignment(frames: LineFrames, text: string): CtcAlignment | null {
+  const { labels } = textLabels(text, frames.classes);
+  const { log, best, count } = logProbabilities(frames);
+  const { steps } = frames;
+  const blank = frames.classes.blank;
+  const size = 2 * labels.length + 1;
+  if (steps === 0) return labels.length === 0 ? { path: new Int32Array(0), labels: 0 } : null;
+  const symbol = (s: number): number => (s % 2 === 0 ? blank : labels[(s - 1) / 2]);
+  const emit = (t: number, s: number): number => {
+    const label = symbol(s);
+    return label === WILDCARD ? best[t] : log[t * count + label];
+  };
+  const canSkip = new Uint8Array(size);
+  for (let s = 3; s < size; s += 2) {
+    const here = symbol(s);
+    canSkip[s] = here === WILDCARD || here !== symbol(s - 2) ? 1 : 0;
+  }
+  // back[t * size + s]: how many states back the best path into (t, s) came from (0, 1 or 2)
+  const back = new Uint8Array(steps * size);
+  let score = new Float64Array(size).fill(NEG);
+  let next = new Float64Array(size);
+  score[0] = emit(0, 0);
+  if (size > 1) score[1] = emit(0, 1);
+  for (let t = 1; t < steps; t += 1) {
+    for (let s = 0; s < size; s += 1) {
+      let top = score[s];
+      let from = 0;
+      if (s >= 1 && score[s - 1] > top) {
+        top = score[s - 1];
+        from = 1;
+      }
+      if (canSkip[s] && score[s - 2] > top) {
+        top = score[s - 2];
+        from = 2;
+      }
+      next[s] = top === NEG ? NEG : top + emit(t, s);
+      back[t * size + s] = from;
+    }
+    [score, next] = [next, score];
+  }
+  let state = size > 1 && score[size - 2] > score[size - 1] ? size - 2 : size - 1;
+  if (score[state] === NEG) return null;
+  const path = new Int32Array(steps);
+  for (let t = steps - 1; t >= 0; t -= 1) {
+    path[t] = state % 2 === 0 ? -1 : (state - 1) / 2;
+    if (t > 0) state -= back[t * size + state];
+  }
+  return { path, labels: labels.length };
+}
+
+export interface CtcAlignment {
+  /** Per frame, the index of the text's label the likeliest path emits there, or -1 for a blank. */
+  path: Int32Array;
+  /** The text's labels. */
+  labels: number;
+}
