@@ -211,6 +211,7 @@ describe('GET /v1/openapi.json', () => {
       'GET /v1/process-scan/{job_id}/pages/{page}',
       'GET /v1/process-scan/{job_id}/result',
       'GET /v1/process-scan/{job_id}/timeline',
+      'GET /v1/search',
       'GET /v1/usage',
       'POST /v1/models',
       'POST /v1/process-scan',
