@@ -5,13 +5,11 @@
 // `user:<id>`, no key), as the new-job page submits a scan. The CSRF token of the upload travels in
 // the form's action (`?_csrf=`), since the multipart body is read only after the caller is known.
 import type Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import { DEFAULT_MODEL } from '../../domain/model.ts';
 import { Rejection } from '../../domain/rejections.ts';
 import type { ModelRow } from '../../projections/models.ts';
-import type { AuthContext } from '../http/authenticate.ts';
 import { logRefusalSetting, toProblem } from '../http/problem.ts';
-import { RateLimiter } from '../http/rate-limit.ts';
 import { receiveTrainingUpload } from '../http/training-upload.ts';
 import { IMAGE_EXTENSIONS } from '../shared/scan-files.ts';
 import { ModelError } from '../use-cases/errors.ts';
@@ -28,6 +26,7 @@ import { PortalHttpError } from './errors.ts';
 import { csrfField, html, type Html, notice, time } from './html.ts';
 import { percent, validationCerChart } from './model-chart.ts';
 import type { PortalContext } from './portal-context.ts';
+import { sessionUpload } from './session-upload.ts';
 import type { Session } from './sessions.ts';
 import { sameToken } from './web.ts';
 
@@ -66,23 +65,8 @@ const notBetterText = 'Not better than its base model on the held-out lines: kep
 export function registerModelPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
 
-  // The API's upload handling, authenticated by the portal session, under the API's request rate
-  // per user (as per key), refused unread past it.
-  const limiter = new RateLimiter(runtime.config.limits.rateLimit);
-  const sessionAuth: Middleware = async (ctx, next) => {
-    const session = ctx.state.portalSession as Session;
-    const wait = limiter.take(`user:${session.userId}`);
-    if (wait > 0) {
-      ctx.set('Connection', 'close');
-      throw limiter.refusal(wait, 'You');
-    }
-    const auth: AuthContext = { accountId: session.accountId, keyId: '', actor: `user:${session.userId}` };
-    ctx.state.auth = auth;
-    await next();
-  };
-  const uploadChain = [sessionAuth, ...receiveTrainingUpload(runtime)];
-  const upload = (ctx: Context, index = 0): Promise<unknown> =>
-    index === uploadChain.length ? Promise.resolve() : Promise.resolve(uploadChain[index](ctx, () => upload(ctx, index + 1)));
+  // The API's upload handling, authenticated by the portal session (session-upload.ts).
+  const upload = sessionUpload(runtime, receiveTrainingUpload(runtime));
 
   const metadata = (ctx: Context, session: Session) => ({ actor: `user:${session.userId}`, requestId: ctx.state.requestId as string });
 

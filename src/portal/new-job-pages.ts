@@ -5,17 +5,16 @@
 // only after the caller is known. With the script, image files or a folder are zipped in the
 // browser into the same ZIP field (static/portal.js), picked by the list `hwr submit` uses.
 import type Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import { LLM_TIERS, PDF_FORMATS } from '../../domain/events.ts';
-import type { AuthContext } from '../http/authenticate.ts';
 import { logRefusalSetting, toProblem } from '../http/problem.ts';
-import { RateLimiter } from '../http/rate-limit.ts';
 import { receiveScanUpload } from '../http/scan-upload.ts';
 import { DEFAULT_PRESET, PRESETS } from '../recognition/correction/presets.ts';
 import { IMAGE_EXTENSIONS } from '../shared/scan-files.ts';
 import type { Flash } from './flash.ts';
 import { html, notice } from './html.ts';
 import type { PortalContext } from './portal-context.ts';
+import { sessionUpload } from './session-upload.ts';
 import type { Session } from './sessions.ts';
 import { PortalHttpError } from './errors.ts';
 import { redirect, sameToken } from './web.ts';
@@ -23,23 +22,8 @@ import { redirect, sameToken } from './web.ts';
 export function registerNewJobPages(router: Router, pc: PortalContext): void {
   const { runtime } = pc;
 
-  // The API's upload handling (http/scan-upload.ts), authenticated by the portal session, under the
-  // API's request rate per user (as per key: uploads are the costly requests), refused unread.
-  const limiter = new RateLimiter(runtime.config.limits.rateLimit);
-  const sessionAuth: Middleware = async (ctx, next) => {
-    const session = ctx.state.portalSession as Session;
-    const wait = limiter.take(`user:${session.userId}`);
-    if (wait > 0) {
-      ctx.set('Connection', 'close');
-      throw limiter.refusal(wait, 'You');
-    }
-    const auth: AuthContext = { accountId: session.accountId, keyId: '', actor: `user:${session.userId}` };
-    ctx.state.auth = auth;
-    await next();
-  };
-  const submitChain = [sessionAuth, ...receiveScanUpload(runtime)];
-  const submit = (ctx: Context, index = 0): Promise<unknown> =>
-    index === submitChain.length ? Promise.resolve() : Promise.resolve(submitChain[index](ctx, () => submit(ctx, index + 1)));
+  // The API's upload handling, authenticated by the portal session (session-upload.ts).
+  const submit = sessionUpload(runtime, receiveScanUpload(runtime));
 
   const form = (ctx: Context, session: Session, flash: Flash) => {
     const options = (values: readonly string[], chosen: string) =>
