@@ -163,7 +163,7 @@ class ImageStore:
             return np.asarray(im, dtype=np.uint8)
 
 
-def width_batches(lines: list[Line], max_pixels_width: int, max_batch: int, seed: int) -> list[list[int]]:
+def width_batches(lines: list[Line], max_pixels_width: int, max_batch: int, seed: int, bucket: int = 64) -> list[list[int]]:
     """Indices grouped by similar width (little padding), batch size bounded by total padded width.
 
     Deterministic for a given seed: the epoch number goes into the seed so that a resumed run
@@ -172,8 +172,8 @@ def width_batches(lines: list[Line], max_pixels_width: int, max_batch: int, seed
     rng = random.Random(seed)
     order = list(range(len(lines)))
     rng.shuffle(order)
-    # sort within chunks of 64 shuffled lines' worth of buckets: widths similar, order still random
-    order.sort(key=lambda i: lines[i].width // 64 + rng.random())
+    # sort within buckets of `bucket` columns of width: widths similar, order still random
+    order.sort(key=lambda i: lines[i].width // bucket + rng.random())
     batches: list[list[int]] = []
     current: list[int] = []
     widest = 0

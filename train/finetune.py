@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from augment import augment_scaled, augment_source, random_width_scale  # noqa: E402
 from checkpoint_from_onnx import config_from_graph, load_weights, read_graph  # noqa: E402
-from data import read_charset, save_json, write_charset  # noqa: E402
+from data import read_charset, save_json, width_batches, write_charset  # noqa: E402
 from export_onnx import check_with_onnxruntime, export  # noqa: E402
 from metrics import ErrorRate, greedy_decode, levenshtein  # noqa: E402
 from model import CRNN, ModelConfig, count_parameters  # noqa: E402
@@ -400,25 +400,9 @@ def make_batch(lines: list[TrainLine], index: dict[str, int], shape: Shape, gene
 
 def plan_batches(lines: list[TrainLine], max_lines: int, max_columns: int, seed: int) -> list[list[int]]:
     """Indices grouped by similar width, each batch at most `max_lines` lines and `max_columns` padded columns; the
-    order random but fixed by the seed (a resumed run makes the same batches)."""
-    rng = random.Random(seed)
-    order = list(range(len(lines)))
-    rng.shuffle(order)
-    order.sort(key=lambda i: lines[i].width // 48 + rng.random())
-    batches: list[list[int]] = []
-    current: list[int] = []
-    widest = 0
-    for i in order:
-        w = lines[i].width
-        if current and (len(current) >= max_lines or max(widest, w) * (len(current) + 1) > max_columns):
-            batches.append(current)
-            current, widest = [], 0
-        current.append(i)
-        widest = max(widest, w)
-    if current:
-        batches.append(current)
-    rng.shuffle(batches)
-    return batches
+    order random but fixed by the seed (a resumed run makes the same batches): data.py's batching, in buckets of 48
+    columns of width as finetune.py has always made them."""
+    return width_batches(lines, max_columns, max_lines, seed, bucket=48)
 
 
 def batch_generator(seed: int, epoch: int, index: int) -> torch.Generator:
