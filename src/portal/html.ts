@@ -39,7 +39,7 @@ export interface PageOptions {
   /** The signed-in user's email and account, for the header; null on signed-out pages. */
   user: { email: string; accountName: string; csrfToken: string } | null;
   /** Which navigation item is current. */
-  nav?: 'jobs' | 'models' | 'usage' | 'keys' | 'webhook' | 'account';
+  nav?: 'jobs' | 'models' | 'usage' | 'keys' | 'webhook' | 'account' | 'search';
   body: Html;
 }
 
@@ -49,7 +49,7 @@ export function page({ title, heading, user, nav, body }: PageOptions): string {
   const header = user
     ? html`<header class="top"><a class="brand" href="/portal/jobs">hwr portal</a>
 <nav aria-label="Main"><ul>${link('/portal/jobs', 'Jobs', 'jobs')}${link('/portal/models', 'Models', 'models')}${link('/portal/usage', 'Usage', 'usage')}${link('/portal/settings/keys', 'API keys', 'keys')}${link('/portal/settings/webhook', 'Webhook secret', 'webhook')}${link('/portal/settings/account', 'Account', 'account')}</ul></nav>
-<div class="who"><span>${user.email} · ${user.accountName}</span>
+${nav === 'search' ? '' : searchBox()}<div class="who"><span>${user.email} · ${user.accountName}</span>
 <form method="post" action="/portal/sign-out">${csrfField(user.csrfToken)}<button type="submit">Sign out</button></form></div></header>`
     : html`<header class="top"><span class="brand">hwr portal</span></header>`;
   return `<!doctype html>
@@ -57,6 +57,10 @@ ${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content
 <title>${title} · hwr</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/portal/static/portal.css"><script src="/portal/static/portal.js" defer></script></head>
 <body>${header}<main id="main"><h1>${heading ?? title}</h1>${body}</main></body></html>`}`;
 }
+
+/** The header's search box (docs/search.md, "Portal"); the search page has its own form instead. */
+const searchBox = (): Html =>
+  html`<form class="search-box" role="search" method="get" action="/portal/search"><input type="search" name="q" aria-label="Search your pages" placeholder="Search your pages" maxlength="200" required><button type="submit" class="quiet">Search</button></form>`;
 
 export const csrfField = (token: string): Html => html`<input type="hidden" name="_csrf" value="${token}">`;
 
@@ -80,4 +84,23 @@ export function time(date: Date | string | null | undefined): Html {
     .replace('T', ' ')
     .replace(/\.\d+Z$/, ' UTC')
     .replace(/Z$/, ' UTC')}</time>`;
+}
+
+/**
+ * Text with words marked, as the search gives it (`highlight`: HTML-escaped text with <mark> and
+ * </mark> around the matched words), made markup again from its text alone: the marks become
+ * <mark class="hit">, everything else is unescaped and escaped anew, so nothing else in it can
+ * become markup whatever the string holds.
+ */
+export function markedText(highlight: string): Html {
+  const asText = (text: string) =>
+    text.replace(/&(lt|gt|quot|#39|amp);/g, (_, name: string) => ({ lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' })[name] ?? '');
+  let inMark = false;
+  const parts: Html[] = [];
+  for (const part of highlight.split(/(<mark>|<\/mark>)/)) {
+    if (part === '<mark>') inMark = true;
+    else if (part === '</mark>') inMark = false;
+    else if (part !== '') parts.push(inMark ? html`<mark class="hit">${asText(part)}</mark>` : html`${asText(part)}`);
+  }
+  return html`${parts}`;
 }

@@ -40,6 +40,7 @@ import { registerJobTraining } from './job-history.ts';
 import { registerAccountPages } from './account-pages.ts';
 import { registerNewJobPages } from './new-job-pages.ts';
 import { registerModelPages } from './models-pages.ts';
+import { registerSearchPages } from './search-pages.ts';
 import type { PortalContext } from './portal-context.ts';
 
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
@@ -324,6 +325,7 @@ export function portal(runtime: Runtime): Middleware {
   registerModelPages(router, pc);
   registerJobPages(router, pc);
   registerViewerPages(router, pc);
+  registerSearchPages(router, pc);
   registerCorrectionPages(router, pc);
   registerJobTraining(router, pc);
   registerAccountPages(router, pc);

@@ -13,7 +13,8 @@ import { isJpeg2000 } from '../recognition/image/jpeg2000-header.ts';
 import { openImage } from '../recognition/image/open-image.ts';
 import type { PageResult, Point } from '../recognition/page/page-result.ts';
 import { showBidiControls } from '../shared/bidi-controls.ts';
-import { html, type Html, notice, uploadedName } from './html.ts';
+import { html, type Html, markedText, notice, uploadedName } from './html.ts';
+import { highlightText, searchMatcher, searchParamsOf, SearchRequestError } from '../use-cases/search.ts';
 import { DOWNLOAD_NAMES } from './correction-pages.ts';
 import { prepareExportPage } from '../export/export-page.ts';
 import { readPageCorrections } from '../../projections/corrections.ts';
@@ -37,6 +38,29 @@ function oneJpeg2000AtATime<T>(work: () => Promise<T>): Promise<T> {
   return run;
 }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * What the page was opened for from the search (`?line=<line id>&q=…&fuzzy=…`): the line to select,
+ * and the words to mark (as the search's hits mark them). A query the search would refuse marks nothing.
+ */
+function searchContextOf(query: Context['query']): {
+  line: string | null;
+  q: string | null;
+  fuzzy: number;
+  matches: ((word: string) => boolean) | null;
+} {
+  const one = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+  const line = one(query.line);
+  const context = { line: line && line.length <= 200 ? line : null, q: null, fuzzy: 0, matches: null };
+  if (!one(query.q)) return context;
+  try {
+    const params = searchParamsOf({ q: one(query.q), fuzzy: one(query.fuzzy) });
+    return { ...context, q: params.q, fuzzy: params.fuzzy, matches: searchMatcher(params.q, params.fuzzy) };
+  } catch (error) {
+    if (error instanceof SearchRequestError) return context;
+    throw error;
+  }
+}
 
 const points = (polygon: readonly Point[]): string => polygon.map(([x, y]) => `${Math.round(x)},${Math.round(y)}`).join(' ');
 
@@ -138,7 +162,9 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     const editable = job.state === 'done' && !job.result_expired && Date.now() < job.expires_at.getTime();
     const corrections = job.state === 'done' ? await readPageCorrections(runtime.db.pool, job.job_id, page.page_number) : null;
     const flash = await pc.takeFlash(ctx);
+    const search = searchContextOf(ctx.query);
     const regions: Html[] = [];
+    const hitBoxes: Html[] = [];
     const texts: Html[] = [];
     let lowWords = 0;
     for (const [regionIndex, region] of result.regions.entries()) {
@@ -149,21 +175,29 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
         const byPerson = correction !== undefined && correction !== line.text;
         const current = correction ?? line.text;
         const number = texts.length + 1;
+        const selected = id === search.line ? ' selected' : '';
+        const { matches } = search;
+        if (matches)
+          for (const word of line.words)
+            if (matches(word.text))
+              hitBoxes.push(
+                html`<rect class="hit-word" x="${Math.round(word.box.x)}" y="${Math.round(word.box.y)}" width="${Math.round(word.box.width)}" height="${Math.round(word.box.height)}"></rect>`,
+              );
         regions.push(
-          html`<a href="#text-${id}" aria-label="${`Line ${number}: ${current}`}"><polygon class="line${byPerson ? ' corrected' : ''}" id="line-${id}" data-line="${id}" points="${points(line.polygon)}"></polygon></a>`,
+          html`<a href="#text-${id}" aria-label="${`Line ${number}: ${current}`}"><polygon class="line${byPerson ? ' corrected' : ''}${selected}" id="line-${id}" data-line="${id}" points="${points(line.polygon)}"></polygon></a>`,
         );
         lowWords += line.words.filter((word) => word.confidence < LOW_CONFIDENCE).length;
         const words = line.words.length
           ? line.words.map(
               (word, index) =>
-                html`${index > 0 ? ' ' : ''}${word.confidence < LOW_CONFIDENCE ? html`<mark class="low" title="${`confidence ${word.confidence.toFixed(2)}`}">${word.text}</mark>` : word.text}`,
+                html`${index > 0 ? ' ' : ''}${matches?.(word.text) ? html`<mark class="hit"${word.confidence < LOW_CONFIDENCE ? html` title="${`confidence ${word.confidence.toFixed(2)}`}"` : ''}>${word.text}</mark>` : word.confidence < LOW_CONFIDENCE ? html`<mark class="low" title="${`confidence ${word.confidence.toFixed(2)}`}">${word.text}</mark>` : word.text}`,
             )
           : [html`${line.text}`];
         // The words are the recognised reading; a line the corrector changed shows its text and the
         // recognised reading under it; a line a person corrected, the correction and the machine's reading.
         const recognised = line.recognizedText !== undefined && line.recognizedText !== line.text;
         texts.push(
-          html`<li id="text-${id}" data-line="${id}" data-text="${current}"${byPerson ? html` class="corrected"` : ''}><a class="line-text" href="#line-${id}">${byPerson || recognised ? current : words}</a>${byPerson ? html`<span class="was"><span class="badge">corrected</span> machine reading: ${line.text}</span>` : recognised ? html`<span class="was">recognised: ${line.recognizedText}</span>` : ''}<span class="conf">${Math.round(line.confidence * 100)} %</span></li>`,
+          html`<li id="text-${id}" data-line="${id}" data-text="${current}"${byPerson || selected ? html` class="${`${byPerson ? 'corrected' : ''}${selected}`.trim()}"` : ''}><a class="line-text" href="#line-${id}">${byPerson || recognised ? (matches ? markedText(highlightText(current, matches)) : current) : words}</a>${byPerson ? html`<span class="was"><span class="badge">corrected</span> machine reading: ${line.text}</span>` : recognised ? html`<span class="was">recognised: ${line.recognizedText}</span>` : ''}<span class="conf">${Math.round(line.confidence * 100)} %</span></li>`,
         );
       }
     }
@@ -173,13 +207,16 @@ export function registerViewerPages(router: Router, pc: PortalContext): void {
     const editorHelp = editable
       ? html`<p class="muted editor-help" hidden>Click a line or press Enter on it to correct its text; Enter saves and goes to the next line, Esc cancels; ↑ and ↓ move between lines.</p>`
       : '';
+    const searchNote = search.q
+      ? html`<p class="search-note">Words matching <q>${search.q}</q> are <mark class="hit">marked</mark> on the image and in the text (${hitBoxes.length} on this page). <a href="${`/portal/search?${new URLSearchParams({ q: search.q, ...(search.fuzzy > 0 ? { fuzzy: String(search.fuzzy) } : {}) })}`}">Back to the results</a></p>`
+      : '';
     const body =
       texts.length === 0
         ? html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}<p class="notice warn">No text lines were found on this page, so there is nothing to read or correct here.</p>
 <img class="page-only" src="${base}/image?w=1200" alt="${`Page ${page.page_number}`}">${nav}`
-        : html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}<p class="muted">${result.regions.length} regions, ${texts.length} lines${result.correction ? html`, corrected by ${result.correction.model}` : ''}${corrections?.lines.size ? html`, ${corrections.lines.size} corrected by people` : ''}. ${lowWords > 0 ? html`Words under ${Math.round(LOW_CONFIDENCE * 100)} % confidence are <mark class="low">marked</mark>.` : ''}</p>${editorHelp}${downloads}
+        : html`${flash.notice ? notice(flash.notice.kind, flash.notice.text) : ''}<p class="muted">${result.regions.length} regions, ${texts.length} lines${result.correction ? html`, corrected by ${result.correction.model}` : ''}${corrections?.lines.size ? html`, ${corrections.lines.size} corrected by people` : ''}. ${lowWords > 0 ? html`Words under ${Math.round(LOW_CONFIDENCE * 100)} % confidence are <mark class="low">marked</mark>.` : ''}</p>${searchNote}${editorHelp}${downloads}
 <div class="viewer"><figure data-zoom><svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${`Page ${page.page_number} with its text lines outlined`}">
-<image href="${base}/image?w=1200" data-zoom-href="${base}/image?w=2400" aria-hidden="true" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}</svg></figure>
+<image href="${base}/image?w=1200" data-zoom-href="${base}/image?w=2400" aria-hidden="true" x="0" y="0" width="${width}" height="${height}" preserveAspectRatio="none"></image>${regions}${hitBoxes}</svg></figure>
 <ol class="lines" aria-label="Text, line by line"${editable ? html` data-editor="${base}/text" data-csrf="${session.csrfToken}"` : ''}>${texts}</ol></div>${nav}`;
     pc.render(ctx, title, body, session, 'jobs', flash.status ?? 200, heading);
   });

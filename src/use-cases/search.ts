@@ -111,6 +111,34 @@ export interface SearchAnswer {
 export const MAX_SEARCH_LIMIT = 100;
 export const MAX_QUERY_LENGTH = 200;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A search's parameters that cannot be answered; its message says which and why. */
+export class SearchRequestError extends Error {}
+
+/**
+ * A search's parameters as a request gives them (absent: undefined), checked: q required, at most
+ * MAX_QUERY_LENGTH characters and no control characters; fuzzy 0, 1 or 2 (default 0); job_id a
+ * UUID; limit 1 to MAX_SEARCH_LIMIT (default 20); cursor one searchAccount gave. The API and the
+ * portal ask the same questions.
+ */
+export function searchParamsOf(given: { q?: string; fuzzy?: string; job_id?: string; limit?: string; cursor?: string }): SearchParams {
+  const q = (given.q ?? '').trim();
+  if (q === '') throw new SearchRequestError('q (the words to find) is required.');
+  if ([...q].length > MAX_QUERY_LENGTH) throw new SearchRequestError(`q is longer than ${MAX_QUERY_LENGTH} characters.`);
+  if (/[\u0000-\u001f\u007f]/.test(q)) throw new SearchRequestError('q has control characters.');
+  const fuzzy = given.fuzzy ?? '0';
+  if (fuzzy !== '0' && fuzzy !== '1' && fuzzy !== '2') throw new SearchRequestError('fuzzy must be 0, 1 or 2.');
+  const jobId = given.job_id ?? null;
+  if (jobId !== null && !UUID.test(jobId)) throw new SearchRequestError('job_id must be a job id (a UUID).');
+  const limitText = given.limit ?? '20';
+  const limit = /^\d{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN;
+  if (!(limit >= 1 && limit <= MAX_SEARCH_LIMIT)) throw new SearchRequestError(`limit must be 1 to ${MAX_SEARCH_LIMIT}.`);
+  const cursor = given.cursor ?? null;
+  if (cursor !== null && !validCursor(cursor)) throw new SearchRequestError('cursor is not one this API gave.');
+  return { q, fuzzy: Number(fuzzy) as 0 | 1 | 2, jobId: jobId?.toLowerCase() ?? null, limit, cursor };
+}
+
 /** The account's hits for the query, best first, a page of `limit` at a time. */
 export async function searchAccount(db: Database, accountId: string, params: SearchParams): Promise<SearchAnswer> {
   const offset = params.cursor ? decodeCursor(params.cursor) : 0;
@@ -123,17 +151,17 @@ export async function searchAccount(db: Database, accountId: string, params: Sea
     offset,
   });
   const more = rows.length > params.limit;
-  const tokens = queryTokens(params.q);
+  const matches = searchMatcher(params.q, params.fuzzy);
   return {
     query: params.q,
     fuzzy: params.fuzzy,
-    hits: rows.slice(0, params.limit).map((row) => hitOf(row, tokens, params.fuzzy)),
+    hits: rows.slice(0, params.limit).map((row) => hitOf(row, matches)),
     next_cursor: more ? encodeCursor(offset + params.limit) : null,
   };
 }
 
 /** Whether a cursor is one this API gave. */
-export function validCursor(cursor: string): boolean {
+function validCursor(cursor: string): boolean {
   return decodeCursor(cursor) >= 0;
 }
 
@@ -177,14 +205,23 @@ function queryTokens(q: string): string[] {
 
 const bare = (text: string): string => foldText(text).replace(/[^\p{L}\p{N}]+/gu, '');
 
-function hitOf(row: SearchRow, tokens: readonly string[], fuzzy: number): SearchHit {
-  const close = (text: string): boolean => {
+/**
+ * Whether a word of a line is one the query asks for: one of the query's words (operators and
+ * quotes aside), diacritics and case ignored; with `fuzzy`, within a few letters of one. How the
+ * API's hits, the portal's results and its viewer mark the words that matched.
+ */
+export function searchMatcher(q: string, fuzzy: number): (word: string) => boolean {
+  const tokens = queryTokens(q);
+  return (text: string): boolean => {
     const word = bare(text);
     if (word === '') return false;
     return tokens.some(
       (token) => token === word || (fuzzy > 0 && editDistance(token, word) <= Math.max(1, Math.floor(token.length / 3)) + fuzzy - 1),
     );
   };
+}
+
+function hitOf(row: SearchRow, close: (word: string) => boolean): SearchHit {
   let word: SearchHit['word'] = null;
   if (!row.corrected) {
     for (const candidate of row.words) {
@@ -211,7 +248,7 @@ function hitOf(row: SearchRow, tokens: readonly string[], fuzzy: number): Search
     page: row.page_number,
     line_id: row.line_id,
     text: row.text,
-    highlight: highlight(row.text, close),
+    highlight: highlightText(row.text, close),
     corrected: row.corrected,
     word,
     score: Math.round(Number(row.rank) * 10000) / 10000,
@@ -219,7 +256,8 @@ function hitOf(row: SearchRow, tokens: readonly string[], fuzzy: number): Search
   };
 }
 
-function highlight(text: string, matches: (word: string) => boolean): string {
+/** `text`, HTML-escaped, with the words `matches` accepts between <mark> and </mark>. */
+export function highlightText(text: string, matches: (word: string) => boolean): string {
   return text
     .split(/(\s+)/)
     .map((part) => (part.trim() !== '' && matches(part) ? `<mark>${escapeHtml(part)}</mark>` : escapeHtml(part)))

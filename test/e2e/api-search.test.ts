@@ -7,68 +7,20 @@
 // projections verify; an expired job's words are gone. The archive with alternatives is XSD-valid.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { after, test } from 'node:test';
 import { createExportPipeline } from '../../src/pipeline/export-pipeline.ts';
-import type { PagePipeline } from '../../src/pipeline/pipeline.ts';
-import type { PageResult, Word } from '../../src/recognition/page/page-result.ts';
 import { verifyProjections } from '../../src/store/replay-projections.ts';
 import { reindexSearch } from '../../src/use-cases/search.ts';
 import { expireResults } from '../../src/workers/tasks/expire-results-worker.ts';
 import { QUEUES } from '../../src/queue/queues.ts';
 import { checkResultArchive } from '../support/check-result-archive.ts';
 import { createTestDatabase } from '../support/database.ts';
-import { type Auth, createCredentials, FIXTURES, makeZip, startApiServer, waitForState } from '../support/http-client.ts';
-import { pageResultFromGroundTruth } from '../support/page-result-from-ground-truth.ts';
+import { groundTruthSearchPipeline, SEARCH_PAGES } from '../support/ground-truth-search-pages.ts';
+import { type Auth, createCredentials, makeZip, startApiServer, waitForState } from '../support/http-client.ts';
 
-const PAGES: Record<string, { imagePath: string; xmlPath: string }> = {
-  'f207.jpg': {
-    imagePath: path.join(FIXTURES, 'export/cremma19_zola_f207.jpg'),
-    xmlPath: path.join(FIXTURES, 'export/cremma19_zola_f207.xml'),
-  },
-  'dracula.png': {
-    imagePath: path.join(FIXTURES, 'export/fondue_en_print_dracula_page_51.png'),
-    xmlPath: path.join(FIXTURES, 'export/fondue_en_print_dracula_page_51.xml'),
-  },
-};
-
-/** Lines without words get words cut from their text over the line's box (as a recognizer gives them). */
-function withWords(page: PageResult): PageResult {
-  for (const region of page.regions) {
-    for (const line of region.lines) {
-      if (line.words.length > 0) continue;
-      const xs = line.polygon.map((point) => point[0]);
-      const ys = line.polygon.map((point) => point[1]);
-      const [left, top] = [Math.min(...xs), Math.min(...ys)];
-      const width = Math.max(...xs) - left;
-      const height = Math.max(...ys) - top;
-      const tokens = line.text.split(/\s+/).filter(Boolean);
-      const total = tokens.reduce((sum, token) => sum + token.length + 1, 0);
-      let at = 0;
-      line.words = tokens.map((token, index): Word => {
-        const box = { x: Math.round(left + (width * at) / total), y: top, width: Math.round((width * token.length) / total), height };
-        at += token.length + 1;
-        return { id: `${line.id}_w${index + 1}`, text: token, box, confidence: 0.9 };
-      });
-      line.text = tokens.join(' ');
-    }
-  }
-  for (const word of page.regions.flatMap((region) => region.lines.flatMap((line) => line.words))) {
-    // The decoder's other readings of a word, as recognition keeps them (reading/word-alternatives.ts).
-    if (word.text === 'Holmwood') word.alternatives = [{ text: 'Hohnwood', confidence: 0.07 }];
-  }
-  return page;
-}
-
-const pagePipeline: PagePipeline = {
-  async processPage(task, context) {
-    for (const step of ['layout', 'recognition'] as const) await context.enterStep(step);
-    const source = PAGES[path.posix.basename(task.page.name)];
-    return withWords(await pageResultFromGroundTruth({ ...source, name: task.page.name, pageNumber: task.page.pageNumber }));
-  },
-};
-
-const server = await startApiServer(await createTestDatabase(), { pipelines: { page: pagePipeline, export: createExportPipeline() } });
+const server = await startApiServer(await createTestDatabase(), {
+  pipelines: { page: groundTruthSearchPipeline, export: createExportPipeline() },
+});
 after(() => server.close());
 const { client, runtime } = server;
 // every expiry here is one the test runs
@@ -78,8 +30,8 @@ const stranger: Auth = { key: (await createCredentials(runtime, 'search-stranger
 
 async function runJob(key: Auth): Promise<string> {
   const zip = await makeZip([
-    { name: 'p1/f207.jpg', data: await readFile(PAGES['f207.jpg'].imagePath) },
-    { name: 'p2/dracula.png', data: await readFile(PAGES['dracula.png'].imagePath) },
+    { name: 'p1/f207.jpg', data: await readFile(SEARCH_PAGES['f207.jpg'].imagePath) },
+    { name: 'p2/dracula.png', data: await readFile(SEARCH_PAGES['dracula.png'].imagePath) },
   ]);
   const submitted = await client.submit(zip, key, { pipeline_steps: 'layout,recognition,export' });
   assert.equal(submitted.status, 202, JSON.stringify(submitted.body));

@@ -440,6 +440,9 @@ if (lineList) {
     select(li);
     li.querySelector('.line-text').focus({ preventScroll: true });
   });
+  // Opened from a search result (`?line=…`): the line the page marks selected is brought into view, on the image too.
+  const preselected = lineList.querySelector('li.selected[data-line]');
+  if (preselected) select(preselected);
   window.addEventListener('beforeunload', (event) => {
     if (!dirty()) return;
     event.preventDefault();
