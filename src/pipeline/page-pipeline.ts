@@ -5,7 +5,7 @@ import type { Config } from '../platform/config.ts';
 import type { PageContext, PagePipeline, PageCorrector, PageTask } from './pipeline.ts';
 import { storedPageImage } from './stored-page-image.ts';
 import type { PageResult } from '../recognition/page/page-result.ts';
-import { recognizePage, type StageTimings } from '../recognition/recognize-page.ts';
+import { decodedPixels, recognizePage, type StageTimings } from '../recognition/recognize-page.ts';
 import { sharedEngine } from './shared-engine.ts';
 import { TrainedEngines } from './trained-engines.ts';
 import type { OcrEngine } from '../recognition/engine/ocr-engine.ts';
@@ -38,7 +38,7 @@ export function createPagePipeline(options: PagePipelineOptions): PagePipeline {
       const bytes = await context.blobs.get(task.page.blobKey);
       // The page's own layout from the ZIP (checked at intake); events before it have none.
       const layoutXml = task.page.layoutBlobKey ? await context.blobs.get(task.page.layoutBlobKey) : undefined;
-      const weight = await pagePixels(bytes);
+      const weight = await pagePixels(bytes, decodedPixels(layoutXml ? { layoutXml } : {}));
       const { page, timings, lineFrames } = await pixels.run(
         weight,
         () =>

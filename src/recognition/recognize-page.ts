@@ -2,9 +2,9 @@
 // timed per stage. Used by the page pipeline, `hwr recognize` and the benchmarks.
 import { readFileSync } from 'node:fs';
 import type { PageResult } from './page/page-result.ts';
-import { prepareImage } from './image/prepare-image.ts';
+import { MODEL_PAGE_PIXELS, prepareImage } from './image/prepare-image.ts';
 import type { PageTurn } from './reading/page-turn.ts';
-import { regionsTurnedBack } from './engine/turned-page.ts';
+import { regionsScaledBack, regionsTurnedBack } from './engine/turned-page.ts';
 import type { OcrEngine, PieceReading } from './engine/ocr-engine.ts';
 import type { DetectedBox } from './layout/text-detector.ts';
 import type { LayoutRegion } from './layout/reading-order.ts';
@@ -55,6 +55,14 @@ export interface RecognizePageOptions {
   enterStep?: (step: 'layout' | 'recognition') => Promise<void>;
 }
 
+/**
+ * The most pixels a page is decoded at for recognizePage (the pixel budget counts the same,
+ * page-pixels.ts): MODEL_PAGE_PIXELS, or the page as it is when its own layout came with it.
+ */
+export function decodedPixels(options: Pick<RecognizePageOptions, 'layout' | 'layoutXml'>): number | undefined {
+  return options.layout || options.layoutXml ? undefined : MODEL_PAGE_PIXELS;
+}
+
 const SOFTWARE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: RecognizePageOptions): Promise<PageRecognition> {
@@ -63,8 +71,15 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   await options.enterStep?.('layout');
   let start = performance.now();
   // No binding keeps the page as decoded once a turned copy replaces it: a page read turned holds
-  // one raster while it is read, as the pixel budget counts it (pixel-budget.ts).
-  let { raster, ...decoded } = await prepareImage(bytes, { name: options.name, maxPixels: options.maxPixels, signal });
+  // one raster while it is read, as the pixel budget counts it (pixel-budget.ts). A large page is
+  // decoded reduced to what the models need (MODEL_PAGE_PIXELS, ADR 0040) unless its own layout
+  // came with it (whose coordinates are the page's); the result's coordinates are the page's.
+  let { raster, scale, ...decoded } = await prepareImage(bytes, {
+    name: options.name,
+    maxPixels: options.maxPixels,
+    signal,
+    ...(decodedPixels(options) === undefined ? {} : { decodedPixels: decodedPixels(options) }),
+  });
   const decodeMs = performance.now() - start;
   signal?.throwIfAborted();
 
@@ -93,7 +108,8 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   const assembled = uploaded
     ? await assembleUploadedRegions(raster, uploaded, layout, readings, lineFrames)
     : await assembleRegions(raster, layout, readings, lineFrames);
-  const regions = turn === 0 ? assembled : regionsTurnedBack(assembled, turn, raster.width, raster.height);
+  const upright = turn === 0 ? assembled : regionsTurnedBack(assembled, turn, raster.width, raster.height);
+  const regions = scale.x === 1 && scale.y === 1 ? upright : regionsScaledBack(upright, scale);
   // Baselines count as layout, word boxes as recognition: one pass does both, so the
   // pass is booked to the last stage that ran.
   if (readings) recognitionMs += performance.now() - start;

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import sharp from 'sharp';
 import { PipelineError, type PipelineErrorCode } from '../../src/recognition/page/errors.ts';
-import { prepareImage } from '../../src/recognition/image/prepare-image.ts';
+import { decodedPixelCount, MODEL_PAGE_PIXELS, prepareImage } from '../../src/recognition/image/prepare-image.ts';
 import { frameForRect, sampleBilinear, samplePatch, type PatchFrame } from '../../src/recognition/image/raster.ts';
 
 const options = { name: 'scan.img', maxPixels: 100_000_000 };
@@ -50,6 +50,51 @@ test('EXIF orientation is applied: a sideways photo comes out upright', async ()
   const bytes = await solid(50, 40, { r: 10, g: 20, b: 30 }).jpeg().withMetadata({ orientation: 6 }).toBuffer();
   const prepared = await prepareImage(bytes, options);
   assert.deepEqual([prepared.source.width, prepared.source.height], [40, 50]);
+});
+
+test('a page over decodedPixels is decoded reduced, its aspect kept; its source keeps the size as sent, upright', async () => {
+  // a real page (a handwritten fixture, 1261 x 1600), decoded with a tenth of its pixels allowed
+  const page = await readFile(new URL('../fixtures/pages/copiste_wikitexte_0219_2.jpg', import.meta.url));
+  const full = await prepareImage(page, options);
+  const reduced = await prepareImage(page, { ...options, decodedPixels: 201_760 });
+  assert.deepEqual(reduced.source, full.source);
+  assert.deepEqual([reduced.raster.width, reduced.raster.height], [399, 506]);
+  assert.equal(reduced.raster.data.length, 399 * 506 * 3);
+  assert.deepEqual(reduced.scale, { x: 399 / 1261, y: 506 / 1600 });
+  // the same page, smaller: its ink where the full page's is (mean grey of a band across the first lines)
+  const band = (prepared: typeof full, top: number, bottom: number) => {
+    let sum = 0;
+    let count = 0;
+    for (let y = Math.round(top * prepared.raster.height); y < bottom * prepared.raster.height; y += 1)
+      for (let x = 0; x < prepared.raster.width; x += 1, count += 1) sum += pixelAt(prepared, x, y)[1];
+    return sum / count;
+  };
+  for (const [top, bottom] of [
+    [0.1, 0.2],
+    [0.45, 0.5],
+    [0.9, 1],
+  ])
+    assert.ok(Math.abs(band(full, top, bottom) - band(reduced, top, bottom)) < 2, `rows ${top}-${bottom}`);
+  // a page within the limit is decoded as it is, to the byte
+  const within = await prepareImage(page, { ...options, decodedPixels: 1261 * 1600 });
+  assert.deepEqual(within.scale, { x: 1, y: 1 });
+  assert.ok(Buffer.from(within.raster.data).equals(Buffer.from(full.raster.data)));
+  // a sideways photo: the limit applies to the page upright, whose size the source reports
+  const sideways = await solid(500, 400, { r: 10, g: 20, b: 30 }).jpeg().withMetadata({ orientation: 6 }).toBuffer();
+  const turned = await prepareImage(sideways, { ...options, decodedPixels: 50_000 });
+  assert.deepEqual([turned.source.width, turned.source.height], [400, 500]);
+  assert.deepEqual([turned.raster.width, turned.raster.height], [200, 250]);
+  assert.deepEqual(turned.scale, { x: 0.5, y: 0.5 });
+});
+
+test('what decoding a page holds: the reduced raster for formats decoded in strips, the whole page for the others', () => {
+  assert.equal(MODEL_PAGE_PIXELS, 24_000_000);
+  for (const format of ['jpeg', 'png', 'tiff', 'webp']) {
+    assert.equal(decodedPixelCount(format, 10_000, 10_000, MODEL_PAGE_PIXELS), MODEL_PAGE_PIXELS, format);
+    assert.equal(decodedPixelCount(format, 3345, 4365, MODEL_PAGE_PIXELS), 3345 * 4365, format);
+    assert.equal(decodedPixelCount(format, 10_000, 10_000), 100_000_000, format);
+  }
+  for (const format of ['heif', 'gif']) assert.equal(decodedPixelCount(format, 10_000, 10_000, MODEL_PAGE_PIXELS), 100_000_000, format);
 });
 
 test('16-bit, grey, transparent and CMYK images all become 8-bit RGB', async () => {

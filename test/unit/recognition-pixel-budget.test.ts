@@ -94,4 +94,10 @@ describe('what a page weighs', () => {
     assert.equal(await pagePixels(await fixture('copiste-lines.j2k')), 1261 * 192 * 7);
     assert.equal(await pagePixels(Buffer.from('not an image')), 1);
   });
+
+  test('a page decoded reduced weighs what it is decoded at, where its format streams (JPEG 2000 is decoded whole first)', async () => {
+    assert.equal(await pagePixels(await fixture('copiste-lines.png'), 100_000), 100_000);
+    assert.equal(await pagePixels(await fixture('copiste-lines.png'), 1_000_000), 1261 * 192);
+    assert.equal(await pagePixels(await fixture('copiste-lines.jp2'), 100_000), 1261 * 192 * 7);
+  });
 });

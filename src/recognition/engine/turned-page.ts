@@ -32,7 +32,19 @@ export function mapBox(box: Box, map: (p: Point) => Point): Box {
 
 /** Regions found in the image turned clockwise by `turn` (the turned raster `width` x `height`), with their geometry in the image as sent. */
 export function regionsTurnedBack(regions: readonly TextRegion[], turn: PageTurn, width: number, height: number): TextRegion[] {
-  const { toImage } = turnMaps(turn, width, height);
+  return regionsMapped(regions, turnMaps(turn, width, height).toImage);
+}
+
+/**
+ * Regions found in a page decoded reduced (image/prepare-image.ts: `scale` raster pixels a page
+ * pixel along x and y), with their geometry in the page's own pixels.
+ */
+export function regionsScaledBack(regions: readonly TextRegion[], scale: { x: number; y: number }): TextRegion[] {
+  return regionsMapped(regions, ([x, y]) => [x / scale.x, y / scale.y]);
+}
+
+/** Every point, polygon and box of the regions through a point map. */
+function regionsMapped(regions: readonly TextRegion[], toImage: (p: Point) => Point): TextRegion[] {
   return regions.map((region) => ({
     ...region,
     polygon: region.polygon.map(toImage),

@@ -23,10 +23,26 @@ const MAX_SIDE = 30_000;
 export const MIN_PAGE_SIDE = 16;
 /** Further pages at most this fraction of the first page's sides are reduced copies. */
 const REDUCED_COPY_RATIO = 0.75;
+/**
+ * The most pixels the models need of a page (ADR 0040): a larger page is decoded reduced to about
+ * this many, its aspect kept (shrink-on-load: JPEG and WebP decode at 1/2, 1/4 or 1/8 of their size;
+ * PNG and TIFF stream through the reduction), so that a 100-Mpx scan holds what a 24-Mpx one does.
+ * The detector and the segmenter see at most 1,280 and 864 pixels a side, and a line crop samples at
+ * most 4 x 4 page pixels per crop pixel (raster.ts samplePatch): 24 Mpx is an A4 page at 490 dpi,
+ * its handwritten lines 150-300 px high against crops of 32-48 px. Every page up to it (all the
+ * fixture and evaluation pages) is decoded as it is, so the models see the same pixels as before.
+ */
+export const MODEL_PAGE_PIXELS = 24_000_000;
+/** Formats libvips decodes in strips (or reduced, for JPEG and WebP) when the result is reduced: the full page is never held. */
+const STREAMED_FORMATS = new Set(['jpeg', 'png', 'tiff', 'webp']);
 
 export interface PreparedImage {
+  /** The image as sent: its size is the page's, in which every coordinate of the page result lies. */
   source: SourceImage;
+  /** The pixels as decoded: the page's size, or reduced when `decodedPixels` asked (`scale`). */
   raster: RgbImage;
+  /** Raster pixels per page pixel along x and y: 1 and 1 unless the page was decoded reduced. */
+  scale: { x: number; y: number };
   warnings: string[];
 }
 
@@ -37,6 +53,8 @@ export interface PrepareImageOptions {
   maxPixels: number;
   /** Stops a decode that runs in a thread of its own (JPEG 2000) when the page's task ends. */
   signal?: AbortSignal;
+  /** Decode a page of more pixels than this reduced to about this many (e.g. MODEL_PAGE_PIXELS); unset: as it is. */
+  decodedPixels?: number;
 }
 
 export async function prepareImageFile(file: string, options: PrepareImageOptions): Promise<PreparedImage> {
@@ -68,10 +86,18 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
   const pages = metadata.pages ?? 1;
   if (pages > 1) await checkExtraPages(bytes, name, width, height, pages, warnings);
 
+  // The page as it stands upright (EXIF orientations 5-8 are a quarter turn), and the size it is decoded at.
+  const quarterTurned = (metadata.orientation ?? 1) >= 5;
+  const pageWidth = quarterTurned ? height : width;
+  const pageHeight = quarterTurned ? width : height;
+  const target = decodedSize(pageWidth, pageHeight, options.decodedPixels);
+
   let decoded: { data: Buffer; info: OutputInfo };
   try {
-    decoded = await (await openImage(bytes, { page: 0, limitInputPixels: maxPixels, failOn: 'truncated' }, options.signal))
-      .autoOrient()
+    const image = (await openImage(bytes, { page: 0, limitInputPixels: maxPixels, failOn: 'truncated' }, options.signal)).autoOrient();
+    // fit 'fill' to the exact size chosen: both axes scale by the same factor but for rounding, which `scale` reports.
+    if (target) image.resize(target.width, target.height, { fit: 'fill', fastShrinkOnLoad: true });
+    decoded = await image
       .flatten({ background: '#ffffff' })
       .toColourspace('srgb')
       .raw({ depth: 'uchar' })
@@ -85,11 +111,12 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
   if (info.channels !== 3) {
     throw new PipelineError('image_unreadable', `${name}: decoded to ${info.channels} channels, expected RGB`);
   }
+  const reduced = target !== null;
   return {
     source: {
       name,
-      width: info.width,
-      height: info.height,
+      width: reduced ? pageWidth : info.width,
+      height: reduced ? pageHeight : info.height,
       sha256: createHash('sha256').update(bytes).digest('hex'),
       format,
       dpi: metadata.density && metadata.density > 0 ? Math.round(metadata.density) : null,
@@ -99,8 +126,27 @@ export async function prepareImage(bytes: Buffer, options: PrepareImageOptions):
       width: info.width,
       height: info.height,
     },
+    scale: reduced ? { x: info.width / pageWidth, y: info.height / pageHeight } : { x: 1, y: 1 },
     warnings,
   };
+}
+
+/** The reduced size a `width` x `height` page is decoded at to hold at most about `limit` pixels; null: as it is. */
+function decodedSize(width: number, height: number, limit: number | undefined): { width: number; height: number } | null {
+  if (limit === undefined || width * height <= limit) return null;
+  const factor = Math.sqrt(limit / (width * height));
+  return { width: Math.max(MIN_PAGE_SIDE, Math.round(width * factor)), height: Math.max(MIN_PAGE_SIDE, Math.round(height * factor)) };
+}
+
+/**
+ * The pixels decoding a page holds at its peak, before anything is decoded (the page's own size
+ * otherwise): a page decoded reduced (`decodedPixels`) in a format libvips streams holds the reduced
+ * raster only; HEIF, GIF and JPEG 2000 are decoded whole before they are reduced.
+ */
+export function decodedPixelCount(format: string | undefined, width: number, height: number, decodedPixels?: number): number {
+  const pixels = width * height;
+  if (decodedPixels === undefined || !STREAMED_FORMATS.has(String(format))) return pixels;
+  return Math.min(pixels, decodedPixels);
 }
 
 async function readMetadata(bytes: Buffer, name: string): Promise<Metadata> {
