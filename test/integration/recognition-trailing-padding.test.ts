@@ -1,6 +1,6 @@
 // The manifest's `recognition.trailingPadding` with the real hwr-htr-v3 model on the lines of a real
 // page: every line reaches the model with that much white paper after it, batched or alone, and is
-// decoded over its own frames only.
+// decoded over its own frames only; and batches are cut while the model runs the batch before.
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import test from 'node:test';
@@ -10,7 +10,14 @@ import { loadCharacterClasses } from '../../src/recognition/models/charset.ts';
 import { loadModelSpec } from '../../src/recognition/models/model-manifest.ts';
 import type { RecognitionSpec } from '../../src/recognition/models/model-spec.ts';
 import { createSession, floatTensor, runModel, whiteValue, writeNormalisedPlanes } from '../../src/recognition/models/onnx.ts';
-import { cropLine, framesCovering, scoreCrops, type LineCrop } from '../../src/recognition/reading/text-recognizer.ts';
+import {
+  cropLine,
+  cropWidth,
+  framesCovering,
+  scoreCrops,
+  type CropSource,
+  type LineCrop,
+} from '../../src/recognition/reading/text-recognizer.ts';
 import { groundTruthLines, MARGINAL_PAGE } from '../support/recognition-fixtures.ts';
 
 const MODEL_DIR = fileURLToPath(new URL('../../models/hwr-htr-v3', import.meta.url));
@@ -68,6 +75,65 @@ test('every line reaches the model with the trailing padding after it, alone or 
       maxDifference(unpadded[0].scores, batched[1].scores.subarray(0, unpadded[0].scores.length)) > 0.01,
       'the padding reaches the model: the last frames change with it',
     );
+  } finally {
+    await session.release();
+  }
+});
+
+test('crops are cut batch by batch while the model runs the batch before, with the same frames as crops cut beforehand', async () => {
+  const shipped = loadModelSpec(MODEL_DIR).recognition;
+  const classes = loadCharacterClasses(shipped);
+  const session = await createSession(shipped.file, 1);
+  try {
+    const { raster: image } = await prepareImageFile(MARGINAL_PAGE.imagePath, { name: 'marginal', maxPixels: 100_000_000 });
+    const rects = (await groundTruthLines(MARGINAL_PAGE))
+      .filter((line) => line.polygon.length >= 3)
+      .map((line) => enclosingRectOfPoints(line.polygon, 0));
+    const cutBeforehand = rects.map((rect) => cropLine(image, rect, shipped));
+    const expected = await scoreCrops(session, shipped, classes, cutBeforehand, gate);
+
+    // what happens, in order: a crop cut, a model run started or ended, a line's frames taken
+    const events: string[] = [];
+    const source: CropSource = {
+      widths: rects.map((rect) => cropWidth(rect, shipped)),
+      cut: (index) => {
+        events.push(`cut ${index}`);
+        return cropLine(image, rects[index], shipped);
+      },
+    };
+    let runs = 0;
+    const recordingGate = async <T>(task: () => Promise<T>): Promise<T> => {
+      const run = runs++;
+      events.push(`run ${run}`);
+      try {
+        return await task();
+      } finally {
+        events.push(`ran ${run}`);
+      }
+    };
+    const scored = await scoreCrops(session, shipped, classes, source, recordingGate, (frames) => {
+      events.push('take');
+      return frames;
+    });
+
+    assert.ok(runs >= 3, `the page's ${rects.length} lines make several batches (${runs})`);
+    assert.deepEqual(
+      scored.map((frames) => frames.scores),
+      expected.map((frames) => frames.scores),
+      'the same frames, line by line',
+    );
+    assert.equal(events.filter((event) => event.startsWith('cut')).length, rects.length, 'each line cut once');
+    for (let run = 0; run + 1 < runs; run += 1) {
+      const started = events.indexOf(`run ${run}`);
+      const nextQueued = events.indexOf(`run ${run + 1}`);
+      const ended = events.indexOf(`ran ${run}`);
+      assert.ok(started < nextQueued && nextQueued < ended, `batch ${run + 1} is cut and queued while batch ${run} runs`);
+      const takenAfter = events.indexOf('take', ended);
+      assert.ok(
+        takenAfter !== -1 && takenAfter < events.indexOf(`ran ${run + 1}`),
+        `batch ${run}'s frames are taken while batch ${run + 1} runs`,
+      );
+    }
   } finally {
     await session.release();
   }

@@ -20,10 +20,12 @@ import { calibrateConfidence } from '../models/confidence-calibration.ts';
 import { insertGapSpaces } from './gap-spaces.ts';
 import {
   cropLine,
+  cropWidth,
   placeCharacters,
   placeDecoded,
   scoreCrops,
   type CompetingReadings,
+  type CropSource,
   type CropScores,
   type CtcDecoder,
   type LineCrop,
@@ -128,11 +130,16 @@ export class LineRecognizer {
     const scale = this.spec.cropHeightScale;
     const flipped = (index: number): boolean => flips?.[index] ?? false;
     const pause = eventLoopSlices();
-    const crops = await mapInSlices(
-      pieces,
-      (piece, index) => cropLine(image, scale === 1 ? piece : { ...piece, height: piece.height * scale }, this.spec, flipped(index)),
-      pause,
-    );
+    const rects = pieces.map((piece) => (scale === 1 ? piece : { ...piece, height: piece.height * scale }));
+    // cut batch by batch as scoreCrops needs them (while the model runs the batch before)
+    const crops: LineCrop[] = new Array(pieces.length);
+    const source: CropSource = {
+      widths: rects.map((rect) => cropWidth(rect, this.spec)),
+      cut: (index) => {
+        crops[index] = cropLine(image, rects[index], this.spec, flipped(index));
+        return crops[index];
+      },
+    };
     let read: PlacedCharacter[][];
     let competing: (CompetingReadings | undefined)[] = [];
     let kept: (LineFrames | undefined)[] = [];
@@ -141,14 +148,19 @@ export class LineRecognizer {
       keep ? { scores: frames.scores, steps: frames.steps, logits: frames.logits, classes: this.classes } : undefined;
     const languageModels = decoder === 'beam' ? this.languageModels : null;
     if (!languageModels) {
-      const greedy = await scoreCrops(this.session, this.spec, this.classes, crops, gate, (frames) => ({
-        characters: placeCharacters(frames, this.greedy),
-        frames: lineFrames(frames),
-      }));
+      const greedy = await scoreCrops(
+        this.session,
+        this.spec,
+        this.classes,
+        source,
+        gate,
+        (frames) => ({ characters: placeCharacters(frames, this.greedy), frames: lineFrames(frames) }),
+        pause,
+      );
       read = greedy.map((piece) => piece.characters);
       kept = greedy.map((piece) => piece.frames);
     } else {
-      const scored = await scoreCrops(this.session, this.spec, this.classes, crops, gate);
+      const scored = await scoreCrops(this.session, this.spec, this.classes, source, gate, undefined, pause);
       const decode = this.decoderFor(scored, languageModels);
       const decoded = await mapInSlices(
         scored,

@@ -38,17 +38,28 @@ const MAX_BATCH = 8;
 /** A batch only takes lines up to this much wider than its narrowest (padding is wasted work). */
 const BATCH_WIDTH_SPREAD = 1.35;
 
-export function cropLine(
-  image: RgbImage,
-  rect: RotatedRect,
-  spec: Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth'>,
-  flip = false,
-): LineCrop {
+type CropSize = Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth'>;
+
+export function cropLine(image: RgbImage, rect: RotatedRect, spec: CropSize, flip = false): LineCrop {
   const height = spec.inputHeight;
-  const scale = height / Math.max(rect.height, 1);
-  const width = Math.min(spec.maxWidth, Math.max(spec.minWidth, Math.round(rect.width * scale)));
+  const width = cropWidth(rect, spec);
   const frame = frameForRect(rect, width, height, flip);
   return { frame, width, height, pixels: samplePatch(image, frame, width, height) };
+}
+
+/** The width of cropLine's crop of `rect`, known before it is cut. */
+export function cropWidth(rect: RotatedRect, spec: CropSize): number {
+  const scale = spec.inputHeight / Math.max(rect.height, 1);
+  return Math.min(spec.maxWidth, Math.max(spec.minWidth, Math.round(rect.width * scale)));
+}
+
+/**
+ * Crops not cut yet: their widths (which plan the batches) and how to cut each one. scoreCrops
+ * cuts a batch's crops while the model runs the batch before it.
+ */
+export interface CropSource {
+  readonly widths: readonly number[];
+  cut(index: number): LineCrop;
 }
 
 export type ModelGate = <T>(task: () => Promise<T>) => Promise<T>;
@@ -77,29 +88,53 @@ export interface CropScores {
  * makes of them as soon as their batch is out of the model. A greedy reading keeps its characters
  * and not the frames: PP-OCRv4's frames are 6 625 classes wide, about 4 MB a printed line, and a
  * page's worth of them held at once was the peak of a printed page.
+ *
+ * The model runs in the inference worker (models/onnx.ts) while this thread waits, so the next
+ * batch is cut and written while the model runs this one, and `take` works on a batch while the
+ * model runs the next: at most two batches' inputs and one's output are held at once.
+ * `pause` gives the event loop a turn between crops (threads/event-loop-slices.ts).
  */
 export async function scoreCrops<Result = CropScores>(
   session: InferenceSession,
   spec: RecognitionSpec,
   classes: CharacterClasses,
-  crops: readonly LineCrop[],
+  crops: readonly LineCrop[] | CropSource,
   gate: ModelGate,
   take: (frames: CropScores) => Result = (frames) => frames as Result,
+  pause: () => Promise<void> | undefined = () => undefined,
 ): Promise<Result[]> {
-  const results: Result[] = new Array(crops.length);
-  const padded = crops.map((crop) => ({ width: crop.width + spec.trailingPadding }));
-  for (const batch of planBatches(padded, spec.widthMultiple)) {
-    const paddedWidth = batch.width;
-    const height = spec.inputHeight;
-    const plane = paddedWidth * height;
+  const source: CropSource = Array.isArray(crops)
+    ? { widths: crops.map((crop) => crop.width), cut: (index) => crops[index] }
+    : (crops as CropSource);
+  const results: Result[] = new Array(source.widths.length);
+  const height = spec.inputHeight;
+  const classCount = classes.symbols.length;
+  const batches = planBatches(
+    source.widths.map((width) => ({ width: width + spec.trailingPadding })),
+    spec.widthMultiple,
+  );
+  /** Cuts and writes a batch's input and queues its run; the run is wrapped so that it is not awaited here. */
+  const submit = async (batch: Batch): Promise<{ run: Promise<ModelOutput>; widths: number[] }> => {
+    const plane = batch.width * height;
     const input = new Float32Array(batch.indices.length * spec.channels * plane);
-    batch.indices.forEach((cropIndex, slot) => {
-      const crop = crops[cropIndex];
-      writeNormalisedPlanes(crop.pixels, crop.width, height, spec, input, slot * spec.channels * plane, paddedWidth);
-      if (spec.padding === 'white') padWhite(input, slot * spec.channels * plane, spec, crop.width, paddedWidth, height);
-    });
-    const output = await gate(() => runModel(session, floatTensor(input, [batch.indices.length, spec.channels, height, paddedWidth])));
-    const classCount = classes.symbols.length;
+    const widths: number[] = [];
+    for (const [slot, cropIndex] of batch.indices.entries()) {
+      const crop = source.cut(cropIndex);
+      widths.push(crop.width);
+      writeNormalisedPlanes(crop.pixels, crop.width, height, spec, input, slot * spec.channels * plane, batch.width);
+      if (spec.padding === 'white') padWhite(input, slot * spec.channels * plane, spec, crop.width, batch.width, height);
+      await pause();
+    }
+    const run = gate(() => runModel(session, floatTensor(input, [batch.indices.length, spec.channels, height, batch.width])));
+    // awaited in turn below; until then a failure must not count as unhandled
+    run.catch(() => undefined);
+    return { run, widths };
+  };
+  let next = batches.length > 0 ? await submit(batches[0]) : null;
+  for (const [position, batch] of batches.entries()) {
+    const current = next as { run: Promise<ModelOutput>; widths: number[] };
+    next = position + 1 < batches.length ? await submit(batches[position + 1]) : null;
+    const output = await current.run;
     if (output.dims.length !== 3 || output.dims[2] !== classCount) {
       throw new PipelineError(
         'model_mismatch',
@@ -108,27 +143,22 @@ export async function scoreCrops<Result = CropScores>(
     }
     const ntc = spec.outputLayout === 'NTC';
     const steps = ntc ? output.dims[1] : output.dims[0];
-    const pixelsPerStep = paddedWidth / steps;
-    batch.indices.forEach((cropIndex, slot) => {
-      const crop = crops[cropIndex];
-      const validSteps = framesCovering(crop.width, pixelsPerStep, steps);
+    const pixelsPerStep = batch.width / steps;
+    for (const [slot, cropIndex] of batch.indices.entries()) {
+      const width = current.widths[slot];
+      const validSteps = framesCovering(width, pixelsPerStep, steps);
       const scores = new Float32Array(validSteps * classCount);
       for (let t = 0; t < validSteps; t += 1) {
         const row = ntc ? (slot * steps + t) * classCount : (t * batch.indices.length + slot) * classCount;
         scores.set(output.data.subarray(row, row + classCount), t * classCount);
       }
-      results[cropIndex] = take({
-        scores,
-        steps: validSteps,
-        classCount,
-        pixelsPerStep,
-        width: crop.width,
-        logits: spec.output === 'logits',
-      });
-    });
+      results[cropIndex] = take({ scores, steps: validSteps, classCount, pixelsPerStep, width, logits: spec.output === 'logits' });
+    }
   }
   return results;
 }
+
+type ModelOutput = Awaited<ReturnType<typeof runModel>>;
 
 /**
  * The output frames that cover a line `width` pixels wide (one more than its last column's, where
