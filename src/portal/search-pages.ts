@@ -141,7 +141,7 @@ ${hits.length ? html`<ol class="hits" aria-label="Lines found">${hits}</ol>` : h
       // The line's box in the page's pixels (the result's coordinates scaled, should they differ), with a margin.
       const sx = pixels.width / stored.export.width;
       const sy = pixels.height / stored.export.height;
-      const margin = Math.round(line.box.height * 0.3) + 4;
+      const margin = Math.round(line.box.height * 0.15) + 4;
       const x = Math.max(0, Math.floor((line.box.x - margin) * sx));
       const y = Math.max(0, Math.floor((line.box.y - margin) * sy));
       const width = Math.max(1, Math.min(pixels.width - x, Math.ceil((line.box.width + 2 * margin) * sx)));

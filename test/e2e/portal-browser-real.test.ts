@@ -2,10 +2,15 @@
 // submitted with a key made in the portal, processed by the real pipelines (ONNX layout and
 // recognition; no LLM), watched to done on its own page (which refreshes itself) and in the jobs
 // list, and a recognised line checked in the
-// viewer: its text is the page result's, and selecting it draws its polygon highlighted.
-// Skips, saying why, only when no Chromium is installed. Screenshots as portal-browser.test.ts.
+// viewer: its text is the page result's, and selecting it draws its polygon highlighted. Then a word
+// of a recognised line is searched through the header's search box (docs/search.md, "Portal"): the
+// line is among the results with its thumbnail shown, and a click on it opens the viewer with the
+// line selected and the word marked on the image and in the text; axe finds no serious or critical
+// violation on either page. Skips, saying why, only when no Chromium is installed. Screenshots as
+// portal-browser.test.ts (the search results: docs/images/portal-search-results.png).
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,7 +32,7 @@ const skip = chromium ? false : `no Chromium installed (looked at ${CANDIDATES.j
 if (skip) console.log(`# portal real-pages browser test skipped: ${skip}`);
 const SCANS = path.resolve(import.meta.dirname, '../fixtures/export');
 
-test('two real pages recognised, seen in the portal viewer in a real browser', { skip }, async () => {
+test('two real pages recognised, seen in the portal viewer and found by the portal search in a real browser', { skip }, async () => {
   const { chromium: playwright } = await import('playwright-core');
   const shots = process.env.PORTAL_SCREENSHOTS_DIR ?? (await mkdtemp(path.join(os.tmpdir(), 'hwr-portal-screenshots-')));
   await mkdir(shots, { recursive: true });
@@ -98,5 +103,64 @@ test('two real pages recognised, seen in the portal viewer in a real browser', {
   const file = path.join(shots, 'real-viewer.png');
   await page.screenshot({ path: file, fullPage: true });
   console.log(`# screenshot real-viewer (line ${line.id}: ${JSON.stringify(line.text)}): ${file}`);
+
+  // The search: the longest word of letters alone on a recognised line of page 1, typed into the header's box.
+  const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  const accessible = async (name: string) => {
+    const found = (await page.evaluate(
+      `${axeSource};\naxe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] })
+        .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`,
+    )) as Array<{ impact: string | null }>;
+    assert.deepEqual(
+      found.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical'),
+      [],
+      `${name}: no serious or critical accessibility violation`,
+    );
+  };
+  const candidates = lines.flatMap((candidate) =>
+    candidate.words.filter((word) => /^\p{L}{4,}$/u.test(word.text)).map((word) => ({ line: candidate, word: word.text })),
+  );
+  assert.ok(candidates.length > 0, 'a recognised word of four letters or more');
+  const sought = candidates.reduce((longest, candidate) => (candidate.word.length > longest.word.length ? candidate : longest));
+  await page.goto(`${baseUrl}/portal/jobs`);
+  await page.getByRole('searchbox', { name: 'Search your pages' }).fill(sought.word);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/portal\/search\?q=/);
+  const hit = page.locator(`a.hit[href^="/portal/jobs/${jobId}/pages/1?line=${encodeURIComponent(sought.line.id)}&"]`);
+  assert.equal(await hit.count(), 1, `the line ${sought.line.id} is found by ${JSON.stringify(sought.word)}`);
+  assert.ok((await hit.locator('mark.hit').allTextContents()).some((marked) => marked.includes(sought.word)));
+  const thumbnail = await hit.locator('img').elementHandle();
+  await page.waitForFunction((image) => {
+    const shown = image as unknown as { complete: boolean; naturalWidth: number };
+    return shown.complete && shown.naturalWidth > 0;
+  }, thumbnail);
+  await accessible('search results');
+  // The documentation's picture: the word of four letters or more on most lines, so that the results are several.
+  const lineCount = new Map<string, number>();
+  for (const candidate of new Set(candidates.map((each) => `${each.line.id}\n${each.word.toLowerCase()}`)))
+    lineCount.set(candidate.split('\n')[1], (lineCount.get(candidate.split('\n')[1]) ?? 0) + 1);
+  const common = [...lineCount].reduce((most, entry) => (entry[1] > most[1] ? entry : most))[0];
+  const several = await context.newPage();
+  await several.goto(`${baseUrl}/portal/search?q=${encodeURIComponent(common)}`);
+  await several.locator('a.hit img').last().scrollIntoViewIfNeeded();
+  await several.waitForFunction(() =>
+    [
+      ...(
+        globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<{ complete: boolean }> } }
+      ).document.querySelectorAll('a.hit img'),
+    ].every((image) => image.complete),
+  );
+  const results = path.join(shots, 'portal-search-results.png');
+  await several.screenshot({ path: results, fullPage: true });
+  console.log(`# screenshot search results (${JSON.stringify(common)}, ${lineCount.get(common)} lines of page 1): ${results}`);
+  await several.close();
+  await hit.click();
+  await page.waitForURL(new RegExp(`/portal/jobs/${jobId}/pages/1\\?line=`));
+  assert.match((await page.locator(`#line-${sought.line.id}`).getAttribute('class')) ?? '', /\bselected\b/);
+  assert.match((await page.locator(`#text-${sought.line.id}`).getAttribute('class')) ?? '', /\bselected\b/);
+  assert.ok((await page.locator(`#text-${sought.line.id} mark.hit`).allTextContents()).some((marked) => marked.includes(sought.word)));
+  assert.ok((await page.locator('svg rect.hit-word').count()) >= 1, 'the word is marked on the image');
+  await accessible('viewer opened from the search');
+  await page.screenshot({ path: path.join(shots, 'portal-search-viewer.png'), fullPage: true });
   assert.deepEqual(errors, []);
 });
