@@ -1,6 +1,7 @@
 // One OcrEngine per process and model configuration, created on first use: sessions
 // are expensive to load (hundreds of milliseconds, tens of megabytes each) and
-// onnxruntime sessions are safe to run concurrently.
+// onnxruntime sessions are safe to run concurrently. Each of its models loads when a page first
+// needs it, once for all the pages in flight (OcrEngine.load, warm).
 import type { Config } from '../platform/config.ts';
 import { configuredModelSpec } from '../recognition/models/default-model.ts';
 import { OcrEngine } from '../recognition/engine/ocr-engine.ts';

@@ -69,6 +69,8 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   const { signal } = options;
   signal?.throwIfAborted();
   await options.enterStep?.('layout');
+  // The models this page will use load while its image is decoded (the others when first run).
+  engine.warm({ layout: !options.layout && !options.layoutXml, read: options.recognize });
   let start = performance.now();
   // No binding keeps the page as decoded once a turned copy replaces it: a page read turned holds
   // one raster while it is read, as the pixel budget counts it (pixel-budget.ts). A large page is

@@ -14,7 +14,7 @@ import type { ModelSpec, SelectionSpec } from '../models/model-spec.ts';
 import type { LayoutLine } from '../layout/group-lines.ts';
 import { enclosingRect } from '../page/geometry.ts';
 import { withoutFaintLines } from '../layout/ink-contrast.ts';
-import { createSession, type InferenceSession } from '../models/onnx.ts';
+import { lazySession, type InferenceSession } from '../models/onnx.ts';
 import { Semaphore } from '../threads/concurrency.ts';
 import { LineRecognizer, type DecoderChoice, type PieceRead } from '../reading/line-recognizer.ts';
 import { upsideDown } from '../reading/orientation.ts';
@@ -101,17 +101,23 @@ export class OcrEngine {
     this.ownsSharedParts = shared === undefined;
   }
 
+  /**
+   * The engine of a model setup. Each model loads when a page first needs it (warm(), or its first
+   * run), not here: a handwritten page never loads the detector, a page laid out by its uploader
+   * never loads the segmenter (docs/recognition.md, "Cold start"). The manifest, character sets and
+   * language models are read here, so that a broken setup fails at once.
+   */
   static async load(spec: ModelSpec, settings: EngineSettings): Promise<OcrEngine> {
     const decoder = settings.decoder ?? 'greedy';
     const { threads } = settings;
-    const loaded = await Promise.allSettled([
-      createSession(spec.detection.file, threads),
+    const [main, screening] = await Promise.all([
       LineRecognizer.load({
         source: spec.recognitionSource,
         recognition: spec.recognition,
         languageModel: spec.languageModel,
         decoder,
         threads,
+        lazy: true,
       }),
       spec.screening
         ? LineRecognizer.load({
@@ -120,29 +126,43 @@ export class OcrEngine {
             languageModel: spec.screening.languageModel,
             decoder,
             threads,
+            lazy: true,
           })
         : Promise.resolve(null),
-      spec.orientation ? createSession(spec.orientation.file, threads) : Promise.resolve(null),
-      spec.segmentation ? createSession(spec.segmentation.file, threads) : Promise.resolve(null),
-    ] as const);
-    const failed = loaded.find((result) => result.status === 'rejected');
-    if (failed) {
-      // Release what did load before reporting the first failure.
-      const release = (part: InferenceSession | LineRecognizer | null): Promise<void> | undefined =>
-        part instanceof LineRecognizer ? part.close() : part?.release();
-      await Promise.all(loaded.map((result) => (result.status === 'fulfilled' ? release(result.value) : undefined)));
-      throw failed.reason;
-    }
-    const [detection, main, screening, orientation, segmentation] = loaded.map(
-      (result) => (result as PromiseFulfilledResult<unknown>).value,
-    ) as [InferenceSession, LineRecognizer, LineRecognizer | null, InferenceSession | null, InferenceSession | null];
+    ]);
     return new OcrEngine(spec, settings, {
-      detection,
-      segmentation,
+      detection: lazySession(spec.detection.file, threads),
+      segmentation: spec.segmentation ? lazySession(spec.segmentation.file, threads) : null,
       main,
       screening: screening && spec.screening ? { recognizer: screening, selection: spec.screening } : null,
-      orientation,
+      orientation: spec.orientation ? lazySession(spec.orientation.file, threads) : null,
     });
+  }
+
+  /**
+   * Starts loading, without waiting, the models a page will use whatever it shows, so that they
+   * load while its image is decoded; the others load at their first run (the detector on a printed
+   * page or one the segmenter finds no line on). `layout`: the page is laid out here (the segmenter,
+   * else the detector, and the main recognizer, which tells the page's side); `read`: its lines are
+   * read (the recognizers, the print screening's probe and the orientation model).
+   */
+  warm(page: { layout: boolean; read: boolean }): void {
+    const parts: Array<{ warm(): Promise<void> } | null> = [];
+    if (page.layout) parts.push(this.segmentation ?? this.detection, this.main);
+    if (page.read) parts.push(this.orientation, this.screening?.recognizer ?? null, this.main);
+    // A model that cannot be loaded fails the run that needs it, which tries again.
+    for (const part of new Set(parts)) void part?.warm().catch(() => undefined);
+  }
+
+  /** Which of the engine's own models are loaded now. */
+  get loadedModels(): Array<'detection' | 'segmentation' | 'main' | 'screening' | 'orientation'> {
+    return [
+      ...(this.detection.loaded ? (['detection'] as const) : []),
+      ...(this.segmentation?.loaded ? (['segmentation'] as const) : []),
+      ...(this.main.loaded ? (['main'] as const) : []),
+      ...(this.screening?.recognizer.loaded ? (['screening'] as const) : []),
+      ...(this.orientation?.loaded ? (['orientation'] as const) : []),
+    ];
   }
 
   /** Every model of the engine: the segmenter (if any), the detector, orientation, the recognizers. */

@@ -8,10 +8,14 @@ import { PipelineError } from '../page/errors.ts';
 import type { InferenceReply, InferenceRequest, InferenceWorkerData } from './inference-worker.ts';
 import type { InputNormalisation } from './model-spec.ts';
 
-/** A loaded model, hosted in the inference worker; release() frees it there. */
+/** A model hosted in the inference worker, loaded there (or at its first use: lazySession); release() frees it there. */
 export interface InferenceSession {
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
+  /** Whether the model is loaded in the worker now. */
+  readonly loaded: boolean;
+  /** Loads the model unless it is loaded (concurrent callers and runs share one load). */
+  warm(): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -140,39 +144,45 @@ async function loadIn(
 }
 
 class WorkerSession implements InferenceSession {
-  readonly inputNames: readonly string[];
-  readonly outputNames: readonly string[];
-  private host: InferenceHost;
-  private id: number;
+  inputNames: readonly string[] = [];
+  outputNames: readonly string[] = [];
+  /** The worker the model is loaded in; null until it is first loaded (lazySession). */
+  private host: InferenceHost | null = null;
+  private id = 0;
   private reloading: Promise<void> | null = null;
   private released = false;
 
   private readonly file: string;
   private readonly threads: number;
 
-  constructor(file: string, threads: number, host: InferenceHost, loaded: { id: number; inputNames: string[]; outputNames: string[] }) {
+  constructor(file: string, threads: number) {
     this.file = file;
     this.threads = threads;
-    this.host = host;
-    this.id = loaded.id;
-    this.inputNames = loaded.inputNames;
-    this.outputNames = loaded.outputNames;
+  }
+
+  get loaded(): boolean {
+    return !this.released && this.host !== null && this.host.failure === null;
+  }
+
+  warm(): Promise<void> {
+    if (this.released || this.loaded) return Promise.resolve();
+    // Not loaded yet (lazySession), or the worker crashed (its runs in flight failed): load it, in a new worker after a crash.
+    this.reloading ??= this.reload().finally(() => {
+      this.reloading = null;
+    });
+    return this.reloading;
   }
 
   async run(input: FloatTensor): Promise<{ data: Float32Array; dims: readonly number[] }> {
     if (this.released) throw new Error(`the inference session of ${this.file} was released`);
-    // After a crash of the worker (its runs in flight failed), the next run loads the model again in a new one.
-    if (this.host.failure) {
-      this.reloading ??= this.reload().finally(() => {
-        this.reloading = null;
-      });
-      await this.reloading;
-    }
+    await this.warm();
+    const host = this.host;
+    if (!host) throw new Error(`the inference session of ${this.file} was released`);
     // Move the input to the worker (the caller's array is detached) unless it is a view of a larger buffer.
     const { buffer, byteOffset, byteLength } = input.data;
     const whole = buffer instanceof ArrayBuffer && byteOffset === 0 && byteLength === buffer.byteLength;
     const data = whole ? input.data : input.data.slice();
-    const reply = await this.host.request(
+    const reply = await host.request(
       (id) => ({ kind: 'run', id, session: this.id, data, dims: [...input.dims] }),
       [data.buffer as ArrayBuffer],
     );
@@ -194,7 +204,7 @@ class WorkerSession implements InferenceSession {
     this.released = true;
     await this.reloading?.catch(() => undefined);
     const target = this.host;
-    if (target.failure) return;
+    if (!target || target.failure) return;
     try {
       await target.request((id) => ({ kind: 'release', id, session: this.id }));
     } finally {
@@ -205,9 +215,14 @@ class WorkerSession implements InferenceSession {
 
   private async reload(): Promise<void> {
     const target = currentHost();
+    const started = performance.now();
     const loaded = await loadIn(target, this.file, this.threads);
+    const total = loadTimes.get(this.file) ?? { ms: 0, loads: 0 };
+    loadTimes.set(this.file, { ms: total.ms + performance.now() - started, loads: total.loads + 1 });
     this.host = target;
     this.id = loaded.id;
+    this.inputNames = loaded.inputNames;
+    this.outputNames = loaded.outputNames;
   }
 }
 
@@ -227,9 +242,31 @@ export function modelRunTotals(): Map<string, number> {
   return new Map(runTimes);
 }
 
+/**
+ * Per model file, how many times it was loaded in the inference worker since the process started
+ * and the milliseconds those loads took, waits in the worker's queue included (bench/cold-start.ts).
+ */
+const loadTimes = new Map<string, { ms: number; loads: number }>();
+
+/** A copy of the model load totals, per model file. */
+export function modelLoadTotals(): Map<string, { ms: number; loads: number }> {
+  return new Map(loadTimes);
+}
+
+/** A session with its model loaded now (a model that cannot be loaded is model_invalid here). */
 export async function createSession(file: string, threads: number): Promise<InferenceSession> {
-  const target = currentHost();
-  return new WorkerSession(file, threads, target, await loadIn(target, file, threads));
+  const session = new WorkerSession(file, threads);
+  await session.warm();
+  return session;
+}
+
+/**
+ * A session whose model loads when first needed: at its first run, or when warm() says a page
+ * is about to use it (docs/recognition.md, "Cold start"). Concurrent first runs share one load; a
+ * load that fails fails those runs (model_invalid), and the next run tries again.
+ */
+export function lazySession(file: string, threads: number): InferenceSession {
+  return new WorkerSession(file, threads);
 }
 
 export function floatTensor(data: Float32Array, dims: number[]): FloatTensor {

@@ -15,7 +15,7 @@ import { frameForRect, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../page/geometry.ts';
 import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
 import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-spec.ts';
-import { createSession, type InferenceSession } from '../models/onnx.ts';
+import { createSession, type InferenceSession, lazySession } from '../models/onnx.ts';
 import { calibrateConfidence } from '../models/confidence-calibration.ts';
 import { insertGapSpaces } from './gap-spaces.ts';
 import {
@@ -68,6 +68,8 @@ export interface LineRecognizerOptions {
   languageModel: LanguageModelSpec | null;
   decoder: DecoderChoice;
   threads: number;
+  /** Load the model at its first use (or warm()), not now (onnx.ts lazySession). */
+  lazy?: boolean;
 }
 
 export class LineRecognizer {
@@ -98,8 +100,20 @@ export class LineRecognizer {
   static async load(options: LineRecognizerOptions): Promise<LineRecognizer> {
     const classes = loadCharacterClasses(options.recognition);
     const languageModels = options.decoder === 'beam' && options.languageModel ? loadLanguageModels(options.languageModel) : null;
-    const session = await createSession(options.recognition.file, options.threads);
+    const session = options.lazy
+      ? lazySession(options.recognition.file, options.threads)
+      : await createSession(options.recognition.file, options.threads);
     return new LineRecognizer(options, session, classes, languageModels);
+  }
+
+  /** Whether the model is loaded now (a lazy one: once first used or warmed). */
+  get loaded(): boolean {
+    return this.session.loaded;
+  }
+
+  /** Loads the model unless it is loaded. */
+  warm(): Promise<void> {
+    return this.session.warm();
   }
 
   /**
