@@ -14,14 +14,17 @@
 // Time to the first page done: the first PageCompleted event's recorded time (the events API)
 // less the submit's start. Peak RSS: the service process (API and workers; the embedded
 // PostgreSQL apart), its VmHWM reset before each run (/proc/PID/clear_refs), with samples every
-// 250 ms printed as the RSS over time.
+// 250 ms printed as the RSS over time. CPU s/page: the CPU time (user + system) of the service and
+// everything under it (the embedded PostgreSQL too), of Tesseract's processes and of OCRmyPDF's
+// (GNU time), per page: unlike wall time it hardly moves with what else the machine runs, and its
+// ratio is the throughput ratio where the cores are not shared.
 // Peers, after ours, on the same pages: Tesseract as run at scale (bench/lib/tesseract.ts: one
 // single-threaded process per core, each page's language; text only) and OCRmyPDF
 // (bench/lib/ocrmypdf.ts: the pages as one PDF, --jobs = cores, --output-type pdfa-2, the pages'
 // languages; its time includes img2pdf). Also one `hwr recognize` of one page in a fresh process
 // (what loading costs a cold command).
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -102,6 +105,7 @@ async function main(): Promise<number> {
       role: 'tesseract',
       pages: pages.length,
       seconds: pool.wallMs / 1000,
+      cpuSeconds: pool.cpuSeconds,
       firstPageSeconds: pool.firstDoneMs / 1000,
       peakMiB: pool.peakBytes === null ? null : (pool.peakBytes * pool.processes) / 1024 ** 2,
       peakNote: pool.peakBytes === null ? undefined : `${(pool.peakBytes / 1024 ** 2).toFixed(0)} × ${pool.processes}`,
@@ -117,6 +121,7 @@ async function main(): Promise<number> {
       role: 'ocrmypdf',
       pages: pages.length,
       seconds: (run.img2pdfMs + run.ocrmypdfMs) / 1000,
+      cpuSeconds: run.cpuSeconds,
       firstPageSeconds: null,
       peakMiB: run.peakBytes === null ? null : run.peakBytes / 1024 ** 2,
       peakNote: 'largest process',
@@ -198,12 +203,14 @@ async function runJobs(
 ): Promise<{ row: Omit<ThroughputRow, 'label' | 'role'>; timeline: string }> {
   const pid = service.process.pid!;
   writeFileSync(`/proc/${pid}/clear_refs`, '5'); // resets VmHWM to the current RSS
+  const cpuBefore = treeCpuSeconds(pid);
   const samples: number[] = [];
   const sampler = setInterval(() => samples.push(rssMiB(pid, 'VmRSS')), 250);
   const startedAt = Date.now();
   const started = performance.now();
   const results = await mapPool(jobs, jobs.length, (pages, index) => submit(service, pages, path.join(work, `${tag}-${index}.zip`)));
   const seconds = (performance.now() - started) / 1000;
+  const cpuSeconds = treeCpuSeconds(pid) - cpuBefore;
   clearInterval(sampler);
   const peak = Math.max(rssMiB(pid, 'VmHWM'), ...samples);
   const failed = results.filter((result) => result.state !== 'done');
@@ -217,10 +224,48 @@ async function runJobs(
     samples[Math.floor((index * (samples.length - 1)) / Math.max(1, Math.min(points, samples.length) - 1))]!.toFixed(0),
   ).join(' ');
   return {
-    row: { pages: pageCount, seconds, firstPageSeconds: (firstDone - startedAt) / 1000, peakMiB: peak, peakNote: 'service process' },
+    row: {
+      pages: pageCount,
+      seconds,
+      cpuSeconds,
+      firstPageSeconds: (firstDone - startedAt) / 1000,
+      peakMiB: peak,
+      peakNote: 'service process',
+    },
     timeline: `${timeline} (peak ${peak.toFixed(0)})`,
   };
 }
+
+/**
+ * CPU seconds (user + system) of a process and everything under it (the service: its inference
+ * worker's threads, the embedded PostgreSQL and its backends), children that ended included
+ * (their parents' cutime/cstime). CPU time, unlike wall time, hardly moves with what else the
+ * machine runs: it says what the work costs.
+ */
+function treeCpuSeconds(root: number): number {
+  const stats = new Map<number, { parent: number; ticks: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // the fields after the command's closing parenthesis: state, ppid, ... utime (14), stime, cutime, cstime
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ').pop()!.split(' ');
+      const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      stats.set(Number(entry), { parent: Number(fields[1]), ticks });
+    } catch {
+      // ended while being read
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let current = pid; current > 1; current = stats.get(current)?.parent ?? 0) if (current === root) return true;
+    return false;
+  };
+  let ticks = 0;
+  for (const [pid, stat] of stats) if (inTree(pid)) ticks += stat.ticks;
+  return ticks / CLOCK_TICKS;
+}
+
+/** Linux's USER_HZ, in which /proc/PID/stat counts CPU time. */
+const CLOCK_TICKS = 100;
 
 function rssMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { capture, TESSERACT_ENV } from './tesseract.ts';
+import { capture, GNU_TIME_FORMAT, gnuTimeFigures, TESSERACT_ENV } from './tesseract.ts';
 
 export interface OcrmypdfRun {
   /** Wall time of img2pdf (the pages into one PDF) and of ocrmypdf, in ms. */
@@ -16,6 +16,8 @@ export interface OcrmypdfRun {
   languages: string;
   /** The largest one process's peak resident memory (GNU time), in bytes, or null. */
   peakBytes: number | null;
+  /** CPU seconds of ocrmypdf and every process it ran (GNU time: user + system), or null. */
+  cpuSeconds: number | null;
   outputBytes: number;
 }
 
@@ -53,18 +55,19 @@ export async function runOcrmypdf(
     started = performance.now();
     const run = await capture(
       timed ? '/usr/bin/time' : 'ocrmypdf',
-      [...(timed ? ['-f', '@@peak %M', 'ocrmypdf'] : []), ...args],
+      [...(timed ? ['-f', GNU_TIME_FORMAT, 'ocrmypdf'] : []), ...args],
       TESSERACT_ENV,
     );
     const ocrmypdfMs = performance.now() - started;
     if (run.code !== 0) throw new Error(`ocrmypdf failed (exit ${run.code}): ${lastLines(run.stderr)}`);
-    const peak = /@@peak (\d+)/.exec(run.stderr);
+    const { peakBytes, cpuSeconds } = gnuTimeFigures(run.stderr);
     return {
       img2pdfMs,
       ocrmypdfMs,
       jobs,
       languages,
-      peakBytes: peak ? Number(peak[1]) * 1024 : null,
+      peakBytes,
+      cpuSeconds,
       outputBytes: (await stat(output)).size,
     };
   } finally {

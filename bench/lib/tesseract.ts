@@ -18,6 +18,8 @@ export interface TesseractRun {
   ms: number;
   /** Peak resident memory in bytes, or null when GNU time is not installed. */
   peakBytes: number | null;
+  /** CPU seconds (user + system, GNU time), or null without it. */
+  cpuSeconds: number | null;
   /** With `{ boxes: true }`: each line's box (x, y, width, height in pixels), parallel to `lines`. */
   boxes?: [number, number, number, number][];
 }
@@ -34,6 +36,8 @@ export interface TesseractPool {
   pagesPerSecond: number;
   /** The largest one process's peak resident memory (bytes), or null without GNU time. */
   peakBytes: number | null;
+  /** CPU seconds of all its processes together (user + system), or null without GNU time. */
+  cpuSeconds: number | null;
 }
 
 const GNU_TIME = '/usr/bin/time';
@@ -55,6 +59,7 @@ export async function runTesseractPool(
   });
   const wallMs = performance.now() - started;
   const peaks = runs.map((run) => run.peakBytes).filter((peak): peak is number => peak !== null);
+  const cpu = runs.map((run) => run.cpuSeconds);
   return {
     runs,
     processes,
@@ -62,6 +67,7 @@ export async function runTesseractPool(
     firstDoneMs: Number.isFinite(firstDoneMs) ? firstDoneMs : 0,
     pagesPerSecond: pages.length / Math.max(1e-9, wallMs / 1000),
     peakBytes: peaks.length > 0 ? Math.max(...peaks) : null,
+    cpuSeconds: cpu.every((seconds) => seconds !== null) ? cpu.reduce((sum: number, seconds) => sum + (seconds as number), 0) : null,
   };
 }
 
@@ -77,21 +83,31 @@ export async function tesseractVersion(): Promise<string | null> {
 async function runTesseract(imagePath: string, language: string, options: { boxes?: boolean } = {}): Promise<TesseractRun> {
   const timed = existsSync(GNU_TIME);
   const command = timed ? GNU_TIME : 'tesseract';
-  const args = [...(timed ? ['-f', '@@peak %M', 'tesseract'] : []), imagePath, '-', '-l', language, ...(options.boxes ? ['tsv'] : [])];
+  const args = [...(timed ? ['-f', GNU_TIME_FORMAT, 'tesseract'] : []), imagePath, '-', '-l', language, ...(options.boxes ? ['tsv'] : [])];
   const started = performance.now();
   const { stdout, stderr, code } = await capture(command, args, TESSERACT_ENV);
   const ms = performance.now() - started;
   if (code !== 0) throw new Error(`tesseract failed on ${imagePath} (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
-  const peak = /@@peak (\d+)/.exec(stderr);
-  if (options.boxes) return { ...linesFromTsv(stdout), ms, peakBytes: peak ? Number(peak[1]) * 1024 : null };
+  const { peakBytes, cpuSeconds } = gnuTimeFigures(stderr);
+  if (options.boxes) return { ...linesFromTsv(stdout), ms, peakBytes, cpuSeconds };
   return {
     lines: stdout
       .replace(/\f/g, '')
       .split('\n')
       .filter((line) => line.trim() !== ''),
     ms,
-    peakBytes: peak ? Number(peak[1]) * 1024 : null,
+    peakBytes,
+    cpuSeconds,
   };
+}
+
+/** GNU time's report as GNU_TIME_FORMAT asks for it: the peak resident memory and the CPU time. */
+export const GNU_TIME_FORMAT = '@@peak %M @@cpu %U %S';
+
+export function gnuTimeFigures(stderr: string): { peakBytes: number | null; cpuSeconds: number | null } {
+  const peak = /@@peak (\d+)/.exec(stderr);
+  const cpu = /@@cpu ([\d.]+) ([\d.]+)/.exec(stderr);
+  return { peakBytes: peak ? Number(peak[1]) * 1024 : null, cpuSeconds: cpu ? Number(cpu[1]) + Number(cpu[2]) : null };
 }
 
 /** Each line's box (`{ boxes: true }`) as a four-corner outline, for the line-coverage measure. */
