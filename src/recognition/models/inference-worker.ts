@@ -85,6 +85,11 @@ if (port) {
             // every new width: over the fixture pages v3 peaked about 100 MB higher with it, at the
             // same speed (docs/recognition.md, "Threads and concurrency").
             enableMemPattern: false,
+            // onnxruntime's intra-op threads busy-wait between a run's operators by default. Here they
+            // share the cores with the main thread's own page work (crops, beam search, exports) and
+            // with other processes, and the spinning took that time from them: ten fixture pages
+            // read 20-43 % faster with 21-26 % less CPU without it (docs/benchmarks.md, "Spinning").
+            extra: { session: { intra_op: { allow_spinning: '0' } } },
           };
           const fused = await fusedModel(request.file);
           session = await native(async () => {
