@@ -153,6 +153,8 @@ async function main(): Promise<number> {
         : null;
     if (ppAlone) engines.push(ppAlone);
     if (ppAlone) setups.push(engineSetup('PP-OCRv4 alone', ppAlone, false));
+    // Models load lazily, at a page's first use of each: load them now, so that no page's time includes it.
+    await Promise.all(engines.map((engine) => engine.loadAll()));
     const tesseract = values['no-tesseract'] || !peers ? null : await tesseractVersion();
     if (tesseract) {
       // As run at scale: one single-threaded process per page, as many at once as cores; its s/page is the pool's wall / pages.

@@ -82,6 +82,8 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
   const config = loadConfig();
   let started = performance.now();
   const engine = builtin ? await OcrEngine.load(builtinModelSpec(), config.recognition) : await sharedEngine(config.recognition);
+  // every model now (they load lazily, at a page's first use of each: bench/cold-start.ts times that)
+  await engine.loadAll();
   const loadMs = performance.now() - started;
   const { spec } = engine;
   const roles: [string, string | undefined][] = [

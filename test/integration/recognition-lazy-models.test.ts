@@ -85,3 +85,9 @@ test('concurrent first pages on a fresh engine share each model load', async () 
   );
   assert.deepEqual(engine.loadedModels, ['segmentation', 'main', 'screening']);
 });
+
+test('loadAll loads every model of the engine at once (for benchmarks that time pages apart from loading)', async () => {
+  const engine = await freshEngine();
+  await engine.loadAll();
+  assert.deepEqual(engine.loadedModels, ['detection', 'segmentation', 'main', 'screening']);
+});
