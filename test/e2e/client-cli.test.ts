@@ -2,7 +2,8 @@
 // on two real scans through the real pipelines (the archive checked), JSON lines when not on
 // a terminal, the progress bar under a pseudo-terminal (`script`), a failed and a cancelled
 // job's exit codes, Ctrl-C during --wait (the job keeps running), status/result/cancel/
-// events/usage, and the Python example of docs/client.md.
+// events/usage, `hwr search` over the real job's words (docs/search.md), and the Python example of
+// docs/client.md.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -112,6 +113,8 @@ async function until(what: string, check: () => boolean, timeoutMs = 60_000, out
 }
 
 describe('hwr submit on real scans', () => {
+  /** The job the real scans made (the first test), searched by the second. */
+  let realJobId = '';
   test('submit FOLDER --wait --out: three real pages (one a JP2 master) through the real pipelines, a valid archive, exit 0, JSON lines', async () => {
     const dir = path.join(work, 'real-pages');
     await mkdir(dir);
@@ -146,6 +149,7 @@ describe('hwr submit on real scans', () => {
     assert.equal(downloaded.bytes, (await stat(out)).size);
     const checked = await checkResultArchive(await readFile(out));
     assert.equal(checked.manifest.job_id, lines[1].job_id);
+    realJobId = lines[1].job_id;
     // Natural order: 2_zola before 10_dracula before 11_copiste.
     assert.deepEqual(
       checked.pages.map((page) => page.pageNumber),
@@ -156,6 +160,75 @@ describe('hwr submit on real scans', () => {
       checked.manifest.pages.map((page) => (page as { layout_source?: string }).layout_source),
       ['uploaded', 'detected', 'detected'],
     );
+  });
+
+  test("hwr search: the real job's recognised words as JSON lines, --job, --fuzzy, --all by pages; exit 0, 2, 4 and 5", async () => {
+    assert.ok(realJobId, 'the real job of the test before');
+    const real = { HWR_URL: realConfig.baseUrl, HWR_API_KEY: realKey };
+    // A word of the recognised text (Dracula is page 2): the longest of letters alone, read back through the API.
+    const page = (await (
+      await fetch(`${realConfig.baseUrl}/v1/process-scan/${realJobId}/pages/2`, { headers: { 'X-API-Key': realKey } })
+    ).json()) as { lines: { id: string; text: string }[] };
+    const words = page.lines.flatMap((line) =>
+      line.text
+        .split(/\s+/)
+        .filter((word) => /^\p{L}{6,}$/u.test(word))
+        .map((word) => ({ line: line.id, word })),
+    );
+    assert.ok(words.length > 0, JSON.stringify(page.lines));
+    const sought = words.reduce((longest, candidate) => (candidate.word.length > longest.word.length ? candidate : longest));
+
+    const found = await hwr(['search', sought.word], real);
+    assert.equal(found.code, 0, found.stderr);
+    const hits = jsonLines(found.stdout);
+    const hit = hits.find((each) => each.job_id === realJobId && each.page === 2 && each.line_id === sought.line);
+    assert.ok(hit, `${sought.word} on line ${sought.line}: ${found.stdout}`);
+    assert.ok(hit.highlight.includes(`<mark>${sought.word}</mark>`), hit.highlight);
+    assert.equal(hit.page_url, `/v1/process-scan/${realJobId}/pages/2`);
+    assert.ok(hit.word && hit.word.box.width > 0, JSON.stringify(hit.word));
+
+    const inJob = await hwr(['search', sought.word, '--job', realJobId], real);
+    assert.equal(inJob.code, 0, inJob.stderr);
+    assert.ok(jsonLines(inJob.stdout).every((each) => each.job_id === realJobId));
+    const elsewhere = await hwr(['search', sought.word, '--job', '00000000-0000-4000-8000-000000000000'], real);
+    assert.equal(elsewhere.code, 0, elsewhere.stderr);
+    assert.equal(elsewhere.stdout, '', 'no hit, no line');
+
+    // A letter left out of the middle: not as written, found with --fuzzy 1.
+    const typo = sought.word.slice(0, 3) + sought.word.slice(4);
+    const exact = await hwr(['search', typo], real);
+    assert.equal(exact.code, 0, exact.stderr);
+    assert.ok(!jsonLines(exact.stdout).some((each) => each.line_id === sought.line && each.page === 2));
+    const fuzzy = await hwr(['search', typo, '--fuzzy', '1'], real);
+    assert.equal(fuzzy.code, 0, fuzzy.stderr);
+    const close = jsonLines(fuzzy.stdout).find((each) => each.line_id === sought.line && each.page === 2);
+    assert.ok(close, `${typo} --fuzzy 1: ${fuzzy.stdout}`);
+    assert.ok(close.highlight.includes(`<mark>${sought.word}</mark>`), close.highlight);
+
+    // Every hit of a common word, a page of one at a time (--all), as one page of a hundred gives them.
+    const all = await hwr(['search', 'the', '--limit', '100'], real);
+    assert.equal(all.code, 0, all.stderr);
+    const expected = jsonLines(all.stdout);
+    assert.ok(expected.length >= 3, all.stdout);
+    const first = await hwr(['search', 'the', '--limit', '1'], real);
+    assert.equal(jsonLines(first.stdout).length, 1);
+    assert.match(first.stderr, /more hits: --all/);
+    const paged = await hwr(['search', 'the', '--limit', '1', '--all'], real);
+    assert.equal(paged.code, 0, paged.stderr);
+    assert.deepEqual(jsonLines(paged.stdout), expected);
+
+    // 2: usage; 5: refused by the service; 4: no service.
+    for (const args of [['search'], ['search', 'x', '--bogus']]) assert.equal((await hwr(args, real)).code, 2, args.join(' '));
+    assert.equal((await hwr(['search', 'x'], { ...real, HWR_API_KEY: '' })).code, 2);
+    const refused = await hwr(['search', sought.word, '--fuzzy', '3'], real);
+    assert.equal(refused.code, 5);
+    assert.match(refused.stderr, /refused: 400 fuzzy must be 0, 1 or 2\./);
+    const wrongKey = await hwr(['search', sought.word], { ...real, HWR_API_KEY: 'hwr_wrong' });
+    assert.equal(wrongKey.code, 5);
+    assert.match(wrongKey.stderr, /refused: 401/);
+    const down = await hwr(['search', sought.word], { ...real, HWR_URL: `http://127.0.0.1:${await freePort()}` });
+    assert.equal(down.code, 4);
+    assert.match(down.stderr, /unreachable/);
   });
 });
 
