@@ -54,6 +54,8 @@ const { values } = parseArgs({
 });
 const root = path.resolve(import.meta.dirname, '..');
 const cores = os.availableParallelism();
+/** Linux's USER_HZ, in which /proc/PID/stat counts CPU time. */
+const CLOCK_TICKS = 100;
 const work = await mkdtemp(path.join(os.tmpdir(), 'hwr-bench-throughput-'));
 
 try {
@@ -263,9 +265,6 @@ function treeCpuSeconds(root: number): number {
   for (const [pid, stat] of stats) if (inTree(pid)) ticks += stat.ticks;
   return ticks / CLOCK_TICKS;
 }
-
-/** Linux's USER_HZ, in which /proc/PID/stat counts CPU time. */
-const CLOCK_TICKS = 100;
 
 function rssMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
