@@ -77,15 +77,40 @@ export async function deleteSearchLines(db: Queryable, jobId: string): Promise<v
   await db.query('delete from search_lines where job_id = $1', [jobId]);
 }
 
-/** Done jobs still searchable whose lines are not indexed (after a rebuild from an older log, or a lost index). */
-export async function readUnindexedSearchJobs(db: Queryable, limit: number): Promise<string[]> {
+/** Done jobs still searchable (of one account, or all) whose lines are not indexed (after a rebuild from an older log, or a lost index). */
+export async function readUnindexedSearchJobs(db: Queryable, limit: number, accountId: string | null = null): Promise<string[]> {
   const result = await db.query<{ job_id: string }>(
     `select j.job_id from search_jobs j
-     where not exists (select 1 from search_lines l where l.job_id = j.job_id)
-     order by j.finished_at limit $1`,
-    [limit],
+     where not exists (select 1 from search_lines l where l.job_id = j.job_id) and ($2::uuid is null or j.account_id = $2::uuid)
+     order by j.finished_at, j.job_id limit $1`,
+    [limit, accountId],
   );
   return result.rows.map((row) => row.job_id);
+}
+
+/** Searchable jobs (of one account, or all; one job, or all) after `afterJobId`, by job id: a page of `limit`. */
+export async function readSearchJobs(
+  db: Queryable,
+  query: { accountId: string | null; jobId: string | null; afterJobId: string | null; limit: number },
+): Promise<string[]> {
+  const result = await db.query<{ job_id: string }>(
+    `select job_id from search_jobs
+     where ($1::uuid is null or account_id = $1::uuid) and ($2::uuid is null or job_id = $2::uuid) and ($3::uuid is null or job_id > $3::uuid)
+     order by job_id limit $4`,
+    [query.accountId, query.jobId, query.afterJobId, query.limit],
+  );
+  return result.rows.map((row) => row.job_id);
+}
+
+/** A digest of a job's indexed lines as stored (null: none), to tell whether a rewrite changed them. */
+export async function searchLinesDigest(db: Queryable, jobId: string): Promise<string | null> {
+  const result = await db.query<{ digest: string | null }>(
+    `select md5(string_agg(concat_ws(E'\\t', account_id, page_number, line_index, line_id, text, words::text, alternatives), E'\\n'
+       order by page_number, line_index)) as digest
+     from search_lines where job_id = $1`,
+    [jobId],
+  );
+  return result.rows[0]?.digest ?? null;
 }
 
 export interface SearchQuery {

@@ -29,7 +29,12 @@ const COMMANDS: Record<string, Command> = {
     load: () => import('./users.ts'),
   },
   jobs: { summary: 'jobs events JOB_ID               a job history as JSON lines', options: [], load: () => import('./jobs.ts') },
-  projections: { summary: 'projections rebuild|verify', options: [], load: () => import('./projections.ts') },
+  projections: {
+    summary:
+      'projections rebuild|verify | projections reindex-search [--all | --job ID] [--account NAME]   the search index from the stored results',
+    options: ['all', 'job', 'account'],
+    load: () => import('./projections.ts'),
+  },
   billing: {
     summary: 'billing [--account NAME] [--from DATE] [--to DATE]',
     options: ['account', 'from', 'to'],

@@ -2,7 +2,9 @@
 // job's stored page results (indexJobText, called by the export before JobSucceeded and by
 // reindexSearch), and the query the API and the CLI answer (searchAccount).
 import {
+  readSearchJobs,
   readUnindexedSearchJobs,
+  searchLinesDigest,
   searchLines,
   writeSearchLines,
   type SearchLineInput,
@@ -52,22 +54,58 @@ export async function indexJobText(
   return lines.length;
 }
 
-/** Indexes the searchable jobs that have no indexed lines (after a rebuild, a restore or an upgrade); returns them with their line counts. */
-export async function reindexSearch(deps: {
-  db: Database;
-  blobs: BlobStore;
-  bus: CommandBus;
-}): Promise<{ jobId: string; lines: number }[]> {
-  const done: { jobId: string; lines: number }[] = [];
+/** What reindexSearch does: which jobs, and whether their lines are rewritten when they have some. */
+export interface ReindexOptions {
+  /** Every searchable job's lines are read again from its stored page results and rewritten (default: only jobs without lines). */
+  all?: boolean;
+  /** Only this job (rewritten whether it has lines or not). */
+  jobId?: string | null;
+  /** Only this account's jobs. */
+  accountId?: string | null;
+}
+
+export interface ReindexedJob {
+  jobId: string;
+  lines: number;
+  /** Whether the rows written differ from those there before (none before counts as a change where the job has lines). */
+  changed: boolean;
+}
+
+/**
+ * Writes the index rows of searchable jobs from their stored page results: by default the jobs
+ * that have none (after a rebuild, a restore or an upgrade); with `all` or `jobId` the jobs named,
+ * whatever rows they have (rows deleted, altered or written by an older version); an operator's
+ * command (`hwr projections reindex-search`, docs/search.md).
+ */
+export async function reindexSearch(
+  deps: { db: Database; blobs: BlobStore; bus: CommandBus },
+  options: ReindexOptions = {},
+): Promise<ReindexedJob[]> {
+  const done: ReindexedJob[] = [];
+  const reindex = async (jobId: string) => {
+    const before = await searchLinesDigest(deps.db.pool, jobId);
+    const state = await deps.bus.loadJob(deps.db.pool, jobId);
+    const pages = state.pages.map((source) => ({ pageNumber: source.pageNumber, resultKey: state.completedPages[source.pageNumber] }));
+    const lines = await indexJobText(deps, { jobId, accountId: state.accountId, pages });
+    done.push({ jobId, lines, changed: (await searchLinesDigest(deps.db.pool, jobId)) !== before });
+  };
+  const accountId = options.accountId ?? null;
+  if (options.all || options.jobId) {
+    for (let after: string | null = null; ; ) {
+      const due = await readSearchJobs(deps.db.pool, { accountId, jobId: options.jobId ?? null, afterJobId: after, limit: 100 });
+      if (due.length === 0) return done;
+      for (const jobId of due) await reindex(jobId);
+      after = due[due.length - 1];
+    }
+  }
   const seen = new Set<string>();
   for (;;) {
-    const due = (await readUnindexedSearchJobs(deps.db.pool, 100)).filter((jobId) => !seen.has(jobId));
+    // A job whose results give no line stays without rows: seen once, not again.
+    const due = (await readUnindexedSearchJobs(deps.db.pool, 100 + seen.size, accountId)).filter((jobId) => !seen.has(jobId));
     if (due.length === 0) return done;
     for (const jobId of due) {
       seen.add(jobId);
-      const state = await deps.bus.loadJob(deps.db.pool, jobId);
-      const pages = state.pages.map((source) => ({ pageNumber: source.pageNumber, resultKey: state.completedPages[source.pageNumber] }));
-      done.push({ jobId, lines: await indexJobText(deps, { jobId, accountId: state.accountId, pages }) });
+      await reindex(jobId);
     }
   }
 }
