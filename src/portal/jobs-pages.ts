@@ -13,6 +13,7 @@ import type { PortalContext } from './portal-context.ts';
 import { listAccountJobs, readJobPages } from '../../projections/job-status.ts';
 import { PortalHttpError } from './errors.ts';
 import { timelineSection, trainSection } from './job-history.ts';
+import { portalIiifManifestUrl } from '../use-cases/iiif.ts';
 
 export const JOBS_PER_PAGE = 25;
 
@@ -71,6 +72,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
         // Page names in the data: bidirectional controls as JSON escapes (\u202e), never raw.
         html`<tr><td>${event.streamVersion}</td><td>${time(event.recordedAt)}</td><td>${event.type}</td><td><pre>${jsonWithoutBidiControls(event.data)}</pre></td><td>${event.metadata.actor ?? ''}</td></tr>`,
     );
+    const iiif = downloadable ? await iiifSection(job.job_id, session.accountId, events) : '';
     const flash = await pc.takeFlash(ctx);
     const history = await timelineSection(pc, session.accountId, job);
     const training = await trainSection(pc, session, job, pages);
@@ -82,7 +84,7 @@ export function registerJobPages(router: Router, pc: PortalContext): void {
 <dt>Submitted</dt><dd>${time(job.created_at)}</dd><dt>Finished</dt><dd>${time(job.finished_at)}</dd>${job.state === 'failed' || job.state === 'cancelled' ? '' : html`<dt>Result kept until</dt><dd>${time(job.expires_at)}</dd>`}</dl>
 ${job.error_message ? notice('error', showBidiControls(job.error_message)) : ''}${job.warning_message ? notice('warn', showBidiControls(job.warning_message)) : ''}
 ${job.state === 'queued' || job.state === 'processing' ? html`<form method="post" action="/portal/jobs/${job.job_id}/cancel" data-confirm="Cancel this job? Its pages stop being processed.">${csrfField(session.csrfToken)}<button type="submit" class="danger">Cancel the job</button></form>` : ''}
-${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}
+${downloadable ? html`<p><a href="/portal/jobs/${job.job_id}/result" download>Download the result (ZIP)</a></p>` : ''}${iiif}
 <h2>Pages</h2><ul class="thumbs">${thumbnails}</ul>
 ${history}
 <details class="raw-events"><summary>Raw events (JSON, for auditors)</summary>
@@ -93,6 +95,25 @@ ${history}
       flash.status ?? 200,
     );
   });
+
+  /**
+   * A done job's IIIF manifest (docs/iiif.md, "From the portal"): its signed URL to open or copy
+   * into a IIIF viewer, signed with an active key of the account (the submitting key first).
+   */
+  async function iiifSection(jobId: string, accountId: string, events: Awaited<ReturnType<typeof readStream>>) {
+    const queued = events.find((event) => event.type === 'JobQueued')?.data as { keyId?: string | null } | undefined;
+    const signed = await portalIiifManifestUrl(runtime.db.pool, runtime.config.baseUrl, {
+      jobId,
+      accountId,
+      submittedBy: queued?.keyId ?? null,
+    });
+    if (!signed)
+      return html`<section class="iiif" aria-labelledby="iiif-heading"><h2 id="iiif-heading">IIIF manifest</h2><p class="muted">A IIIF manifest of this job is signed with an API key of the account, and it has none that is active: <a href="/portal/settings/keys">create one</a>.</p></section>`;
+    return html`<section class="iiif" aria-labelledby="iiif-heading"><h2 id="iiif-heading">IIIF manifest</h2>
+<p>For Mirador, Universal Viewer or any IIIF viewer: the pages, their lines and words as annotations, and search. <a href="${signed.url}" target="_blank" rel="noopener noreferrer" data-iiif-manifest>Open the manifest</a> <button type="button" class="quiet" data-copy="iiif-manifest-url" hidden>Copy the address</button></p>
+<p class="secret" id="iiif-manifest-url">${signed.url}</p>
+<p class="muted">Signed with the API key <q>${signed.keyLabel}</q> (<code>${signed.keyPrefix}…</code>); it works until ${time(signed.expiresAt)} for anyone who has it, and ends at once if that key is revoked. Reload this page for a fresh one.</p></section>`;
+  }
 
   router.post('/portal/jobs/:jobId/cancel', async (ctx) => {
     const session = await pc.requireSession(ctx);

@@ -3,7 +3,7 @@
 // corrections applied), and the page pixels the Image API cuts from, decoded once and cached.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readPageCorrections } from '../../projections/corrections.ts';
-import { findActiveKeyById } from '../../projections/api-keys.ts';
+import { findActiveKeyById, listAccountKeys } from '../../projections/api-keys.ts';
 import { readJobPages, type JobStatusRow } from '../../projections/job-status.ts';
 import { BlobNotFoundError, type BlobStore } from '../blobs/blob-store.ts';
 import type { Database, Queryable } from '../db/database.ts';
@@ -39,6 +39,31 @@ function signature(jobId: string, signer: IiifSigner, expires: number): string {
   return createHmac('sha256', Buffer.from(signer.keyHash, 'hex'))
     .update(`hwr-iiif/1\n${jobId}\n${signer.keyId}\n${expires}`)
     .digest('base64url');
+}
+
+/** Where a job's signed IIIF URLs start: `<base>/v1/process-scan/<job>/iiif/<token>` (the manifest is `…/manifest`). */
+export function signedIiifBase(baseUrl: string, jobId: string, token: string): string {
+  return `${baseUrl.replace(/\/$/, '')}/v1/process-scan/${jobId}/iiif/${token}`;
+}
+
+/**
+ * The signed manifest URL the portal offers for a done job (docs/iiif.md, "From the portal"; ADR
+ * 0041): signed as GET …/iiif/manifest signs for a key, with the key that submitted the job while
+ * it is active, else the account's newest active key; null where the account has none. Revoking
+ * that key ends the URL, as for a URL the key fetched itself.
+ */
+export async function portalIiifManifestUrl(
+  db: Queryable,
+  baseUrl: string,
+  job: { jobId: string; accountId: string; submittedBy: string | null },
+  ttlSeconds = IIIF_URL_TTL_SECONDS,
+): Promise<{ url: string; expiresAt: Date; keyLabel: string; keyPrefix: string } | null> {
+  const keys = (await listAccountKeys(db, job.accountId)).filter((key) => key.revoked_at === null);
+  const chosen = keys.find((key) => key.key_id === job.submittedBy) ?? keys.at(-1);
+  const signer = chosen && (await findActiveKeyById(db, chosen.key_id));
+  if (!chosen || !signer || signer.account_id !== job.accountId) return null;
+  const { token, expiresAt } = signIiifToken(job.jobId, { keyId: signer.key_id, keyHash: signer.key_hash }, ttlSeconds);
+  return { url: `${signedIiifBase(baseUrl, job.jobId, token)}/manifest`, expiresAt, keyLabel: chosen.label, keyPrefix: chosen.prefix };
 }
 
 export type IiifTokenCheck =

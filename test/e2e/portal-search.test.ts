@@ -4,12 +4,15 @@
 // with its line marked (escaped), the job and page, and a thumbnail cut from the page image around
 // the line (cached, 304 on its ETag, the account's only); fuzzy; pages of results by cursor; the
 // viewer opened at the hit's line with it selected and the matched words marked on the image and
-// in the text; another account's words never found.
+// in the text; another account's words never found. Last, the done job's page offers its signed
+// IIIF manifest URL (docs/iiif.md, "From the portal"), signed with the submitting key, then with
+// another when that one is revoked.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, test } from 'node:test';
 import sharp from 'sharp';
 import { createExportPipeline } from '../../src/pipeline/export-pipeline.ts';
+import { createApiKey, revokeApiKey } from '../../src/use-cases/accounts.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { groundTruthSearchPipeline, SEARCH_PAGES } from '../support/ground-truth-search-pages.ts';
 import { type Auth, createCredentials, makeZip, startApiServer, waitForState } from '../support/http-client.ts';
@@ -20,7 +23,8 @@ const server = await startApiServer(await createTestDatabase(), {
 });
 after(() => server.close());
 const { client, runtime, baseUrl } = server;
-const owner: Auth = { key: (await createCredentials(runtime, 'searchers')).key };
+const ownerCredentials = await createCredentials(runtime, 'searchers');
+const owner: Auth = { key: ownerCredentials.key };
 const stranger: Auth = { key: (await createCredentials(runtime, 'strangers')).key };
 
 async function runJob(auth: Auth): Promise<string> {
@@ -189,4 +193,43 @@ test("a person's correction is found and marked in the results and the viewer", 
   assert.match(hits[0].about, / · corrected/);
   const viewer = await view(user, hits[0].href.replace(/#.*$/, ''));
   assert.match(viewer.text, /<a class="line-text" href="#line-[^"]+">[^<]*<mark class="hit">Quincey<\/mark> & &#34;Art&#34;/);
+});
+
+// Last: it revokes the key the jobs were submitted with.
+test('the job page offers the signed IIIF manifest: it opens without a key; signed with the submitting key, then another when it is revoked; with none, the page says to create one', async () => {
+  const manifestOf = async () => {
+    const page = await view(user, `/portal/jobs/${jobs[0]}`);
+    assert.equal(page.status, 200);
+    const link = /<a href="([^"]+)" target="_blank" rel="noopener noreferrer" data-iiif-manifest>Open the manifest<\/a>/.exec(page.text);
+    return { page: page.text, url: link?.[1] ?? null };
+  };
+  const first = await manifestOf();
+  assert.ok(first.url, 'a manifest link');
+  assert.match(
+    first.url,
+    new RegExp(`^${baseUrl}/v1/process-scan/${jobs[0]}/iiif/${ownerCredentials.keyId}\\.\\d+\\.[\\w-]{43}/manifest$`),
+  );
+  assert.ok(first.page.includes(`<p class="secret" id="iiif-manifest-url">${first.url}</p>`));
+  assert.match(first.page, /data-copy="iiif-manifest-url"/);
+  assert.match(first.page, /Signed with the API key <q>test key<\/q>/);
+  // A viewer's plain GET: no key, no cookie.
+  const manifest = await fetch(first.url);
+  assert.equal(manifest.status, 200);
+  const body = (await manifest.json()) as { id: string; type: string; items: unknown[] };
+  assert.equal(body.type, 'Manifest');
+  assert.equal(body.id, first.url);
+  assert.equal(body.items.length, 2);
+
+  const spare = await createApiKey(runtime.bus, 'searchers', 'publishing', 'test');
+  assert.ok((await manifestOf()).url?.includes(`/iiif/${ownerCredentials.keyId}.`), 'the submitting key while it is active');
+  await revokeApiKey(runtime.bus, ownerCredentials.keyId, 'test');
+  assert.equal((await fetch(first.url)).status, 401, 'revoking the key ends its URL');
+  const second = await manifestOf();
+  assert.ok(second.url?.includes(`/iiif/${spare.keyId}.`), String(second.url));
+  assert.match(second.page, /Signed with the API key <q>publishing<\/q>/);
+  assert.equal((await fetch(second.url!)).status, 200);
+  await revokeApiKey(runtime.bus, spare.keyId, 'test');
+  const none = await manifestOf();
+  assert.equal(none.url, null);
+  assert.match(none.page, /it has none that is active: <a href="\/portal\/settings\/keys">create one<\/a>/);
 });

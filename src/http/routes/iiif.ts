@@ -26,6 +26,7 @@ import {
   iiifPages,
   pagePixels,
   renderedImages,
+  signedIiifBase,
   signIiifToken,
 } from '../../use-cases/iiif.ts';
 import { type AuthContext, type Authenticate, presentedKeyHash } from '../authenticate.ts';
@@ -44,7 +45,7 @@ export function registerIiifRoutes(router: Router, runtime: Runtime, authenticat
 
   function urlsFor(jobId: string, token: string): IiifUrls {
     const plain = `${base}/v1/process-scan/${jobId}/iiif`;
-    const signed = `${plain}/${token}`;
+    const signed = signedIiifBase(base, jobId, token);
     return {
       manifest: `${signed}/manifest`,
       canvas: (page) => `${plain}/canvas/${page}`,
