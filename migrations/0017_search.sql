@@ -19,7 +19,7 @@ create table search_jobs (
 create index search_jobs_account on search_jobs (account_id);
 
 -- The index of the machine's reading: one row per line of a done job's stored page results,
--- written by the export before JobSucceeded (and again by `hwr search reindex`), deleted with the
+-- written by the export before JobSucceeded (and again by `hwr projections reindex-search`), deleted with the
 -- job's files at expiry. `words`: the line's words (text, box, confidence, alternatives);
 -- `alternatives`: their alternative readings, space-separated; `terms`: the folded text and
 -- alternatives (fuzzy matches); `tsv`: the line's words (weight A), then the alternatives (D).
