@@ -32,8 +32,11 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** `role`: `all` (the default, as `npm start`) or `api` (then start workers with `startWorker`). */
-export async function startService(env: Record<string, string>, role: 'all' | 'api' = 'all'): Promise<Service> {
+/**
+ * `role`: `all` (the default, as `npm start`) or `api` (then start workers with `startWorker`);
+ * `checkout`: the service of another checkout (a git worktree of an earlier commit) instead of this one.
+ */
+export async function startService(env: Record<string, string>, role: 'all' | 'api' = 'all', checkout = root): Promise<Service> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'hwr-bench-service-'));
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -49,7 +52,7 @@ export async function startService(env: Record<string, string>, role: 'all' | 'a
     ...env,
   };
   const child = spawn(process.execPath, ['src/cli/main.ts', 'serve', '--role', role], {
-    cwd: root,
+    cwd: checkout,
     env: serviceEnv,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
