@@ -11,6 +11,7 @@ import {
   EVIDENCE_GUARD,
   evidenceGuard,
   type LineGuardSettings,
+  type SupportedPageBounds,
 } from '../recognition/correction/settings.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -381,9 +382,39 @@ function lineGuardConfig(read: EnvReader): LineGuardSettings {
     maxLossPerEdit: read.number('CORRECTION_MAX_LOSS_PER_EDIT', EVIDENCE_GUARD.maxLossPerEdit, 0, 1000),
     framelessMaxEditRatio: read.number('CORRECTION_FRAMELESS_MAX_EDIT_RATIO', EVIDENCE_GUARD.framelessMaxEditRatio, 0, 1),
     maxDroppedRun: read.number('CORRECTION_MAX_DROPPED_RUN', EVIDENCE_GUARD.maxDroppedRun, 0, 10_000),
+    maxDroppedInk: read.number('CORRECTION_MAX_DROPPED_INK', EVIDENCE_GUARD.maxDroppedInk, 0, 1e6),
+    supportedPage: supportedPageConfig(read),
   };
   const bestMaxLoss = read.number('CORRECTION_MAX_LOSS_PER_CHAR_BEST_IMAGE', base.maxLossPerChar, 0, 100);
   return evidenceGuard(base, { ...base, maxLossPerChar: bestMaxLoss });
+}
+
+/** The evidence guard's looser bounds on a page the image supports; a share of 1 turns them off (no line over the bounds is then left). */
+function supportedPageConfig(read: EnvReader): SupportedPageBounds | null {
+  const defaults = EVIDENCE_GUARD.supportedPage;
+  const minShare = read.number('CORRECTION_SUPPORTED_PAGE_SHARE', defaults?.minShare ?? 1, 0, 1);
+  if (minShare >= 1) return null;
+  return {
+    minShare,
+    maxLossPerChar: read.number(
+      'CORRECTION_SUPPORTED_MAX_LOSS_PER_CHAR',
+      defaults?.maxLossPerChar ?? EVIDENCE_GUARD.maxLossPerChar,
+      0,
+      100,
+    ),
+    confidenceSlack: read.number(
+      'CORRECTION_SUPPORTED_LOSS_CONFIDENCE_SLACK',
+      defaults?.confidenceSlack ?? EVIDENCE_GUARD.confidenceSlack,
+      0,
+      100,
+    ),
+    maxLossPerEdit: read.number(
+      'CORRECTION_SUPPORTED_MAX_LOSS_PER_EDIT',
+      defaults?.maxLossPerEdit ?? EVIDENCE_GUARD.maxLossPerEdit,
+      0,
+      1000,
+    ),
+  };
 }
 
 function recognitionConfig(read: EnvReader, cores: number): Config['recognition'] {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { ctcAlignment, ctcLogLikelihood, type LineFrames, textLabels } from '../../src/recognition/decoding/ctc-score.ts';
 import type { CharacterClasses } from '../../src/recognition/models/charset.ts';
-import { checkLineEvidence, droppedCharacters, lineEvidence } from '../../src/recognition/correction/line-evidence.ts';
+import { checkLineEvidence, checkPageEvidence, droppedCharacters, lineEvidence } from '../../src/recognition/correction/line-evidence.ts';
 import { EVIDENCE_GUARD } from '../../src/recognition/correction/settings.ts';
 
 // Real line logits of a val page (train/ctc_fixture.ts) with PyTorch's ctc_loss of each text (train/ctc_reference.py).
@@ -91,8 +91,11 @@ test('the likeliest path: each label on its own frames, in order, and the same p
   assert.deepEqual(Array.from(ctcAlignment(frames, 'ab')?.path ?? []), [0, -1, 1, 1, -1]);
   // "a" alone leaves b's frames to blanks: one character dropped
   assert.deepEqual(Array.from(ctcAlignment(frames, 'a')?.path ?? []), [0, -1, -1, -1, -1]);
-  assert.deepEqual(droppedCharacters(frames, 'ab', 'a'), { dropped: 1, longestRun: 1 });
-  assert.deepEqual(droppedCharacters(frames, 'ab', 'ab'), { dropped: 0, longestRun: 0 });
+  // b's ink: ln(0.8 / 0.1) + ln(0.7 / 0.2) over its two frames
+  const cut = droppedCharacters(frames, 'ab', 'a');
+  assert.deepEqual({ dropped: cut.dropped, longestRun: cut.longestRun }, { dropped: 1, longestRun: 1 });
+  assert.ok(Math.abs(cut.droppedInk - (Math.log(8) + Math.log(3.5))) < 1e-6, String(cut.droppedInk));
+  assert.deepEqual(droppedCharacters(frames, 'ab', 'ab'), { dropped: 0, longestRun: 0, droppedInk: 0 });
   // six labels cannot fit five frames
   assert.equal(ctcAlignment(frames, 'aaaaaa'), null);
 });
@@ -101,11 +104,84 @@ test('real lines: the true text leaves no run of recognised characters unexplain
   for (const line of fixture.lines) {
     const [recognised, truth, , short] = line.texts;
     const frames = framesOf(line);
-    assert.deepEqual(droppedCharacters(frames, recognised, recognised), { dropped: 0, longestRun: 0 });
+    assert.deepEqual(droppedCharacters(frames, recognised, recognised), { dropped: 0, longestRun: 0, droppedInk: 0 });
     assert.ok(droppedCharacters(frames, recognised, truth).longestRun <= EVIDENCE_GUARD.maxDroppedRun, `${line.id}: "${truth}"`);
     const cut = droppedCharacters(frames, recognised, short);
     // the path of the shorter text may stretch its last characters over the cut-off ink: the run is shorter than the cut
     assert.ok(cut.dropped >= Array.from(recognised).length - Array.from(short).length - 2, `${line.id}: "${short}" ${JSON.stringify(cut)}`);
-    assert.ok(cut.longestRun > EVIDENCE_GUARD.maxDroppedRun, `${line.id}: "${short}" ${JSON.stringify(cut)}`);
+    assert.ok(
+      cut.longestRun > EVIDENCE_GUARD.maxDroppedRun || cut.droppedInk > EVIDENCE_GUARD.maxDroppedInk,
+      `${line.id}: "${short}" ${JSON.stringify(cut)}`,
+    );
+    assert.ok(cut.droppedInk > EVIDENCE_GUARD.maxDroppedInk, `${line.id}: "${short}" ${JSON.stringify(cut)}`);
   }
+});
+
+test('a page the image supports: a line over the bounds is judged by the looser ones; on a page it contradicts, not', () => {
+  const tiny: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
+  // each line: three frames reading "a" clearly, then two that read "b" but could be "a"
+  const rows = [
+    [0.05, 0.9, 0.05],
+    [0.9, 0.05, 0.05],
+    [0.05, 0.9, 0.05],
+    [0.1, 0.3, 0.6],
+    [0.1, 0.3, 0.6],
+  ];
+  const frames: LineFrames = { scores: Float32Array.from(rows.flat()), steps: 5, logits: false, classes: tiny };
+  const lines = ['l1', 'l2', 'l3'].map((id) => ({ id, text: 'aab', confidence: 0.9 }));
+  const frameMap = new Map(lines.map((line) => [line.id, frames]));
+  // against "aab": "aa" and "ab" lose 0.78 and 0.82 nats a character, "aaa" 1.04, "bbb" 2.73
+  const settings = {
+    ...EVIDENCE_GUARD,
+    maxLossPerChar: 0.9,
+    confidenceSlack: 0,
+    maxLossPerEdit: Number.POSITIVE_INFINITY,
+    supportedPage: { minShare: 0.6, maxLossPerChar: 2, confidenceSlack: 0, maxLossPerEdit: Number.POSITIVE_INFINITY },
+  };
+  assert.ok(Math.abs(lineEvidence(frames, 'aab', 'aaa').lossPerChar - 1.036) < 1e-3);
+  // two lines the bounds accept, one over them
+  const supported = checkPageEvidence(
+    lines,
+    new Map([
+      ['l1', 'aa'],
+      ['l2', 'ab'],
+      ['l3', 'aaa'],
+    ]),
+    frameMap,
+    settings,
+  );
+  assert.deepEqual(
+    [...supported.values()].map((verdict) => verdict.accept),
+    [true, true, true],
+  );
+  // one line of three passes: the page is not supported, the line over the bounds is refused
+  const contradicted = checkPageEvidence(
+    lines,
+    new Map([
+      ['l1', 'aa'],
+      ['l2', 'bbb'],
+      ['l3', 'aaa'],
+    ]),
+    frameMap,
+    settings,
+  );
+  assert.deepEqual(
+    [...contradicted.values()].map((verdict) => verdict.accept),
+    [true, false, false],
+  );
+  const refused = contradicted.get('l3');
+  assert.match(refused?.accept === false ? refused.reason : '', /^image likelihood lost \d+\.\d\d per character, over \d+\.\d\d$/);
+  // the looser bounds have their limit too
+  const tight = { ...settings, supportedPage: { ...settings.supportedPage, maxLossPerChar: 1 } };
+  const over = checkPageEvidence(
+    lines,
+    new Map([
+      ['l1', 'aa'],
+      ['l2', 'ab'],
+      ['l3', 'aaa'],
+    ]),
+    frameMap,
+    tight,
+  ).get('l3');
+  assert.match(over?.accept === false ? over.reason : '', /over the bounds of a page the image supports \(2 of its 3 lines pass\)/);
 });

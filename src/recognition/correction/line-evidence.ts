@@ -26,6 +26,27 @@ export interface EvidenceGuardSettings {
    * (droppedCharacters): a truncated line drops its end in one run. Infinity: not checked.
    */
   maxDroppedRun: number;
+  /**
+   * The most ink one run of dropped recognised characters may hold (droppedCharacters' droppedInk,
+   * ln). Infinity: not checked.
+   */
+  maxDroppedInk: number;
+  /** Looser likelihood bounds on a page whose answer the image supports (checkPageEvidence); null: none. */
+  supportedPage: SupportedPageBounds | null;
+}
+
+/**
+ * A page whose answer the image supports: at least `minShare` of its changed lines that the frames
+ * can judge pass the bounds above. Its lines over those bounds may lose up to these instead (the
+ * dropped-character checks still apply): a model right on most of a page is right on its hard lines
+ * more often than one the image contradicts throughout, and its hard lines are the ones our reading
+ * got most wrong, whose true text the frames support least.
+ */
+export interface SupportedPageBounds {
+  minShare: number;
+  maxLossPerChar: number;
+  confidenceSlack: number;
+  maxLossPerEdit: number;
 }
 
 export interface LineEvidence {
@@ -63,31 +84,48 @@ export function lineEvidence(frames: LineFrames, recognised: string, corrected: 
  * from); one whose frames all fall to blanks on the corrected text's likeliest path is dropped. A
  * truncated correction drops the characters at the line's end in a row, where a misreading undone
  * drops one here and there. `longestRun`: the most dropped characters in a row (spaces included
- * where the recognizer writes them).
+ * where the recognizer writes them). `droppedInk`: the most ink one run of dropped characters held,
+ * summed over their frames as how much likelier their labels were there than a blank (ln): a word
+ * written clearly and dropped weighs more than stray strokes read as text.
  */
-export function droppedCharacters(frames: LineFrames, recognised: string, corrected: string): { dropped: number; longestRun: number } {
+export function droppedCharacters(
+  frames: LineFrames,
+  recognised: string,
+  corrected: string,
+): { dropped: number; longestRun: number; droppedInk: number } {
   const before = ctcAlignment(frames, recognised);
   const after = ctcAlignment(frames, corrected);
-  if (!before || !after) return { dropped: 0, longestRun: 0 };
+  if (!before || !after) return { dropped: 0, longestRun: 0, droppedInk: 0 };
   const kept = new Uint8Array(before.labels);
+  const ink = new Float64Array(before.labels);
   before.path.forEach((label, t) => {
-    if (label >= 0 && after.path[t] >= 0) kept[label] = 1;
+    if (label < 0) return;
+    ink[label] += before.ink[t];
+    if (after.path[t] >= 0) kept[label] = 1;
   });
   let dropped = 0;
   let run = 0;
+  let runInk = 0;
   let longestRun = 0;
-  for (const one of kept) {
+  let droppedInk = 0;
+  kept.forEach((one, label) => {
     run = one ? 0 : run + 1;
+    runInk = one ? 0 : runInk + ink[label];
     if (!one) dropped += 1;
     longestRun = Math.max(longestRun, run);
-  }
-  return { dropped, longestRun };
+    droppedInk = Math.max(droppedInk, runInk);
+  });
+  return { dropped, longestRun, droppedInk };
 }
 
 /** The most loss per character a line of this confidence may take. */
-export function allowedLoss(confidence: number, settings: EvidenceGuardSettings): number {
+export function allowedLoss(confidence: number, settings: Pick<EvidenceGuardSettings, 'maxLossPerChar' | 'confidenceSlack'>): number {
   return settings.maxLossPerChar + settings.confidenceSlack * Math.max(0, 1 - confidence);
 }
+
+type LineJudgement =
+  | { verdict: LineVerdict; judged: false }
+  | { verdict: LineVerdict; judged: true; evidence: LineEvidence; overLikelihood: boolean };
 
 /**
  * The verdict on one changed line: by its frames where it has them and the recognizer can write
@@ -99,33 +137,101 @@ export function checkLineEvidence(
   frames: LineFrames | undefined,
   settings: EvidenceGuardSettings,
 ): LineVerdict {
+  return judgeLine(line, corrected, frames, settings).verdict;
+}
+
+/**
+ * The verdicts on a page's changed lines (`proposed`: line id to corrected text): each line by
+ * checkLineEvidence; then, on a page whose answer the image supports (settings.supportedPage), the
+ * lines refused by the likelihood bounds alone are judged again by the looser ones.
+ */
+export function checkPageEvidence(
+  lines: readonly { id: string; text: string; confidence: number }[],
+  proposed: ReadonlyMap<string, string>,
+  frames: ReadonlyMap<string, LineFrames>,
+  settings: EvidenceGuardSettings,
+): Map<string, LineVerdict> {
+  const judgements = new Map<string, LineJudgement>();
+  for (const line of lines) {
+    const corrected = proposed.get(line.id);
+    if (corrected !== undefined) judgements.set(line.id, judgeLine(line, corrected, frames.get(line.id), settings));
+  }
+  const judged = [...judgements.values()].filter((judgement) => judgement.judged);
+  const accepted = judged.filter((judgement) => judgement.verdict.accept).length;
+  const support = settings.supportedPage;
+  const supported = support !== null && judged.length > 0 && accepted >= support.minShare * judged.length;
+  const verdicts = new Map<string, LineVerdict>();
+  for (const line of lines) {
+    const judgement = judgements.get(line.id);
+    if (!judgement) continue;
+    let verdict = judgement.verdict;
+    if (supported && judgement.judged && judgement.overLikelihood) {
+      const { evidence } = judgement;
+      const allowed = allowedLoss(line.confidence, support);
+      if (evidence.lossPerChar <= allowed && evidence.lossPerEdit <= support.maxLossPerEdit) {
+        const dropped = droppedCheck(frames.get(line.id) as LineFrames, line.text, proposed.get(line.id) as string, settings);
+        verdict = dropped ?? { accept: true };
+      } else {
+        verdict = {
+          accept: false,
+          reason: `${(judgement.verdict as { reason: string }).reason}, and over the bounds of a page the image supports (${accepted} of its ${judged.length} lines pass)`,
+        };
+      }
+    }
+    verdicts.set(line.id, verdict);
+  }
+  return verdicts;
+}
+
+function judgeLine(
+  line: { text: string; confidence: number },
+  corrected: string,
+  frames: LineFrames | undefined,
+  settings: EvidenceGuardSettings,
+): LineJudgement {
   if (frames) {
     const evidence = lineEvidence(frames, line.text, corrected);
     if (evidence.unknown * 3 <= evidence.characters) {
       const allowed = allowedLoss(line.confidence, settings);
       if (evidence.lossPerChar > allowed) {
         const loss = Number.isFinite(evidence.lossPerChar) ? evidence.lossPerChar.toFixed(2) : 'all';
-        return { accept: false, reason: `image likelihood lost ${loss} per character, over ${allowed.toFixed(2)}` };
+        const reason = `image likelihood lost ${loss} per character, over ${allowed.toFixed(2)}`;
+        return { verdict: { accept: false, reason }, judged: true, evidence, overLikelihood: true };
       }
       if (evidence.lossPerEdit > settings.maxLossPerEdit) {
-        return {
-          accept: false,
-          reason: `image likelihood lost ${evidence.lossPerEdit.toFixed(2)} per character edited, over ${settings.maxLossPerEdit}`,
-        };
+        const reason = `image likelihood lost ${evidence.lossPerEdit.toFixed(2)} per character edited, over ${settings.maxLossPerEdit}`;
+        return { verdict: { accept: false, reason }, judged: true, evidence, overLikelihood: true };
       }
-      if (Number.isFinite(settings.maxDroppedRun)) {
-        const { longestRun } = droppedCharacters(frames, line.text, corrected);
-        if (longestRun > settings.maxDroppedRun)
-          return { accept: false, reason: `${longestRun} recognised characters in a row left unexplained, over ${settings.maxDroppedRun}` };
-      }
-      return { accept: true };
+      return {
+        verdict: droppedCheck(frames, line.text, corrected, settings) ?? { accept: true },
+        judged: true,
+        evidence,
+        overLikelihood: false,
+      };
     }
   }
-  if (editDistance(line.text, corrected) <= 1) return { accept: true };
+  if (editDistance(line.text, corrected) <= 1) return { verdict: { accept: true }, judged: false };
   const ratio = editRatio(line.text, corrected);
-  if (ratio <= settings.framelessMaxEditRatio) return { accept: true };
+  if (ratio <= settings.framelessMaxEditRatio) return { verdict: { accept: true }, judged: false };
   return {
-    accept: false,
-    reason: `edit ratio ${ratio.toFixed(2)} over ${settings.framelessMaxEditRatio} (no image evidence for the line)`,
+    verdict: {
+      accept: false,
+      reason: `edit ratio ${ratio.toFixed(2)} over ${settings.framelessMaxEditRatio} (no image evidence for the line)`,
+    },
+    judged: false,
   };
+}
+
+/** The refusal for ink the corrected text leaves unexplained (droppedCharacters), or null. */
+function droppedCheck(frames: LineFrames, recognised: string, corrected: string, settings: EvidenceGuardSettings): LineVerdict | null {
+  if (!Number.isFinite(settings.maxDroppedRun) && !Number.isFinite(settings.maxDroppedInk)) return null;
+  const { longestRun, droppedInk } = droppedCharacters(frames, recognised, corrected);
+  if (longestRun > settings.maxDroppedRun)
+    return { accept: false, reason: `${longestRun} recognised characters in a row left unexplained, over ${settings.maxDroppedRun}` };
+  if (droppedInk > settings.maxDroppedInk)
+    return {
+      accept: false,
+      reason: `recognised ink of ${droppedInk.toFixed(1)} left unexplained in a row, over ${settings.maxDroppedInk}`,
+    };
+  return null;
 }

@@ -5,7 +5,7 @@ import type { CorrectionInfo, PageResult, TextLine } from '../page/page-result.t
 import { allLines } from '../page/page-result.ts';
 import type { CorrectionInput, PageCorrector } from './corrector.ts';
 import { checkAnswer, checkLineEdit, normalizeLineText, type LineVerdict } from './guards.ts';
-import { checkLineEvidence } from './line-evidence.ts';
+import { checkPageEvidence } from './line-evidence.ts';
 import type { LineFrames } from '../decoding/ctc-score.ts';
 import type { LlmTier } from '../../shared/job-options.ts';
 import { pageImageOf, type PageImage } from './page-image.ts';
@@ -96,34 +96,47 @@ export class LlmCorrector implements PageCorrector {
 
   /**
    * The line guard for this page: by the lines' frames where recognition kept them (lines without:
-   * framelessMaxEditRatio); by maxEditRatio when the guard is 'edit-ratio' or the page has no frames.
+   * framelessMaxEditRatio; a page the image supports: looser bounds, checkPageEvidence); by
+   * maxEditRatio when the guard is 'edit-ratio' or the page has no frames.
    */
-  private lineJudge(tier: LlmTier, withImage: boolean, frames: ReadonlyMap<string, LineFrames> | undefined): LineJudge {
+  private lineJudge(tier: LlmTier, withImage: boolean, frames: ReadonlyMap<string, LineFrames> | undefined): PageJudge {
     const guard = this.settings.lineGuard;
     // A page without frames (corrected from a stored result, not after its recognition) has no image evidence at all.
     if (guard.kind === 'edit-ratio' || !frames || frames.size === 0)
-      return (line, proposed) => checkLineEdit(line.text, proposed, this.settings.maxEditRatio);
+      return (lines, proposed) =>
+        new Map(
+          lines
+            .filter((line) => proposed.has(line.id))
+            .map((line) => [line.id, checkLineEdit(line.text, proposed.get(line.id) as string, this.settings.maxEditRatio)]),
+        );
     const settings = guard.tiers[tier === 'best' && withImage ? 'bestWithImage' : tier];
-    return (line, proposed) => checkLineEvidence(line, proposed, frames?.get(line.id), settings);
+    return (lines, proposed) => checkPageEvidence(lines, proposed, frames, settings);
   }
 }
 
-type LineJudge = (line: TextLine, proposed: string) => LineVerdict;
+/** The verdicts on a page's changed lines (`proposed`: line id to its corrected text). */
+type PageJudge = (lines: readonly TextLine[], proposed: ReadonlyMap<string, string>) => Map<string, LineVerdict>;
 
 /** Applies accepted line texts in place; returns the lines a guard refused. */
-function applyCorrections(lines: TextLine[], texts: Map<string, string>, judge: LineJudge): CorrectionInfo['refusedLines'] {
+function applyCorrections(lines: TextLine[], texts: Map<string, string>, judge: PageJudge): CorrectionInfo['refusedLines'] {
+  const proposed = new Map<string, string>();
+  for (const line of lines) {
+    const text = normalizeLineText(texts.get(line.id) ?? line.text);
+    if (text !== normalizeLineText(line.text)) proposed.set(line.id, text);
+  }
+  const verdicts = judge(lines, proposed);
   const refused: CorrectionInfo['refusedLines'] = [];
   for (const line of lines) {
-    const proposed = normalizeLineText(texts.get(line.id) ?? line.text);
-    if (proposed === normalizeLineText(line.text)) continue;
-    const verdict = judge(line, proposed);
+    const text = proposed.get(line.id);
+    const verdict = verdicts.get(line.id);
+    if (text === undefined || !verdict) continue;
     if (!verdict.accept) {
       refused.push({ id: line.id, reason: verdict.reason });
       continue;
     }
-    line.words = realignWords(line, proposed);
+    line.words = realignWords(line, text);
     line.recognizedText ??= line.text;
-    line.text = proposed;
+    line.text = text;
   }
   return refused;
 }

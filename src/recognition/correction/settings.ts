@@ -3,7 +3,9 @@
 // them loads no provider SDK.
 
 import type { LlmTier } from '../../shared/job-options.ts';
-import type { EvidenceGuardSettings } from './line-evidence.ts';
+import type { EvidenceGuardSettings, SupportedPageBounds } from './line-evidence.ts';
+
+export type { SupportedPageBounds };
 
 export const CORRECTION_PROVIDERS = ['gemini', 'openai'] as const;
 export type CorrectionProviderName = (typeof CORRECTION_PROVIDERS)[number];
@@ -55,6 +57,8 @@ export const EVIDENCE_GUARD: EvidenceGuardSettings = {
   maxLossPerEdit: 6,
   framelessMaxEditRatio: 0,
   maxDroppedRun: 4,
+  maxDroppedInk: 10,
+  supportedPage: { minShare: 0.8, maxLossPerChar: 2.25, confidenceSlack: 2, maxLossPerEdit: 12 },
 };
 
 export function evidenceGuard(base: EvidenceGuardSettings, bestWithImage: EvidenceGuardSettings = base): LineGuardSettings {

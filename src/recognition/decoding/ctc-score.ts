@@ -182,7 +182,7 @@ export function ctcAlignment(frames: LineFrames, text: string): CtcAlignment | n
   const { steps } = frames;
   const blank = frames.classes.blank;
   const size = 2 * labels.length + 1;
-  if (steps === 0) return labels.length === 0 ? { path: new Int32Array(0), labels: 0 } : null;
+  if (steps === 0) return labels.length === 0 ? { path: new Int32Array(0), labels: 0, ink: new Float64Array(0) } : null;
   const symbol = (s: number): number => (s % 2 === 0 ? blank : labels[(s - 1) / 2]);
   const emit = (t: number, s: number): number => {
     const label = symbol(s);
@@ -219,11 +219,13 @@ export function ctcAlignment(frames: LineFrames, text: string): CtcAlignment | n
   let state = size > 1 && score[size - 2] > score[size - 1] ? size - 2 : size - 1;
   if (score[state] === NEG) return null;
   const path = new Int32Array(steps);
+  const ink = new Float64Array(steps);
   for (let t = steps - 1; t >= 0; t -= 1) {
     path[t] = state % 2 === 0 ? -1 : (state - 1) / 2;
+    if (path[t] >= 0) ink[t] = Math.max(0, emit(t, state) - log[t * count + blank]);
     if (t > 0) state -= back[t * size + state];
   }
-  return { path, labels: labels.length };
+  return { path, labels: labels.length, ink };
 }
 
 export interface CtcAlignment {
@@ -231,4 +233,9 @@ export interface CtcAlignment {
   path: Int32Array;
   /** The text's labels. */
   labels: number;
+  /**
+   * Per frame, how much likelier the path's label is there than a blank (ln, at least 0; 0 at
+   * blanks): how clearly the frame shows ink that label was read from.
+   */
+  ink: Float64Array;
 }
