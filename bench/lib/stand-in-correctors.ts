@@ -10,18 +10,46 @@
 //   shifting       each line gets the closest ground-truth line of the next line (text moved up a line)
 //   hallucinating  each line gets a fluent line of another document, of about its length
 //   truncating     the same as perfect with its last third of words left out
+//   guessing       perfect where our reading is close (edit ratio to the true line at most 0.3), and
+//                  where it is far, a fluent line of another document of about its length: a model
+//                  right on the lines it can read that makes up the ones it cannot (what a text-only
+//                  model does with a badly read line); its pages look supported, its guesses are not
+//
+// For choosing thresholds only, truncations of other lengths (TRUNCATIONS: the last word, the last
+// quarter, the last half of the words left out): a real model cuts anywhere.
 //
 // Ground truth is given as the scoring level's text (bench/lib/text-metrics.ts normaliseText: the
 // datasets' markup such as ⟦…⟧ and ^ dropped), which is what the recognizers were trained to write.
 import { requestLines } from '../../test/support/correction-pages.ts';
 import { answerLines, type Handler } from '../../test/support/fake-llm-server.ts';
+import { editRatio } from '../../src/recognition/correction/edit-distance.ts';
 import { editDistance, normaliseText } from './text-metrics.ts';
 
-export const BEHAVIOURS = ['perfect', 'noisy', 'modernising', 'completing', 'shifting', 'hallucinating', 'truncating'] as const;
+export const BEHAVIOURS = ['perfect', 'noisy', 'modernising', 'completing', 'shifting', 'hallucinating', 'truncating', 'guessing'] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 
 /** The behaviours a guard must keep out (no page worse); perfect and noisy are the ones it must let through. */
-export const MISBEHAVIOURS: readonly Behaviour[] = ['modernising', 'completing', 'shifting', 'hallucinating', 'truncating'];
+export const MISBEHAVIOURS: readonly Behaviour[] = ['modernising', 'completing', 'shifting', 'hallucinating', 'truncating', 'guessing'];
+
+/** Truncations of other lengths, for choosing thresholds: how many of a line's n words are kept. */
+export const TRUNCATIONS = {
+  'truncating a word': (words: number) => words - 1,
+  'truncating a quarter': (words: number) => Math.ceil((words * 3) / 4),
+  'truncating a half': (words: number) => Math.ceil(words / 2),
+} as const;
+export type Truncation = keyof typeof TRUNCATIONS;
+
+/** The perfect answer with each line's words cut to `TRUNCATIONS[truncation]` (lines of one word kept). */
+export function truncationAnswer(
+  truncation: Truncation,
+  lines: readonly { id: string; text: string }[],
+  page: StandInPage,
+): { id: string; text: string }[] {
+  return standInAnswer('perfect', lines, page).map((line) => {
+    const words = line.text.split(' ');
+    return words.length < 2 ? line : { id: line.id, text: words.slice(0, Math.max(1, TRUNCATIONS[truncation](words.length))).join(' ') };
+  });
+}
 
 export interface StandInPage {
   /** The page's ground-truth lines in reading order. */
@@ -78,6 +106,8 @@ export function standInAnswer(
         return { id: line.id, text: unrelatedLine(line.text, page.otherText, random) };
       case 'truncating':
         return { id: line.id, text: truncated(perfect) };
+      case 'guessing':
+        return { id: line.id, text: editRatio(line.text, perfect) <= 0.3 ? perfect : unrelatedLine(line.text, page.otherText, random) };
     }
   });
 }
