@@ -49,6 +49,8 @@ export async function startService(env: Record<string, string>, role: 'all' | 'a
     EMBEDDED_POSTGRES_PORT: String(await freePort()),
     CORRECTION_PROVIDER: 'none',
     LOG_LEVEL: 'warn',
+    // as `npm start` and the image run it (docs/deployment.md, "Memory")
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
     ...env,
   };
   const child = spawn(process.execPath, ['src/cli/main.ts', 'serve', '--role', role], {

@@ -244,6 +244,15 @@ describe('hwr serve start and stop', () => {
     const served = spawnServed('npm', ['start', '--silent', '--', '--role', 'api'], env, 60_000, true);
     try {
       await waitForLog(served, '"hwr listening"');
+      // glibc's arenas: two, as in the image (docs/deployment.md, "Memory"), unless the caller chose
+      const listening =
+        served
+          .output()
+          .split('\n')
+          .find((line) => line.includes('"hwr listening"')) ?? '';
+      const pid = (JSON.parse(listening) as { pid: number }).pid;
+      const environment = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+      assert.ok(environment.includes(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'}`), environment.join(' '));
       served.child.kill('SIGTERM');
       const code = await served.exit;
       assert.equal(code, 0, served.output());
