@@ -25,18 +25,13 @@ import {
 import { PortalHttpError } from './errors.ts';
 import { csrfField, html, type Html, notice, time } from './html.ts';
 import { percent, validationCerChart } from './model-chart.ts';
+import { modelChoice, modelName, STANDARD } from './model-names.ts';
 import type { PortalContext } from './portal-context.ts';
 import { sessionUpload } from './session-upload.ts';
 import type { Session } from './sessions.ts';
 import { sameToken } from './web.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** What the shipped recognizer is called on these pages. */
-const STANDARD = 'Standard model';
-
-/** A model's name on a page: its label, else the start of its id. */
-const modelName = (row: Pick<ModelRow, 'label' | 'model_id'>): string => row.label ?? `Model ${row.model_id.slice(0, 8)}`;
 
 /** The lines left out of the ground truth, by why, as a customer reads it. */
 const SKIPPED_REASONS: Array<[keyof ModelRow['lines_skipped'], string]> = [
@@ -98,7 +93,7 @@ export function registerModelPages(router: Router, pc: PortalContext): void {
       html`<option value="${DEFAULT_MODEL}"${chosen.effective === DEFAULT_MODEL ? html` selected` : ''}>${STANDARD}</option>`,
       ...ready.map(
         (row) =>
-          html`<option value="${row.model_id}"${chosen.effective === row.model_id ? html` selected` : ''}>${modelName(row)}${row.not_better ? ' (not better than its base)' : ''}</option>`,
+          html`<option value="${row.model_id}"${chosen.effective === row.model_id ? html` selected` : ''}>${modelChoice(row)}</option>`,
       ),
     ];
     return html`<section aria-labelledby="default-title"><h2 id="default-title">Default model for new jobs</h2>

@@ -7,12 +7,15 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { LLM_TIERS, PDF_FORMATS } from '../../domain/events.ts';
+import { DEFAULT_MODEL } from '../../domain/model.ts';
 import { logRefusalSetting, toProblem } from '../http/problem.ts';
 import { receiveScanUpload } from '../http/scan-upload.ts';
 import { DEFAULT_PRESET, PRESETS } from '../recognition/correction/presets.ts';
+import { accountDefaultModel, accountModels } from '../use-cases/models.ts';
 import { IMAGE_EXTENSIONS } from '../shared/scan-files.ts';
 import type { Flash } from './flash.ts';
 import { html, notice } from './html.ts';
+import { modelChoice, modelName, STANDARD } from './model-names.ts';
 import type { PortalContext } from './portal-context.ts';
 import { sessionUpload } from './session-upload.ts';
 import type { Session } from './sessions.ts';
@@ -25,9 +28,18 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
   // The API's upload handling, authenticated by the portal session (session-upload.ts).
   const submit = sessionUpload(runtime, receiveScanUpload(runtime));
 
-  const form = (ctx: Context, session: Session, flash: Flash) => {
+  const form = async (ctx: Context, session: Session, flash: Flash) => {
     const options = (values: readonly string[], chosen: string) =>
       values.map((value) => html`<option${value === chosen ? html` selected` : ''}>${value}</option>`);
+    // No model named: the account's default (docs/models.md); `default`: the standard model.
+    const [models, accountDefault] = await Promise.all([
+      accountModels(runtime.db.pool, session.accountId),
+      accountDefaultModel(runtime.db.pool, session.accountId),
+    ]);
+    const defaultName = accountDefault.effective !== DEFAULT_MODEL && accountDefault.model ? modelName(accountDefault.model) : STANDARD;
+    const modelOptions = html`<option value="" selected>The account’s default: ${defaultName}</option><option value="${DEFAULT_MODEL}">${STANDARD}</option>${models
+      .filter((row) => row.state === 'ready')
+      .map((row) => html`<option value="${row.model_id}">${modelChoice(row)}</option>`)}`;
     pc.render(
       ctx,
       'New job',
@@ -40,6 +52,7 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
 <p class="muted" data-scan-summary role="status"></p>
 </fieldset>
 <p class="muted" id="page-order">The pages are taken in the natural order of their names, folders included: numbers count as numbers, so <code>2.jpg</code> before <code>10.jpg</code>, and <code>scans/2.jpg</code> before <code>scans/10.jpg</code>. Name the files in reading order.</p>
+<label>Model <select name="model">${modelOptions}</select></label>
 <label>Correction tier <select name="llm_tier">${options(LLM_TIERS, 'balanced')}</select></label>
 <label>Document type (correction preset) <select name="preset">${options(PRESETS, DEFAULT_PRESET)}</select></label>
 <label>PDF <select name="pdf_format">${options(PDF_FORMATS, 'pdfa-2b')}</select></label>
@@ -54,7 +67,7 @@ export function registerNewJobPages(router: Router, pc: PortalContext): void {
 
   router.get('/portal/jobs/new', async (ctx) => {
     const session = await pc.requireSession(ctx);
-    form(ctx, session, await pc.takeFlash(ctx));
+    await form(ctx, session, await pc.takeFlash(ctx));
   });
 
   router.post('/portal/jobs/new', async (ctx) => {

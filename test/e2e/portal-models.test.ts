@@ -394,6 +394,25 @@ test('Models in a real browser: upload, watch the training, the figures, the def
   assert.equal(await jobModel((await client.submit(await pagesZip(['1.jpg']), { key: acme.key })).body.job_id), hooker);
   await accessible('models-default-chosen');
 
+  // A new job may name its model: the account's default (Hooker now), the standard one, or a ready model.
+  await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+  await page.getByRole('link', { name: 'New job' }).click();
+  const model = page.locator('select[name="model"]');
+  await model.waitFor();
+  assert.deepEqual(await model.locator('option').allTextContents(), [
+    'The account’s default: Hooker',
+    'Standard model',
+    'Hooker (not better than its base)',
+  ]);
+  await accessible('new-job-models');
+  await model.selectOption({ label: 'Standard model' });
+  await page
+    .getByLabel(/^ZIP of page images/)
+    .setInputFiles({ name: 'pages.zip', mimeType: 'application/zip', buffer: await pagesZip(['1.jpg']) });
+  await page.getByRole('button', { name: 'Submit' }).click();
+  await page.waitForURL(/\/portal\/jobs\/[0-9a-f-]{36}$/);
+  assert.equal(await jobModel(/([0-9a-f-]{36})$/.exec(page.url())![1]), undefined, 'the standard model, not the default Hooker');
+
   assert.deepEqual(problems, [], 'no console error, no CSP violation');
 });
 
