@@ -3,9 +3,9 @@ import { requireAccountId } from '../use-cases/accounts.ts';
 import { reindexSearch } from '../use-cases/search.ts';
 import { parseArgs, printJsonLine, stringOption, UsageError } from './args.ts';
 import { withRuntime } from './context.ts';
+import { isUuid } from '../shared/uuid.ts';
 
 const USAGE = 'usage: hwr projections rebuild|verify | hwr projections reindex-search [--all | --job JOB_ID] [--account NAME]';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function run(args: string[]): Promise<number> {
   const parsed = parseArgs(args, ['all']);
@@ -45,7 +45,7 @@ async function reindex(parsed: ReturnType<typeof parseArgs>): Promise<number> {
   if (typeof parsed.options.all === 'string') throw new UsageError('--all takes no value');
   const jobId = stringOption(parsed, 'job');
   const account = stringOption(parsed, 'account');
-  if (jobId !== null && !UUID.test(jobId)) throw new UsageError(`--job must be a job id (a UUID), got ${jobId}`);
+  if (jobId !== null && !isUuid(jobId)) throw new UsageError(`--job must be a job id (a UUID), got ${jobId}`);
   if (all && jobId !== null) throw new UsageError('--all or --job, not both');
   return withRuntime(
     async (runtime) => {

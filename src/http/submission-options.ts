@@ -14,6 +14,7 @@ import { DEFAULT_PRESET, isPreset, PRESETS } from '../recognition/correction/pre
 import { DEFAULT_MODEL } from '../../domain/model.ts';
 import { ModelError } from '../use-cases/errors.ts';
 import { HttpProblem, type HttpProblemCode } from './problem.ts';
+import { isUuid } from '../shared/uuid.ts';
 
 type Fields = Record<string, string | string[] | undefined>;
 
@@ -45,8 +46,6 @@ export async function parseSubmissionOptions(fields: Fields, config: Config): Pr
   return { llmTier, preset, pipelineSteps, pdfFormat, webhookUrl, ...(model === DEFAULT_MODEL ? {} : { model }) };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * A `model` or `base_model` field: `default` (also when absent or empty) or a model id (a UUID,
  * lower-cased); anything else ModelError invalid_model. Whether the account has that model,
@@ -54,7 +53,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export function parseModelField(value: string | null, name: 'model' | 'base_model'): string {
   if (value === null || value.toLowerCase() === DEFAULT_MODEL) return DEFAULT_MODEL;
-  if (!UUID.test(value))
+  if (!isUuid(value))
     throw new ModelError('invalid_model', `${name} must be ${DEFAULT_MODEL} or a model id; got ${JSON.stringify(value.slice(0, 100))}`);
   return value.toLowerCase();
 }

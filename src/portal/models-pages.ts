@@ -30,8 +30,7 @@ import type { PortalContext } from './portal-context.ts';
 import { sessionUpload } from './session-upload.ts';
 import type { Session } from './sessions.ts';
 import { sameToken } from './web.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../shared/uuid.ts';
 
 /** The lines left out of the ground truth, by why, as a customer reads it. */
 const SKIPPED_REASONS: Array<[keyof ModelRow['lines_skipped'], string]> = [
@@ -68,7 +67,7 @@ export function registerModelPages(router: Router, pc: PortalContext): void {
   async function ownModel(ctx: Context, accountId: string): Promise<ModelRow> {
     const modelId = String(ctx.params.modelId);
     try {
-      if (UUID.test(modelId)) return await accountModel(runtime.db.pool, accountId, modelId.toLowerCase());
+      if (isUuid(modelId)) return await accountModel(runtime.db.pool, accountId, modelId.toLowerCase());
     } catch (error) {
       if (!(error instanceof Rejection)) throw error;
     }
@@ -192,7 +191,7 @@ ${defaultSection(session, chosen, ready)}`,
     const back = safeBack(form.get('back'));
     let text: string;
     try {
-      if (raw !== DEFAULT_MODEL && !UUID.test(raw))
+      if (raw !== DEFAULT_MODEL && !isUuid(raw))
         throw new ModelError('invalid_model', 'Choose the standard model or one of your ready models.');
       const chosen = await chooseDefaultModel(runtime, session.accountId, raw, metadata(ctx, session));
       text = chosen.model

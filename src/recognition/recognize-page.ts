@@ -76,11 +76,12 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   // one raster while it is read, as the pixel budget counts it (pixel-budget.ts). A large page is
   // decoded reduced to what the models need (MODEL_PAGE_PIXELS, ADR 0040) unless its own layout
   // came with it (whose coordinates are the page's); the result's coordinates are the page's.
+  const reducedTo = decodedPixels(options);
   let { raster, scale, ...decoded } = await prepareImage(bytes, {
     name: options.name,
     maxPixels: options.maxPixels,
     signal,
-    ...(decodedPixels(options) === undefined ? {} : { decodedPixels: decodedPixels(options) }),
+    ...(reducedTo === undefined ? {} : { decodedPixels: reducedTo }),
   });
   const decodeMs = performance.now() - start;
   signal?.throwIfAborted();

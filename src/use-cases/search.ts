@@ -17,6 +17,7 @@ import { prepareExportPage } from '../export/export-page.ts';
 import { readPageResult } from '../pipeline/page-result-reader.ts';
 import type { PageResult } from '../recognition/page/page-result.ts';
 import type { CommandBus } from './command-bus.ts';
+import { isUuid } from '../shared/uuid.ts';
 
 /** The lines a page result gives the index, with the ids its PageXML/ALTO and the corrections use. */
 export function searchLinesOf(page: PageResult): SearchLineInput[] {
@@ -149,8 +150,6 @@ export interface SearchAnswer {
 export const MAX_SEARCH_LIMIT = 100;
 export const MAX_QUERY_LENGTH = 200;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A search's parameters that cannot be answered; its message says which and why. */
 export class SearchRequestError extends Error {}
 
@@ -168,7 +167,7 @@ export function searchParamsOf(given: { q?: string; fuzzy?: string; job_id?: str
   const fuzzy = given.fuzzy ?? '0';
   if (fuzzy !== '0' && fuzzy !== '1' && fuzzy !== '2') throw new SearchRequestError('fuzzy must be 0, 1 or 2.');
   const jobId = given.job_id ?? null;
-  if (jobId !== null && !UUID.test(jobId)) throw new SearchRequestError('job_id must be a job id (a UUID).');
+  if (jobId !== null && !isUuid(jobId)) throw new SearchRequestError('job_id must be a job id (a UUID).');
   const limitText = given.limit ?? '20';
   const limit = /^\d{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN;
   if (!(limit >= 1 && limit <= MAX_SEARCH_LIMIT)) throw new SearchRequestError(`limit must be 1 to ${MAX_SEARCH_LIMIT}.`);

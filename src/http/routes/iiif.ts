@@ -31,8 +31,8 @@ import {
 } from '../../use-cases/iiif.ts';
 import { type AuthContext, type Authenticate, presentedKeyHash } from '../authenticate.ts';
 import { HttpProblem } from '../problem.ts';
+import { isUuid } from '../../shared/uuid.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const JSON_LD_PRESENTATION = 'application/ld+json;profile="http://iiif.io/api/presentation/3/context.json"';
 const JSON_LD_IMAGE = 'application/ld+json;profile="http://iiif.io/api/image/3/context.json"';
 /** Rendered images at most this large are kept in memory for the next viewer. */
@@ -191,7 +191,7 @@ function ttlParam(ctx: Context): number {
 /** The job id of the path, lower-cased, or null when it is not a UUID (no such job). */
 function jobIdParam(ctx: Context): string | null {
   const jobId = String(ctx.params.jobId);
-  return UUID.test(jobId) ? jobId.toLowerCase() : null;
+  return isUuid(jobId) ? jobId.toLowerCase() : null;
 }
 
 function pageParam(ctx: Context, pageCount: number): number {

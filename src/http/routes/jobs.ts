@@ -11,8 +11,7 @@ import { eventJson } from '../../store/event-json.ts';
 import { readJobStatus, readJobStatusForKey, type JobStatusRow } from '../../../projections/job-status.ts';
 import { jobStatusBody } from '../job-view.ts';
 import { HttpProblem } from '../problem.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../../shared/uuid.ts';
 
 export function registerJobRoutes(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { baseUrl } = runtime.config;
@@ -97,7 +96,7 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
 /** The job id of the path, lower-cased, or null when it is not a UUID (no such job). */
 function jobIdParam(ctx: Context): string | null {
   const jobId = String(ctx.params.jobId);
-  return UUID.test(jobId) ? jobId.toLowerCase() : null;
+  return isUuid(jobId) ? jobId.toLowerCase() : null;
 }
 
 function jobNotFound(ctx: Context): HttpProblem {

@@ -26,8 +26,7 @@ import { readJsonBody } from '../json-body.ts';
 import { modelStatusBody } from '../model-view.ts';
 import { parseModelField } from '../submission-options.ts';
 import { receiveTrainingUpload } from '../training-upload.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../../shared/uuid.ts';
 
 export function registerModelRoutes(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { baseUrl } = runtime.config;
@@ -100,6 +99,6 @@ async function readDefaultModelBody(ctx: Context): Promise<string> {
 /** The model id of the path, lower-cased; a path that is no UUID names no model (404). */
 function modelIdParam(ctx: Context): string {
   const modelId = String(ctx.params.modelId);
-  if (!UUID.test(modelId)) throw new Rejection('model_not_found', `No model ${modelId}.`);
+  if (!isUuid(modelId)) throw new Rejection('model_not_found', `No model ${modelId}.`);
   return modelId.toLowerCase();
 }

