@@ -1,7 +1,8 @@
 // `npm run bench:throughput` (issue 43): the whole service from outside against the tools a user
 // would run instead, on the same real pages in the same run.
 //
-//   node bench/throughput.ts [--pages N] [--jobs K] [--no-ocrmypdf] [--no-tesseract]
+//   node bench/throughput.ts [--pages N] [--jobs K] [--workers W] [--worker-pages P] [--skip-single]
+//                            [--no-ocrmypdf] [--no-tesseract]
 //
 // Pages: the fixture pages (../shared/fixtures/pages: handwritten and printed) and then, up to N
 // (default 36), val pages of ../shared/datasets/htr-pages (handwritten), spread over the split.
@@ -11,6 +12,13 @@
 // archive saved (PageXML, ALTO, PDF/A, text); the client polls every second, so the end is late
 // by up to a second. In order: the first job on the fresh service (cold: models load on its first
 // page), the same pages again (warm), then K concurrent jobs (the pages split in K, warm).
+// With --workers W (default: the cores; 0: none), the service again as it scales out, the way
+// Tesseract is run here: `hwr serve --role api` and W processes `hwr serve --role worker`, each
+// with cores ÷ W onnxruntime threads and as many pages at once (a process's JavaScript, the beam
+// search and the crops, runs on one thread: one process uses one core for it); a job to warm them,
+// then the pages as one job and as K (--worker-pages: each worker's WORKER_CONCURRENCY, default 1;
+// --skip-single: these rows only). Its CPU and RSS are those of every process of it; its peak
+// is the largest sum of their RSS sampled, with the largest process's own peak beside it.
 // Time to the first page done: the first PageCompleted event's recorded time (the events API)
 // less the submit's start. Peak RSS: the service process (API and workers; the embedded
 // PostgreSQL apart), its VmHWM reset before each run (/proc/PID/clear_refs), with samples every
@@ -48,6 +56,9 @@ const { values } = parseArgs({
   options: {
     pages: { type: 'string', default: '36' },
     jobs: { type: 'string', default: '4' },
+    workers: { type: 'string' },
+    'worker-pages': { type: 'string', default: '1' },
+    'skip-single': { type: 'boolean', default: false },
     'no-ocrmypdf': { type: 'boolean', default: false },
     'no-tesseract': { type: 'boolean', default: false },
   },
@@ -80,23 +91,51 @@ async function main(): Promise<number> {
 
   const rows: ThroughputRow[] = [];
   const timelines: string[] = [];
-  const startedAt = performance.now();
-  const service = await startService({});
-  const startSeconds = (performance.now() - startedAt) / 1000;
-  console.log(`service: hwr serve (role all, embedded PostgreSQL), ready ${startSeconds.toFixed(1)} s after its start`);
-  try {
-    const cold = await runJobs(service, [pages], 'cold');
-    rows.push({ label: 'ours, cold: fresh service, 1 job', role: 'ours', ...cold.row });
-    timelines.push(`- cold, 1 job: ${cold.timeline}`);
-    const warm = await runJobs(service, [pages], 'warm');
-    rows.push({ label: 'ours, warm: 1 job', role: 'ours', ...warm.row });
-    timelines.push(`- warm, 1 job: ${warm.timeline}`);
-    const split = Array.from({ length: jobs }, (_, job) => pages.filter((_, index) => index % jobs === job));
-    const concurrent = await runJobs(service, split, `${jobs} jobs`);
-    rows.push({ label: `ours, warm: ${jobs} concurrent jobs`, role: 'ours', ...concurrent.row });
-    timelines.push(`- warm, ${jobs} concurrent jobs: ${concurrent.timeline}`);
-  } finally {
-    await service.stop();
+  let startSeconds: number | null = null;
+  if (!values['skip-single']) {
+    const startedAt = performance.now();
+    const service = await startService({});
+    startSeconds = (performance.now() - startedAt) / 1000;
+    console.log(`service: hwr serve (role all, embedded PostgreSQL), ready ${startSeconds.toFixed(1)} s after its start`);
+    try {
+      const cold = await runJobs(service, [pages], 'cold');
+      rows.push({ label: 'ours, cold: fresh service, 1 job', role: 'ours', ...cold.row });
+      timelines.push(`- cold, 1 job: ${cold.timeline}`);
+      const warm = await runJobs(service, [pages], 'warm');
+      rows.push({ label: 'ours, warm: 1 job', role: 'ours', ...warm.row });
+      timelines.push(`- warm, 1 job: ${warm.timeline}`);
+      const split = Array.from({ length: jobs }, (_, job) => pages.filter((_, index) => index % jobs === job));
+      const concurrent = await runJobs(service, split, `${jobs} jobs`);
+      rows.push({ label: `ours, warm: ${jobs} concurrent jobs`, role: 'ours', ...concurrent.row });
+      timelines.push(`- warm, ${jobs} concurrent jobs: ${concurrent.timeline}`);
+    } finally {
+      await service.stop();
+    }
+  }
+  const workers = Math.max(0, Math.min(cores, Number(values.workers ?? cores) || 0));
+  if (workers > 0) {
+    const scaled = await startService({}, 'api');
+    const threads = String(Math.max(1, Math.floor(cores / workers)));
+    const workerPages = String(Math.max(1, Number(values['worker-pages']) || 1));
+    // METRICS_PORT 0: the processes of one host cannot all listen on the default port
+    for (let index = 0; index < workers; index += 1)
+      scaled.startWorker({ ORT_THREADS: threads, WORKER_CONCURRENCY: workerPages, METRICS_PORT: '0', LOG_LEVEL: 'warn' });
+    const label = `API + ${workers} worker processes (${threads} onnxruntime thread${threads === '1' ? '' : 's'} each, ${workerPages} page${workerPages === '1' ? '' : 's'} at once)`;
+    console.log(
+      `service, scaled out: hwr serve --role api, and ${workers} × hwr serve --role worker, ORT_THREADS=${threads}, WORKER_CONCURRENCY=${threads}`,
+    );
+    try {
+      await runJobs(scaled, [pages], 'scaled warm-up');
+      const one = await runJobs(scaled, [pages], 'scaled, 1 job');
+      rows.push({ label: `ours, warm: ${label}, 1 job`, role: 'ours', ...one.row });
+      timelines.push(`- warm, ${label}, 1 job: ${one.timeline}`);
+      const split = Array.from({ length: jobs }, (_, job) => pages.filter((_, index) => index % jobs === job));
+      const concurrent = await runJobs(scaled, split, `scaled, ${jobs} jobs`);
+      rows.push({ label: `ours, warm: ${label}, ${jobs} concurrent jobs`, role: 'ours', ...concurrent.row });
+      timelines.push(`- warm, ${label}, ${jobs} concurrent jobs: ${concurrent.timeline}`);
+    } finally {
+      await scaled.stop();
+    }
   }
 
   const tesseract = values['no-tesseract'] ? null : await tesseractVersion();
@@ -148,7 +187,7 @@ async function main(): Promise<number> {
       `Tesseract's peak is one process's × the processes at once.`,
   );
   console.log(
-    `- cold start: the service was ready ${startSeconds.toFixed(1)} s after its start (embedded PostgreSQL created); ` +
+    `- cold start: ${startSeconds === null ? '' : `the service was ready ${startSeconds.toFixed(1)} s after its start (embedded PostgreSQL created); `}` +
       `one \`hwr recognize\` of ${recognize.page} in a fresh process: ${recognize.seconds.toFixed(1)} s (models loaded, one page read).`,
   );
   const [cold, warm] = rows;
@@ -203,18 +242,22 @@ async function runJobs(
   jobs: BenchPage[][],
   tag: string,
 ): Promise<{ row: Omit<ThroughputRow, 'label' | 'role'>; timeline: string }> {
-  const pid = service.process.pid!;
-  writeFileSync(`/proc/${pid}/clear_refs`, '5'); // resets VmHWM to the current RSS
-  const cpuBefore = treeCpuSeconds(pid);
+  const pids = [service.process.pid!, ...service.workers().map((worker) => worker.pid!)];
+  for (const pid of pids) writeFileSync(`/proc/${pid}/clear_refs`, '5'); // resets VmHWM to the current RSS
+  const treesCpu = () => pids.reduce((sum, pid) => sum + treeCpuSeconds(pid), 0);
+  const cpuBefore = treesCpu();
   const samples: number[] = [];
-  const sampler = setInterval(() => samples.push(rssMiB(pid, 'VmRSS')), 250);
+  const sampler = setInterval(() => samples.push(pids.reduce((sum, pid) => sum + rssMiB(pid, 'VmRSS'), 0)), 250);
   const startedAt = Date.now();
   const started = performance.now();
   const results = await mapPool(jobs, jobs.length, (pages, index) => submit(service, pages, path.join(work, `${tag}-${index}.zip`)));
   const seconds = (performance.now() - started) / 1000;
-  const cpuSeconds = treeCpuSeconds(pid) - cpuBefore;
+  const cpuSeconds = treesCpu() - cpuBefore;
   clearInterval(sampler);
-  const peak = Math.max(rssMiB(pid, 'VmHWM'), ...samples);
+  const ownPeaks = pids.map((pid) => rssMiB(pid, 'VmHWM'));
+  const peak = pids.length === 1 ? Math.max(ownPeaks[0]!, ...samples) : Math.max(...samples);
+  const peakNote =
+    pids.length === 1 ? 'service process' : `${pids.length} processes summed; the largest ${Math.max(...ownPeaks).toFixed(0)}`;
   const failed = results.filter((result) => result.state !== 'done');
   if (failed.length > 0) throw new Error(`${tag}: ${failed.length} job(s) ended ${failed.map((result) => result.state).join(', ')}`);
   const firstDone = Math.min(...(await Promise.all(results.map((result) => firstPageDone(service, result.jobId)))));
@@ -232,7 +275,7 @@ async function runJobs(
       cpuSeconds,
       firstPageSeconds: (firstDone - startedAt) / 1000,
       peakMiB: peak,
-      peakNote: 'service process',
+      peakNote,
     },
     timeline: `${timeline} (peak ${peak.toFixed(0)})`,
   };

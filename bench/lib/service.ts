@@ -23,6 +23,8 @@ export interface Service {
   hwr(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Starts one more process, `hwr serve --role worker`, on the same database and DATA_DIR; stopped first by stop(). */
   startWorker(env: Record<string, string>): ChildProcess;
+  /** The processes startWorker started. */
+  workers(): readonly ChildProcess[];
   /** Peak resident memory of the service process so far (VmHWM), in MiB. */
   peakRssMiB(): Promise<number>;
   submit(zip: Buffer): Promise<string>;
@@ -120,6 +122,7 @@ export async function startService(env: Record<string, string>, role: 'all' | 'a
       };
       return body.events;
     },
+    workers: () => workers,
     startWorker(workerEnv) {
       const worker = spawn(process.execPath, ['src/cli/main.ts', 'serve', '--role', 'worker'], {
         cwd: root,
