@@ -1,7 +1,7 @@
 // `npm run bench:throughput` (issue 43): the whole service from outside against the tools a user
 // would run instead, on the same real pages in the same run.
 //
-//   node bench/throughput.ts [--pages N] [--jobs K] [--workers W] [--worker-pages P] [--skip-single]
+//   node bench/throughput.ts [--pages N] [--jobs K] [--workers W] [--worker-threads T] [--worker-pages P] [--skip-single]
 //                            [--no-ocrmypdf] [--no-tesseract]
 //
 // Pages: the fixture pages (../shared/fixtures/pages: handwritten and printed) and then, up to N
@@ -16,7 +16,9 @@
 // Tesseract is run here: `hwr serve --role api` and W processes `hwr serve --role worker`, each
 // with cores ÷ W onnxruntime threads and as many pages at once (a process's JavaScript, the beam
 // search and the crops, runs on one thread: one process uses one core for it); a job to warm them,
-// then the pages as one job and as K (--worker-pages: each worker's WORKER_CONCURRENCY, default 1;
+// then the pages as one job and as K (--worker-threads: each worker's ORT_THREADS, default cores ÷ W;
+// --worker-pages: its WORKER_CONCURRENCY, default its threads; both at the cores, as each process
+// defaults to, is the compose file's default of two worker replicas on one host;
 // --skip-single: these rows only). Its CPU and RSS are those of every process of it; its peak
 // is the largest sum of their RSS sampled, with the largest process's own peak beside it.
 // Time to the first page done: the first PageCompleted event's recorded time (the events API)
@@ -57,7 +59,8 @@ const { values } = parseArgs({
     pages: { type: 'string', default: '36' },
     jobs: { type: 'string', default: '4' },
     workers: { type: 'string' },
-    'worker-pages': { type: 'string', default: '1' },
+    'worker-threads': { type: 'string' },
+    'worker-pages': { type: 'string' },
     'skip-single': { type: 'boolean', default: false },
     'no-ocrmypdf': { type: 'boolean', default: false },
     'no-tesseract': { type: 'boolean', default: false },
@@ -115,8 +118,8 @@ async function main(): Promise<number> {
   const workers = Math.max(0, Math.min(cores, Number(values.workers ?? cores) || 0));
   if (workers > 0) {
     const scaled = await startService({}, 'api');
-    const threads = String(Math.max(1, Math.floor(cores / workers)));
-    const workerPages = String(Math.max(1, Number(values['worker-pages']) || 1));
+    const threads = String(Math.max(1, Number(values['worker-threads']) || Math.floor(cores / workers)));
+    const workerPages = String(Math.max(1, Number(values['worker-pages']) || Number(threads)));
     // METRICS_PORT 0: the processes of one host cannot all listen on the default port
     for (let index = 0; index < workers; index += 1)
       scaled.startWorker({ ORT_THREADS: threads, WORKER_CONCURRENCY: workerPages, METRICS_PORT: '0', LOG_LEVEL: 'warn' });
