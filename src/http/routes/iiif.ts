@@ -31,7 +31,7 @@ import {
 } from '../../use-cases/iiif.ts';
 import { type AuthContext, type Authenticate, presentedKeyHash } from '../authenticate.ts';
 import { HttpProblem } from '../problem.ts';
-import { isUuid } from '../../shared/uuid.ts';
+import { jobIdParam } from '../path-params.ts';
 
 const JSON_LD_PRESENTATION = 'application/ld+json;profile="http://iiif.io/api/presentation/3/context.json"';
 const JSON_LD_IMAGE = 'application/ld+json;profile="http://iiif.io/api/image/3/context.json"';
@@ -186,12 +186,6 @@ function ttlParam(ctx: Context): number {
   if (typeof raw !== 'string' || !/^\d{1,6}$/.test(raw) || ttl < 60 || ttl > IIIF_URL_MAX_TTL_SECONDS)
     throw new HttpProblem('invalid_iiif_request', `ttl is a number of seconds from 60 to ${IIIF_URL_MAX_TTL_SECONDS}.`);
   return ttl;
-}
-
-/** The job id of the path, lower-cased, or null when it is not a UUID (no such job). */
-function jobIdParam(ctx: Context): string | null {
-  const jobId = String(ctx.params.jobId);
-  return isUuid(jobId) ? jobId.toLowerCase() : null;
 }
 
 function pageParam(ctx: Context, pageCount: number): number {

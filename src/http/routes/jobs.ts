@@ -11,7 +11,7 @@ import { eventJson } from '../../store/event-json.ts';
 import { readJobStatus, readJobStatusForKey, type JobStatusRow } from '../../../projections/job-status.ts';
 import { jobStatusBody } from '../job-view.ts';
 import { HttpProblem } from '../problem.ts';
-import { isUuid } from '../../shared/uuid.ts';
+import { jobIdParam } from '../path-params.ts';
 
 export function registerJobRoutes(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { baseUrl } = runtime.config;
@@ -91,12 +91,6 @@ export function registerJobRoutes(router: Router, runtime: Runtime, authenticate
     const events = await readStream(runtime.db.pool, jobStreamId(job.job_id));
     ctx.body = { job_id: job.job_id, events: events.map(eventJson) };
   });
-}
-
-/** The job id of the path, lower-cased, or null when it is not a UUID (no such job). */
-function jobIdParam(ctx: Context): string | null {
-  const jobId = String(ctx.params.jobId);
-  return isUuid(jobId) ? jobId.toLowerCase() : null;
 }
 
 function jobNotFound(ctx: Context): HttpProblem {

@@ -17,7 +17,7 @@ import { modelStatusUrl } from '../model-view.ts';
 import { HttpProblem } from '../problem.ts';
 import { parseModelField } from '../submission-options.ts';
 import { refuseWithoutTrainer } from '../training-upload.ts';
-import { isUuid } from '../../shared/uuid.ts';
+import { jobIdParam } from '../path-params.ts';
 
 export function registerPageRoutes(router: Router, runtime: Runtime, authenticate: Authenticate): void {
   const { baseUrl } = runtime.config;
@@ -90,12 +90,6 @@ export function registerPageRoutes(router: Router, runtime: Runtime, authenticat
 async function jobTimelineOfOwnJob(runtime: Runtime, accountId: string, jobId: string) {
   if (!(await readJobStatus(runtime.db.pool, jobId, accountId))) return null;
   return jobTimeline(runtime.db.pool, accountId, jobId);
-}
-
-/** The job id of the path, lower-cased, or null when it is not a UUID (no such job). */
-function jobIdParam(ctx: Context): string | null {
-  const jobId = String(ctx.params.jobId);
-  return isUuid(jobId) ? jobId.toLowerCase() : null;
 }
 
 /** The page number of the path; anything but a positive integer names no page (404). */
