@@ -19,7 +19,6 @@
 //
 // What is kept goes into the blob store under `keyPrefix`: the page images, their layout files as
 // uploaded, and the ground truth document (ground-truth.ts). A refusal deletes the prefix.
-import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ZipFile } from 'yauzl';
@@ -32,17 +31,8 @@ import { sortPathsNaturally } from '../shared/natural-sort.ts';
 import { GROUND_TRUTH_FORMAT, type GroundTruthDocument, type GroundTruthLine, type GroundTruthPage } from './ground-truth.ts';
 import { GroundTruthError } from './ground-truth-error.ts';
 import { codePointName, normaliseLineText, tooSmallToRead } from './ground-truth-text.ts';
-import { IntakeError, quoteName, uploadTooLargeError } from './intake-error.ts';
-import {
-  type Candidate,
-  entryReadError,
-  inflateLayout,
-  maxZipEntries,
-  openEntryStream,
-  openZip,
-  readCandidates,
-  storePage,
-} from './scan-zip.ts';
+import { IntakeError, quoteName } from './intake-error.ts';
+import { type Candidate, entryReadError, inflateLayout, openEntryStream, openUploadedZip, readCandidates, storePage } from './scan-zip.ts';
 
 /** The fewest usable lines a training takes (docs/decisions/0028-ground-truth-intake.md). */
 export const MIN_TRAINING_LINES = 20;
@@ -95,18 +85,8 @@ export async function intakeGroundTruthZip(zipPath: string, options: GroundTruth
   const { limits, signal } = options;
   const uploadName = options.uploadName ?? 'training_zip';
   signal?.throwIfAborted();
-  const { size } = await stat(zipPath);
-  if (size > limits.maxUploadBytes) throw uploadTooLargeError(limits.maxUploadBytes, uploadName);
-
-  const zip = await openZip(zipPath, uploadName);
+  const { zip, size } = await openUploadedZip(zipPath, limits, uploadName);
   try {
-    if (zip.entryCount > maxZipEntries(limits.maxPages)) {
-      throw new IntakeError(
-        'too_many_entries',
-        `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted`,
-        { setting: 'MAX_PAGES' },
-      );
-    }
     const entries = await readCandidates(zip, limits, uploadName, size);
     const progress = { inflatedBytes: 0, archiveBytes: size };
     const warnings: string[] = [];

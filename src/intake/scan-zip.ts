@@ -53,18 +53,8 @@ export async function intakeScanZip(zipPath: string, options: IntakeOptions): Pr
   const uploadName = options.uploadName ?? 'scan_zip';
   signal?.throwIfAborted();
 
-  const { size } = await stat(zipPath);
-  if (size > limits.maxUploadBytes) throw uploadTooLargeError(limits.maxUploadBytes, uploadName);
-
-  const zip = await openZip(zipPath, uploadName);
+  const { zip, size } = await openUploadedZip(zipPath, limits, uploadName);
   try {
-    if (zip.entryCount > maxZipEntries(limits.maxPages)) {
-      throw new IntakeError(
-        'too_many_entries',
-        `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted`,
-        { setting: 'MAX_PAGES' },
-      );
-    }
     const entries = await readCandidates(zip, limits, uploadName, size);
     const { candidates, layouts } = pairLayouts(entries);
     if (candidates.length === 0) {
@@ -136,7 +126,27 @@ function pairLayouts(entries: Candidate[]): { candidates: Candidate[]; layouts: 
   return { candidates, layouts };
 }
 
-export function openZip(zipPath: string, uploadName: string): Promise<ZipFile> {
+/** An uploaded ZIP opened for intake, and its size: refused when the file or its entry count is over the limits. */
+export async function openUploadedZip(
+  zipPath: string,
+  limits: Config['limits'],
+  uploadName: string,
+): Promise<{ zip: ZipFile; size: number }> {
+  const { size } = await stat(zipPath);
+  if (size > limits.maxUploadBytes) throw uploadTooLargeError(limits.maxUploadBytes, uploadName);
+  const zip = await openZip(zipPath, uploadName);
+  if (zip.entryCount > maxZipEntries(limits.maxPages)) {
+    zip.close();
+    throw new IntakeError(
+      'too_many_entries',
+      `${quoteName(uploadName)} has ${zip.entryCount} entries; at most ${maxZipEntries(limits.maxPages)} are accepted`,
+      { setting: 'MAX_PAGES' },
+    );
+  }
+  return { zip, size };
+}
+
+function openZip(zipPath: string, uploadName: string): Promise<ZipFile> {
   return new Promise((resolve, reject) => {
     yauzl.open(
       zipPath,
