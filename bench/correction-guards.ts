@@ -8,7 +8,8 @@
 //  2. The documents are split in two halves (alternately in dataset order). The evidence guard's
 //     thresholds are chosen on the tune half (--degraded blurred,small,faded adds the tune half
 //     again with its images degraded, bench/lib/degraded-pages.ts; tried, not the default: see
-//     docs/correction.md), line by line (each line's errors against the ground truth aligned under
+//     docs/correction.md; --tune-models DIR,... adds it again as read by other setups, e.g.
+//     bench/setups/default-layout-v2-recognizer: the previous recognizer), line by line (each line's errors against the ground truth aligned under
 //     it, bench/lib/aligned-truth.ts): the most gain of the perfect and noisy stand-ins such that
 //     no misbehaving stand-in (guessing among them), nor a truncation of another length
 //     (TRUNCATIONS), makes the tuning pages worse in total or any page worse by more than
@@ -22,7 +23,8 @@
 //     held-out half (and, for reference, the tune half).
 //  4. The guard's cost: the CTC forward passes and alignments per page and their time.
 //
-//   node bench/correction-guards.ts [--dataset DIR] [--cache DIR] [--degraded none|blurred,small,faded] [--page-margin 0.5] [--out FILE.md]
+//   node bench/correction-guards.ts [--dataset DIR] [--cache DIR] [--degraded none|blurred,small,faded]
+//                                   [--tune-models DIR,...] [--page-margin 0.5] [--out FILE.md]
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -66,6 +68,7 @@ const { values } = parseArgs({
     dataset: { type: 'string', default: DEFAULT_HTR_PAGES },
     cache: { type: 'string', default: '/tmp/hwr-correction-guards' },
     degraded: { type: 'string', default: 'none' },
+    'tune-models': { type: 'string', default: '' },
     'page-margin': { type: 'string', default: '0.5' },
     out: { type: 'string' },
   },
@@ -101,7 +104,20 @@ for (const degradation of degradations)
   degraded.push(
     ...(await recognisedPages(await degradedPages(tuneEval, degradation, path.join(values.cache, 'images-degraded')), readDir, progress)),
   );
-const tuning = [...tune, ...degraded];
+// the tune half as other setups read it (their own frames, classes and layout): more lines read wrong, and read wrong
+// as a recognizer reads an unfamiliar hand rather than a damaged image
+const tuneModels = values['tune-models'].split(',').filter((dir) => dir !== '');
+const otherReadings: RecognisedPage[] = [];
+for (const dir of tuneModels)
+  otherReadings.push(
+    ...(await recognisedPages(tuneEval, path.join(values.cache, `read-${path.basename(path.resolve(dir))}`), progress, dir)).map(
+      (page) => ({
+        ...page,
+        name: `${page.name} (${path.basename(path.resolve(dir))})`,
+      }),
+    ),
+  );
+const tuning = [...tune, ...degraded, ...otherReadings];
 
 type TuningBehaviour = Behaviour | Truncation;
 const TUNING_BEHAVIOURS: readonly TuningBehaviour[] = [...BEHAVIOURS, ...(Object.keys(TRUNCATIONS) as Truncation[])];
@@ -191,7 +207,7 @@ function acceptsOnPage(line: LineCase, settings: EvidenceGuardSettings, share: R
 }
 
 const referenceChars = new Map(
-  [...pages, ...degraded].map((page) => [page.name, Array.from(scoringReference(page.groundTruth)).length] as const),
+  [...pages, ...degraded, ...otherReadings].map((page) => [page.name, Array.from(scoringReference(page.groundTruth)).length] as const),
 );
 
 function scoringReference(lines: readonly string[]): string {
@@ -284,7 +300,11 @@ function chooseSupportedBounds(cases: readonly LineCase[], base: Choice): { choi
   return { choice: best, tried };
 }
 
-const tuneCases = [...tune.flatMap((page) => lineCases(page)), ...degraded.flatMap((page) => lineCases(page, BEHAVIOURS))];
+const tuneCases = [
+  ...tune.flatMap((page) => lineCases(page)),
+  ...degraded.flatMap((page) => lineCases(page, BEHAVIOURS)),
+  ...otherReadings.flatMap((page) => lineCases(page)),
+];
 const stage1 = chooseLineBounds(tuneCases);
 const stage2 = chooseSupportedBounds(tuneCases, stage1.choice);
 const choice = stage2.choice;
@@ -542,7 +562,7 @@ function tuningCer(half: readonly RecognisedPage[]): string {
 
 const report = [
   `Pages: ${pages.length} val pages of htr-pages (${documents.length} documents), read by ${pages[0] ? 'the configured setup' : '-'}; tune half ${tune.length} pages (${tuneDocuments.size} documents), held-out half ${heldOut.length} pages.`,
-  `Tuning pages: the tune half and ${degraded.length} degraded copies (${degradations.join(', ') || 'none'}): CER ${tuningCer(tune)} % and ${tuningCer(degraded)} % uncorrected.`,
+  `Tuning pages: the tune half and ${degraded.length} degraded copies (${degradations.join(', ') || 'none'}): CER ${tuningCer(tune)} % and ${tuningCer(degraded)} % uncorrected; read by other setups (${tuneModels.join(', ') || 'none'}): ${otherReadings.length} pages, CER ${tuningCer(otherReadings)} %.`,
   `Chosen on the tuning pages (${tried} settings): maxLossPerChar ${chosen.maxLossPerChar}, confidenceSlack ${chosen.confidenceSlack}, maxLossPerEdit ${chosen.maxLossPerEdit}, framelessMaxEditRatio ${chosen.framelessMaxEditRatio}, maxDroppedRun ${chosen.maxDroppedRun}, maxDroppedInk ${chosen.maxDroppedInk}; supported page: ${JSON.stringify(chosen.supportedPage)}. Tuning gain (characters): perfect ${choice.perfectGain}, noisy ${choice.noisyGain}; line bounds alone ${stage1.choice.perfectGain}, ${stage1.choice.noisyGain}.`,
   '',
   `Held-out half (${heldOut.length} pages):`,

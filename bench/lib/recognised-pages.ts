@@ -36,17 +36,22 @@ interface FramesIndex {
   setup: string;
 }
 
-/** Reads the pages not yet in `cacheDir` (each written as soon as it is read) and returns them all. */
+/**
+ * Reads the pages not yet in `cacheDir` (each written as soon as it is read) and returns them all;
+ * by the configured setup (MODEL_DIR, else the default) or the one in `modelDir`.
+ */
 export async function recognisedPages(
   pages: readonly EvalPage[],
   cacheDir: string,
   progress: (message: string) => void,
+  modelDir: string | null = null,
 ): Promise<RecognisedPage[]> {
   mkdirSync(cacheDir, { recursive: true });
   const missing = pages.filter((page) => !existsSync(path.join(cacheDir, `${page.name}.frames.json`)));
   if (missing.length > 0) {
     const config = loadConfig();
-    const spec = config.recognition.modelDir ? loadModelSpec(config.recognition.modelDir) : defaultModelSpec();
+    const chosenDir = modelDir ?? config.recognition.modelDir;
+    const spec = chosenDir ? loadModelSpec(chosenDir) : defaultModelSpec();
     const engine = await OcrEngine.load(spec, {
       threads: config.recognition.threads,
       concurrency: config.recognition.concurrency,
