@@ -7,7 +7,9 @@
 //
 //   node bench/recognize.ts [--pages DIR] [--rounds N] [--no-builtin]
 //
-// Ours runs in a child process (so its peak memory is its own): models load once,
+// Ours runs in a child process (so its peak memory is its own), with the service's runtime settings
+// (bench/lib/runtime-env.ts: MALLOC_ARENA_MAX=2 and V8's --max-semi-space-size=4 as `npm start` and the
+// image set them, unless the environment sets its own): models load once,
 // one untimed warm-up page, then every page `rounds` times, one after another, as a
 // worker processes pages. Tesseract runs as it is run at scale (bench/lib/tesseract.ts): one
 // single-threaded process per page (OMP_THREAD_LIMIT=1), as many at once as cores, each page in
@@ -36,6 +38,7 @@ import { modelRunTotals } from '../src/recognition/models/onnx.ts';
 import { OcrEngine } from '../src/recognition/engine/ocr-engine.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
 import { markdownTable, megabytes } from './lib/table.ts';
+import { serviceRuntimeEnv } from './lib/runtime-env.ts';
 import { runTesseractPool, tesseractVersion, type TesseractPool } from './lib/tesseract.ts';
 
 interface OurPage {
@@ -293,7 +296,8 @@ function runChild(builtin: boolean): Promise<OurRun> {
     const child = spawn(
       process.execPath,
       [import.meta.filename, '--child', '--pages', values.pages, '--rounds', String(rounds), ...(builtin ? ['--builtin'] : [])],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      // the service's runtime settings (malloc arenas, V8's semi-spaces), so that its peak is a service process's
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...serviceRuntimeEnv() } },
     );
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));

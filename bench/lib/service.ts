@@ -7,6 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import yazl from 'yazl';
 import { freePort } from '../../src/db/embedded-postgres.ts';
+import { serviceRuntimeEnv } from './runtime-env.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const execFileAsync = promisify(execFile);
@@ -52,7 +53,7 @@ export async function startService(env: Record<string, string>, role: 'all' | 'a
     CORRECTION_PROVIDER: 'none',
     LOG_LEVEL: 'warn',
     // as `npm start` and the image run it (docs/deployment.md, "Memory")
-    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+    ...serviceRuntimeEnv(),
     ...env,
   };
   const child = spawn(process.execPath, ['src/cli/main.ts', 'serve', '--role', role], {
