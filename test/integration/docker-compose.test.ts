@@ -149,6 +149,10 @@ describe('docker-compose.yml', () => {
   test('the worker service scales: replicas, no fixed name, no host port', () => {
     const worker = compose.services.worker;
     assert.ok((worker.deploy?.replicas ?? 0) >= 1);
+    // a replica per core, each one page at a time on one onnxruntime thread (ADR 0042)
+    const workerConfig = loadConfig(environmentOf(worker));
+    assert.equal(workerConfig.workers.pageConcurrency, 1);
+    assert.equal(workerConfig.recognition.threads, 1);
     assert.equal(worker.container_name, undefined);
     assert.equal(worker.ports, undefined);
     assert.ok((compose.services.api.ports ?? []).some((port) => interpolate(port).endsWith(':8080')));
