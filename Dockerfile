@@ -28,6 +28,11 @@ ENV DATA_DIR=/var/lib/hwr
 # arenas keep what they freed: peak memory over the fixture pages 1,015 -> 794 MB, same speed
 # (docs/deployment.md, "Memory").
 ENV MALLOC_ARENA_MAX=2
+# Blocks up to 256 MB from the heap, kept there when freed (no trim under 512 MB free): the models'
+# activations (tens of MB each, allocated and freed every run) were mmapped and unmapped at every
+# run, and the page faults and munmaps cost more than the runs (docs/deployment.md, "Memory").
+ENV MALLOC_MMAP_THRESHOLD_=268435456
+ENV MALLOC_TRIM_THRESHOLD_=536870912
 # V8's young generation: semi-spaces of at most 4 MB instead of Node 24's automatic up to 64 MB
 # (over ten pages its new space grew to 64 MB while 10-40 MB of the heap was in use): the service's
 # peak over the fixture pages about 700 -> 570 MB, the same CPU time (docs/deployment.md, "Memory").

@@ -253,6 +253,9 @@ describe('hwr serve start and stop', () => {
       const pid = (JSON.parse(listening) as { pid: number }).pid;
       const environment = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
       assert.ok(environment.includes(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'}`), environment.join(' '));
+      // large blocks kept in the heap, as in the image (docs/deployment.md, "Memory")
+      assert.ok(environment.includes(`MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_ ?? '268435456'}`), environment.join(' '));
+      assert.ok(environment.includes(`MALLOC_TRIM_THRESHOLD_=${process.env.MALLOC_TRIM_THRESHOLD_ ?? '536870912'}`), environment.join(' '));
       // V8's semi-spaces at most 4 MB, as in the image, before the caller's own NODE_OPTIONS (a later flag wins)
       const nodeOptions = `--max-semi-space-size=4 ${process.env.NODE_OPTIONS ?? ''}`;
       assert.ok(environment.includes(`NODE_OPTIONS=${nodeOptions}`), environment.join(' '));

@@ -49,7 +49,7 @@ function environmentOf(service: Service): Record<string, string> {
 
 const hwrServices = ['api', 'worker', 'trainer'] as const;
 /** Variables the image sets for the runtime beneath hwr (glibc, Node and V8), not for src/platform/config.ts. */
-const RUNTIME_VARIABLES = new Set(['MALLOC_ARENA_MAX', 'NODE_OPTIONS']);
+const RUNTIME_VARIABLES = new Set(['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'NODE_OPTIONS']);
 
 describe('docker-compose.yml', () => {
   test('has PostgreSQL, MinIO (with its bucket job), the API, a worker and a trainer service', () => {
@@ -178,6 +178,9 @@ describe('docker-compose.yml', () => {
     assert.match(dockerfile, /^ENTRYPOINT \["node", "bin\/hwr\.js"\]$/m);
     // fewer malloc arenas: less memory kept by the threads that recognition allocates from
     assert.match(dockerfile, /^ENV MALLOC_ARENA_MAX=2$/m);
+    // large blocks kept in the heap: the models' activations are not mapped and unmapped every run
+    assert.match(dockerfile, /^ENV MALLOC_MMAP_THRESHOLD_=268435456$/m);
+    assert.match(dockerfile, /^ENV MALLOC_TRIM_THRESHOLD_=536870912$/m);
     // and V8's young generation bounded: less heap kept between pages (docs/deployment.md, "Memory")
     assert.match(dockerfile, /^ENV NODE_OPTIONS=--max-semi-space-size=4$/m);
     // Everything the service loads at run time is copied into the image.
