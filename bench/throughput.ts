@@ -45,6 +45,7 @@ import { ocrmypdfVersion, runOcrmypdf } from './lib/ocrmypdf.ts';
 import { mapPool } from './lib/pool.ts';
 import { type Service, startService } from './lib/service.ts';
 import { aimLines, type ThroughputRow, throughputTable } from './lib/throughput-table.ts';
+import { serviceRuntimeEnv } from './lib/runtime-env.ts';
 import { runTesseractPool, tesseractVersion } from './lib/tesseract.ts';
 
 interface BenchPage {
@@ -365,7 +366,8 @@ function coldRecognize(page: BenchPage): Promise<{ page: string; seconds: number
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['src/cli/main.ts', 'recognize', page.imagePath], {
       cwd: root,
-      env: { ...process.env, LOG_LEVEL: 'warn' },
+      // as `npm run hwr -- recognize` runs it (malloc and V8 settings)
+      env: { ...process.env, ...serviceRuntimeEnv(), LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
