@@ -9,9 +9,10 @@
 //     thresholds are chosen on the tune half (--degraded blurred,small,faded adds the tune half
 //     again with its images degraded, bench/lib/degraded-pages.ts; tried, not the default: see
 //     docs/correction.md; --tune-models DIR,... adds it again as read by other setups, e.g.
-//     bench/setups/default-layout-v2-recognizer: the previous recognizer), line by line (each line's errors against the ground truth aligned under
-//     it, bench/lib/aligned-truth.ts): the most gain of the perfect and noisy stand-ins such that
-//     no misbehaving stand-in (guessing among them), nor a truncation of another length
+//     bench/setups/default-layout-v2-recognizer: the previous recognizer), line by line (each
+//     line's errors against the ground truth aligned under it, bench/lib/aligned-truth.ts): the most
+//     gain of the perfect and noisy stand-ins such that no misbehaving stand-in (guessing among
+//     them), nor a truncation of another length
 //     (TRUNCATIONS), makes the tuning pages worse in total or any page worse by more than
 //     --page-margin CER points (default 0.5). In two stages: the bounds every line is held to, then
 //     the looser bounds of a page whose answer the image supports.
@@ -108,15 +109,11 @@ for (const degradation of degradations)
 // as a recognizer reads an unfamiliar hand rather than a damaged image
 const tuneModels = values['tune-models'].split(',').filter((dir) => dir !== '');
 const otherReadings: RecognisedPage[] = [];
-for (const dir of tuneModels)
-  otherReadings.push(
-    ...(await recognisedPages(tuneEval, path.join(values.cache, `read-${path.basename(path.resolve(dir))}`), progress, dir)).map(
-      (page) => ({
-        ...page,
-        name: `${page.name} (${path.basename(path.resolve(dir))})`,
-      }),
-    ),
-  );
+for (const dir of tuneModels) {
+  const setup = path.basename(path.resolve(dir));
+  const read = await recognisedPages(tuneEval, path.join(values.cache, `read-${setup}`), progress, dir);
+  otherReadings.push(...read.map((page) => ({ ...page, name: `${page.name} (${setup})` })));
+}
 const tuning = [...tune, ...degraded, ...otherReadings];
 
 type TuningBehaviour = Behaviour | Truncation;

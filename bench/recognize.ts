@@ -8,8 +8,8 @@
 //   node bench/recognize.ts [--pages DIR] [--rounds N] [--no-builtin]
 //
 // Ours runs in a child process (so its peak memory is its own), with the service's runtime settings
-// (bench/lib/runtime-env.ts: MALLOC_ARENA_MAX=2 and V8's --max-semi-space-size=4 as `npm start` and the
-// image set them, unless the environment sets its own): models load once,
+// (bench/lib/runtime-env.ts: glibc's arenas and mmap and trim thresholds, V8's --max-semi-space-size=4,
+// as `npm start` and the image set them, unless the environment sets its own): models load once,
 // one untimed warm-up page, then every page `rounds` times, one after another, as a
 // worker processes pages. Tesseract runs as it is run at scale (bench/lib/tesseract.ts): one
 // single-threaded process per page (OMP_THREAD_LIMIT=1), as many at once as cores, each page in
@@ -296,7 +296,7 @@ function runChild(builtin: boolean): Promise<OurRun> {
     const child = spawn(
       process.execPath,
       [import.meta.filename, '--child', '--pages', values.pages, '--rounds', String(rounds), ...(builtin ? ['--builtin'] : [])],
-      // the service's runtime settings (malloc arenas, V8's semi-spaces), so that its peak is a service process's
+      // the service's runtime settings (glibc's malloc, V8's semi-spaces), so that its speed and peak are a service process's
       { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...serviceRuntimeEnv() } },
     );
     let output = '';
