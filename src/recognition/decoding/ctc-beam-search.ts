@@ -9,12 +9,24 @@
 // At the end each prefix gets alpha * log P_lm(boundary | prefix); the best total wins.
 // With known words (known-words.ts), a prefix whose last word ends (extended by a space, or at
 // the end) gains options.wordBonus when that word is known.
+//
+// It runs for every line of a page, a few hundred prefixes a frame: prefixes are nodes of a trie
+// (PrefixTrie), a frame's beams slots of typed arrays (BeamSet), the best kept without sorting
+// (keepBest) and an emission made an object only for a prefix a frame keeps. Strings and objects
+// for each were 100 MB of garbage a page and 40 % of the search's time; the readings are the same
+// to the bit (test/unit/recognition-ctc-beam-search-reference.test.ts).
 import type { CharacterClasses } from '../models/charset.ts';
 import { DEFAULT_BEAM_SEARCH, type BeamSearchOptions } from '../models/beam-search-options.ts';
 import type { CharNgramModel } from './char-ngram-lm.ts';
 import type { DecodedCharacter } from './ctc-decode.ts';
 import { knownWordBonus, type KnownWords } from './known-words.ts';
 import { languageModelStates } from './lm-states.ts';
+
+const NEG = -Infinity;
+/** How a prefix's last emission is made when the frame keeps it (BeamSet's `emission`). */
+const KEPT = 0;
+const NEW = 1;
+const PROLONGED = 2;
 
 /** One emitted character on a prefix's path; shared by the prefixes that extend it. */
 interface Emission {
@@ -25,22 +37,195 @@ interface Emission {
   previous: Emission | null;
 }
 
-interface Beam {
-  blank: number;
-  nonBlank: number;
-  last: Emission | null;
-  /** Score of the path that set `last` (the strongest one wins the timing). */
-  lastScore: number;
+/**
+ * The prefixes of one frame and their scores, one slot each, kept in typed arrays: each frame
+ * fills a set with up to beam x (maxCandidates + 1) prefixes and keeps the best `beam` of them,
+ * and objects for each were most of the search's allocation (and of a page's garbage).
+ */
+class BeamSet {
+  size = 0;
+  /** The prefix (PrefixTrie node). */
+  readonly prefix: Int32Array;
+  /** Log scores of the prefix's paths ending in a blank and in its last character. */
+  readonly blank: Float64Array;
+  readonly nonBlank: Float64Array;
+  /** The last character's emission on the strongest path, and that path's score (it wins the timing). */
+  readonly last: (Emission | null)[];
+  readonly lastScore: Float64Array;
+  /**
+   * An emission this frame makes, made an object only for a prefix the frame keeps (most are
+   * outbid or ranked out): NEW, class `emittedClass` at log probability `emittedLog` after
+   * `last`; PROLONGED, `last` prolonged to this frame at that probability; KEPT, `last` itself.
+   */
+  readonly emission: Uint8Array;
+  readonly emittedClass: Int32Array;
+  readonly emittedLog: Float64Array;
   /**
    * The prefix's language model state (lm-states.ts), worked out only for prefixes that
    * survive a frame: until then -1, with the parent's state and the class that extended it.
    */
-  state: number;
-  parentState: number;
-  extendedBy: number;
+  readonly state: Int32Array;
+  readonly parentState: Int32Array;
+  readonly extendedBy: Int32Array;
+  /** logAdd(blank, nonBlank), set when the frame's prefixes are ranked. */
+  readonly total: Float64Array;
+
+  constructor(capacity: number) {
+    this.prefix = new Int32Array(capacity);
+    this.blank = new Float64Array(capacity);
+    this.nonBlank = new Float64Array(capacity);
+    this.last = new Array<Emission | null>(capacity).fill(null);
+    this.lastScore = new Float64Array(capacity);
+    this.emission = new Uint8Array(capacity);
+    this.emittedClass = new Int32Array(capacity);
+    this.emittedLog = new Float64Array(capacity);
+    this.state = new Int32Array(capacity);
+    this.parentState = new Int32Array(capacity);
+    this.extendedBy = new Int32Array(capacity);
+    this.total = new Float64Array(capacity);
+  }
+
+  /** A new slot for `prefix`, with nothing scored yet. */
+  add(prefix: number, state: number, parentState: number, extendedBy: number): number {
+    const slot = this.size++;
+    this.prefix[slot] = prefix;
+    this.blank[slot] = NEG;
+    this.nonBlank[slot] = NEG;
+    this.last[slot] = null;
+    this.lastScore[slot] = NEG;
+    this.emission[slot] = KEPT;
+    this.state[slot] = state;
+    this.parentState[slot] = parentState;
+    this.extendedBy[slot] = extendedBy;
+    return slot;
+  }
+
+  /** The path that set the slot's timing: its score and how its last emission is made (see `emission`). */
+  offer(slot: number, score: number, emission: number, last: Emission | null, emittedClass: number, emittedLog: number): void {
+    this.lastScore[slot] = score;
+    this.emission[slot] = emission;
+    this.last[slot] = last;
+    this.emittedClass[slot] = emittedClass;
+    this.emittedLog[slot] = emittedLog;
+  }
+
+  /** Copies slot `from` of `source`, made at frame `t`, into the next slot of this set, its emission made an object. */
+  copy(source: BeamSet, from: number, t: number, symbols: readonly string[]): void {
+    const slot = this.size++;
+    this.prefix[slot] = source.prefix[from];
+    this.blank[slot] = source.blank[from];
+    this.nonBlank[slot] = source.nonBlank[from];
+    const last = source.last[from];
+    const kind = source.emission[from];
+    const p = source.emittedLog[from];
+    this.last[slot] =
+      kind === NEW
+        ? { text: symbols[source.emittedClass[from]], start: t, end: t + 1, confidence: Math.exp(p), previous: last }
+        : kind === PROLONGED && last
+          ? { ...last, end: t + 1, confidence: Math.max(last.confidence, Math.exp(p)) }
+          : last;
+    this.emission[slot] = KEPT;
+    this.lastScore[slot] = source.lastScore[from];
+    this.state[slot] = source.state[from];
+    this.parentState[slot] = source.parentState[from];
+    this.extendedBy[slot] = source.extendedBy[from];
+  }
+
+  /** Empties the set (the emissions it held are let go). */
+  clear(): void {
+    this.last.fill(null, 0, this.size);
+    this.size = 0;
+  }
 }
 
-const NEG = -Infinity;
+/**
+ * The prefixes of one search as a trie of their characters: a prefix is a node number (0 the empty
+ * prefix), and extending one by a character always gives the same node. Prefixes were strings:
+ * every extension built and hashed a new one as long as the line so far, which was most of what the
+ * search allocated (a hundred megabytes a page, and the collections that go with it). Characters,
+ * not classes, make the nodes, so two classes of the same symbol extend to one prefix as the
+ * strings did.
+ */
+class PrefixTrie {
+  private readonly parents: number[] = [-1];
+  private readonly characters: number[] = [-1];
+  /** The children, open-addressed: key node × classes + character (-1: empty), and the child's node. */
+  private keys = new Float64Array(1 << 12).fill(-1);
+  private nodes = new Int32Array(1 << 12);
+  /** 32 - log2(the table's size): the hash keeps the product's top bits. */
+  private shift = 32 - 12;
+  /** Per node, the known-word bonus of its last word, worked out once (NaN: not yet). */
+  private readonly wordBonus: number[] = [Number.NaN];
+  private readonly characterOf: Int32Array;
+  private readonly stride: number;
+  private readonly classes: CharacterClasses;
+
+  constructor(classes: CharacterClasses) {
+    this.classes = classes;
+    const first = new Map<string, number>();
+    this.characterOf = Int32Array.from(classes.symbols, (symbol, k) => {
+      if (!first.has(symbol)) first.set(symbol, k);
+      return first.get(symbol) as number;
+    });
+    this.stride = classes.symbols.length;
+  }
+
+  child(node: number, k: number): number {
+    const character = this.characterOf[k];
+    const key = node * this.stride + character;
+    let at = this.find(key);
+    if (this.keys[at] === key) return this.nodes[at];
+    const id = this.parents.length;
+    this.parents.push(node);
+    this.characters.push(character);
+    this.wordBonus.push(Number.NaN);
+    if ((id + 1) * 2 > this.keys.length) {
+      this.grow();
+      at = this.find(key);
+    }
+    this.keys[at] = key;
+    this.nodes[at] = id;
+    return id;
+  }
+
+  /** The slot of `key` in the open-addressed table of children, or the empty slot where it would go. */
+  private find(key: number): number {
+    const mask = this.keys.length - 1;
+    let at = (Math.imul(key | 0, 0x9e3779b1) >>> this.shift) & mask;
+    while (this.keys[at] !== key && this.keys[at] !== -1) at = (at + 1) & mask;
+    return at;
+  }
+
+  private grow(): void {
+    const { keys, nodes } = this;
+    this.keys = new Float64Array(keys.length * 2).fill(-1);
+    this.nodes = new Int32Array(keys.length * 2);
+    this.shift -= 1;
+    for (let i = 0; i < keys.length; i += 1)
+      if (keys[i] !== -1) {
+        const at = this.find(keys[i]);
+        this.keys[at] = keys[i];
+        this.nodes[at] = nodes[i];
+      }
+  }
+
+  /**
+   * The bonus for the word the prefix ends when a space or the line's end follows it: 0 for the
+   * empty prefix or one ending in a space, else knownWordBonus of its last word.
+   */
+  wordEnd(node: number, words: KnownWords | null, bonus: number): number {
+    if (words === null) return 0;
+    let value = this.wordBonus[node];
+    if (Number.isNaN(value)) {
+      const { symbols } = this.classes;
+      let word = '';
+      for (let n = node; n > 0 && symbols[this.characters[n]] !== ' '; n = this.parents[n]) word = symbols[this.characters[n]] + word;
+      value = word === '' ? 0 : knownWordBonus(word, words, bonus);
+      this.wordBonus[node] = value;
+    }
+    return value;
+  }
+}
 
 function logAdd(a: number, b: number): number {
   if (a === NEG) return b;
@@ -99,88 +284,123 @@ export function beamSearchCtcReadings(
 ): BeamReadings {
   const count = classes.symbols.length;
   const words = knownWords && options.wordBonus !== 0 ? knownWords : null;
-  // the bonus for the word a prefix ends when it is extended by a space (or at the end of the line)
-  const wordEnd = (prefix: string): number =>
-    words && prefix !== '' && !prefix.endsWith(' ') ? knownWordBonus(prefix, words, options.wordBonus) : 0;
+  const trie = new PrefixTrie(classes);
   const logPrune = Math.log(options.prune);
   const frame = new Float64Array(count);
   const states = lm ? languageModelStates(lm, classes, options.alpha, options.beta) : null;
   const extension = (state: number, k: number): number => (states ? states.score(state, k) : options.beta);
-  const stateOf = (beam: Beam): number => {
-    if (states && beam.state < 0) beam.state = states.next(beam.parentState, beam.extendedBy);
-    return beam.state;
+  const capacity = options.beam * (options.maxCandidates + 1) + 1;
+  const beams = new BeamSet(capacity);
+  const next = new BeamSet(capacity);
+  const stateOf = (slot: number): number => {
+    if (states && beams.state[slot] < 0) beams.state[slot] = states.next(beams.parentState[slot], beams.extendedBy[slot]);
+    return beams.state[slot];
   };
+  // where each prefix sits in `next` during the frame `stamp`
+  let slotOfPrefix = new Int32Array(1024);
+  let stampOfPrefix = new Int32Array(1024).fill(-1);
+  const entry = (prefix: number, state: number, parentState: number, extendedBy: number, stamp: number): number => {
+    if (prefix >= stampOfPrefix.length) {
+      const length = Math.max(prefix + 1, stampOfPrefix.length * 2);
+      const slots = new Int32Array(length);
+      slots.set(slotOfPrefix);
+      const stamps = new Int32Array(length).fill(-1);
+      stamps.set(stampOfPrefix);
+      slotOfPrefix = slots;
+      stampOfPrefix = stamps;
+    }
+    if (stampOfPrefix[prefix] === stamp) return slotOfPrefix[prefix];
+    stampOfPrefix[prefix] = stamp;
+    slotOfPrefix[prefix] = next.add(prefix, state, parentState, extendedBy);
+    return slotOfPrefix[prefix];
+  };
+  // the classes likely enough in this frame (in class order), the likeliest maxCandidates of them
+  // when there are more (best first), and the slots of `next` the frame keeps (best first)
+  const likely = new Int32Array(count);
+  const likeliest = new Int32Array(options.maxCandidates);
+  const kept = new Int32Array(options.beam);
 
-  let beams = new Map<string, Beam>([
-    ['', { blank: 0, nonBlank: NEG, last: null, lastScore: 0, state: states ? states.start() : -1, parentState: -1, extendedBy: -1 }],
-  ]);
+  beams.add(0, states ? states.start() : -1, -1, -1);
+  beams.blank[0] = 0;
+  beams.lastScore[0] = 0;
   for (let t = 0; t < steps; t += 1) {
     readLogRow(scores, offset + t * stride, count, logits, frame);
     const blankScore = frame[classes.blank];
-    const candidates: number[] = [];
+    let candidateCount = 0;
     for (let k = 0; k < count; k += 1)
-      if (k !== classes.blank && frame[k] >= logPrune && (!classes.allowed || classes.allowed[k])) candidates.push(k);
-    if (candidates.length === 0) {
+      if (k !== classes.blank && frame[k] >= logPrune && (!classes.allowed || classes.allowed[k])) likely[candidateCount++] = k;
+    let candidates = likely;
+    if (candidateCount > options.maxCandidates) {
+      let chosen = 0;
+      for (let c = 0; c < candidateCount; c += 1) chosen = keepBest(likeliest, chosen, likely[c], frame);
+      candidates = likeliest;
+      candidateCount = chosen;
+    }
+    if (candidateCount === 0) {
       // A frame where only the blank is likely (most frames of a line): every prefix just
       // ends in blank now, and their order cannot change. Same result as the general step.
-      for (const beam of beams.values()) {
-        const total = logAdd(beam.blank, beam.nonBlank) + blankScore;
-        beam.blank = total;
-        beam.nonBlank = NEG;
-        beam.lastScore = total;
+      for (let beam = 0; beam < beams.size; beam += 1) {
+        const total = logAdd(beams.blank[beam], beams.nonBlank[beam]) + blankScore;
+        beams.blank[beam] = total;
+        beams.nonBlank[beam] = NEG;
+        beams.lastScore[beam] = total;
       }
       continue;
     }
-    if (candidates.length > options.maxCandidates) {
-      candidates.sort((a, b) => frame[b] - frame[a]);
-      candidates.length = options.maxCandidates;
-    }
 
-    const next = new Map<string, Beam>();
-    const entry = (prefix: string, state: number, parentState: number, extendedBy: number): Beam => {
-      let beam = next.get(prefix);
-      if (!beam) {
-        beam = { blank: NEG, nonBlank: NEG, last: null, lastScore: NEG, state, parentState, extendedBy };
-        next.set(prefix, beam);
-      }
-      return beam;
-    };
+    // this frame's prefixes take slots of `next` in the order they are first reached (the ranking's ties keep it);
     // the character timings of a prefix follow its strongest contributing path
-    const offer = (target: Beam, score: number, emission: () => Emission | null): void => {
-      if (score > target.lastScore) {
-        target.last = emission();
-        target.lastScore = score;
-      }
-    };
-
-    for (const [prefix, beam] of beams) {
-      const total = logAdd(beam.blank, beam.nonBlank);
+    for (let beam = 0; beam < beams.size; beam += 1) {
+      const prefix = beams.prefix[beam];
+      const blank = beams.blank[beam];
+      const nonBlank = beams.nonBlank[beam];
+      const total = logAdd(blank, nonBlank);
       const state = stateOf(beam);
-      const same = entry(prefix, state, -1, -1);
-      same.blank = logAdd(same.blank, total + blankScore);
-      offer(same, total + blankScore, () => beam.last);
-      const last = beam.last;
-      for (const k of candidates) {
+      const last = beams.last[beam];
+      const same = entry(prefix, state, -1, -1, t);
+      next.blank[same] = logAdd(next.blank[same], total + blankScore);
+      if (total + blankScore > next.lastScore[same]) next.offer(same, total + blankScore, KEPT, last, -1, 0);
+      for (let c = 0; c < candidateCount; c += 1) {
+        const k = candidates[c];
         const char = classes.symbols[k];
         const p = frame[k];
-        const target = entry(prefix + char, -1, state, k);
-        const via = (char === last?.text ? beam.blank : total) + p + extension(state, k) + (char === ' ' ? wordEnd(prefix) : 0);
-        target.nonBlank = logAdd(target.nonBlank, via);
-        offer(target, via, () => ({ text: char, start: t, end: t + 1, confidence: Math.exp(p), previous: last }));
+        const target = entry(trie.child(prefix, k), -1, state, k, t);
+        const via =
+          (char === last?.text ? blank : total) +
+          p +
+          extension(state, k) +
+          (char === ' ' ? trie.wordEnd(prefix, words, options.wordBonus) : 0);
+        next.nonBlank[target] = logAdd(next.nonBlank[target], via);
+        if (via > next.lastScore[target]) next.offer(target, via, NEW, last, k, p);
         if (last && char === last.text) {
-          // a repeated frame without blank prolongs the character's run (emissions are shared: copy)
-          const stay = beam.nonBlank + p;
-          same.nonBlank = logAdd(same.nonBlank, stay);
-          offer(same, stay, () => ({ ...last, end: t + 1, confidence: Math.max(last.confidence, Math.exp(p)) }));
+          // a repeated frame without blank prolongs the character's run
+          const stay = nonBlank + p;
+          next.nonBlank[same] = logAdd(next.nonBlank[same], stay);
+          // (emissions are shared: prolonged in a copy)
+          if (stay > next.lastScore[same]) next.offer(same, stay, PROLONGED, last, k, p);
         }
       }
     }
-    beams = strongest(next, options.beam);
+    // the `beam` prefixes with the highest total score, best first
+    let keptCount = 0;
+    for (let slot = 0; slot < next.size; slot += 1) {
+      next.total[slot] = logAdd(next.blank[slot], next.nonBlank[slot]);
+      keptCount = keepBest(kept, keptCount, slot, next.total);
+    }
+    beams.clear();
+    for (let i = 0; i < keptCount; i += 1) beams.copy(next, kept[i], t, classes.symbols);
+    next.clear();
   }
 
-  const finals: { beam: Beam; score: number }[] = [];
-  for (const [prefix, beam] of beams)
-    finals.push({ beam, score: logAdd(beam.blank, beam.nonBlank) + (states ? states.final(stateOf(beam)) : 0) + wordEnd(prefix) });
+  const finals: { beam: number; score: number }[] = [];
+  for (let beam = 0; beam < beams.size; beam += 1)
+    finals.push({
+      beam,
+      score:
+        logAdd(beams.blank[beam], beams.nonBlank[beam]) +
+        (states ? states.final(stateOf(beam)) : 0) +
+        trie.wordEnd(beams.prefix[beam], words, options.wordBonus),
+    });
   let bestIndex = 0;
   for (let i = 1; i < finals.length; i += 1) if (finals[i].score > finals[bestIndex].score) bestIndex = i;
   const best = finals[bestIndex];
@@ -194,25 +414,34 @@ export function beamSearchCtcReadings(
           .filter((item) => item !== best)
           .sort((a, b) => b.score - a.score)
           .slice(0, runnersUp)
-          .map((item) => ({ characters: charactersOf(item.beam.last), share: shareOf(item.score) }))
+          .map((item) => ({ characters: charactersOf(beams.last[item.beam]), share: shareOf(item.score) }))
       : [];
-  return { characters: charactersOf(best.beam.last), share: shareOf(best.score), runnersUp: others };
+  return { characters: charactersOf(beams.last[best.beam]), share: shareOf(best.score), runnersUp: others };
+}
+
+/**
+ * Offers `item` (of value `values[item]`) to `best`, which holds up to best.length items in
+ * descending order of their values, `count` of them now; returns the new count. An item ties
+ * with the ones offered before it and goes after them: the first best.length items of a stable
+ * sort, best first, without sorting all (nor allocating) every frame.
+ */
+function keepBest(best: Int32Array, count: number, item: number, values: Float64Array): number {
+  const value = values[item];
+  const full = count === best.length;
+  if (full && !(value > values[best[count - 1]])) return count;
+  let i = full ? count - 1 : count;
+  while (i > 0 && value > values[best[i - 1]]) {
+    best[i] = best[i - 1];
+    i -= 1;
+  }
+  best[i] = item;
+  return full ? count : count + 1;
 }
 
 function charactersOf(last: Emission | null): DecodedCharacter[] {
   const result: DecodedCharacter[] = [];
   for (let e = last; e; e = e.previous) result.push({ text: e.text, start: e.start, end: e.end, confidence: e.confidence });
   return result.reverse();
-}
-
-/** The `size` prefixes with the highest total score, best first. */
-function strongest(candidates: Map<string, Beam>, size: number): Map<string, Beam> {
-  const ranked: { prefix: string; beam: Beam; score: number }[] = [];
-  for (const [prefix, beam] of candidates) ranked.push({ prefix, beam, score: logAdd(beam.blank, beam.nonBlank) });
-  ranked.sort((a, b) => b.score - a.score);
-  const kept = new Map<string, Beam>();
-  for (let i = 0; i < Math.min(size, ranked.length); i += 1) kept.set(ranked[i].prefix, ranked[i].beam);
-  return kept;
 }
 
 function readLogRow(scores: Float32Array, row: number, count: number, logits: boolean, out: Float64Array): void {
