@@ -33,8 +33,6 @@ export async function startBoss(databaseUrl: string, config: Config, options: Bo
     schedule: options.supervise,
     superviseIntervalSeconds: config.workers.superviseIntervalSeconds,
     monitorIntervalSeconds: Math.max(config.workers.superviseIntervalSeconds, 1),
-    // The backlog the page workers' burst reads (one cheap query per interval).
-    queueCacheIntervalSeconds: 2,
   });
   // Maintenance, supervision and worker fetch errors (a database restart, a lost connection):
   // pg-boss retries them itself, so they are logged, never thrown.

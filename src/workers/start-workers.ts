@@ -46,24 +46,30 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
     };
   };
 
-  await boss.work<PageTaskData>(
+  const pageHandler = onePerCall(
     QUEUES.page,
-    // While the queue's cached backlog says more pages wait, fetch the next one at once instead
-    // of after the poll interval: a job of many short pages is not paced by the interval.
-    { ...polling, localConcurrency: config.workers.pageConcurrency, batchSize: 1, burstWhenReadyExceeds: 1 },
-    onePerCall(
-      QUEUES.page,
-      createPageHandler({
-        bus: deps.bus,
-        blobs: deps.blobs,
-        pipeline: deps.pagePipeline,
-        retryLimit: config.workers.pageRetryLimit,
-        log,
-        outageWaitMs: config.workers.heartbeatSeconds * 1000,
-        taskExpireSeconds: config.workers.taskExpireSeconds,
-      }),
-    ),
+    createPageHandler({
+      bus: deps.bus,
+      blobs: deps.blobs,
+      pipeline: deps.pagePipeline,
+      retryLimit: config.workers.pageRetryLimit,
+      log,
+      outageWaitMs: config.workers.heartbeatSeconds * 1000,
+      taskExpireSeconds: config.workers.taskExpireSeconds,
+    }),
   );
+  // One pg-boss worker per page slot, each woken to fetch again the moment it has finished a page.
+  // pg-boss waits out the poll interval after a task shorter than it unless its cached backlog
+  // (refreshed once a minute) says more tasks wait: a job that came to an idle service had each slot
+  // read a page every WORKER_POLL_SECONDS, its cores a third idle (docs/benchmarks.md, "Paced
+  // pages"). A fetch that finds nothing falls back to the interval.
+  for (let slot = 0; slot < config.workers.pageConcurrency; slot += 1) {
+    let workerId: string | null = null;
+    workerId = await boss.work<PageTaskData>(QUEUES.page, { ...polling, localConcurrency: 1, batchSize: 1 }, async (jobs) => {
+      await pageHandler(jobs);
+      if (workerId !== null) boss.notifyWorker(workerId);
+    });
+  }
   await boss.work<ExportTaskData>(
     QUEUES.export,
     { ...polling, localConcurrency: config.workers.exportConcurrency, batchSize: 1 },
