@@ -144,69 +144,63 @@ class BeamSet {
  * every extension built and hashed a new one as long as the line so far, which was most of what the
  * search allocated (a hundred megabytes a page, and the collections that go with it). Characters,
  * not classes, make the nodes, so two classes of the same symbol extend to one prefix as the
- * strings did.
+ * strings did. One trie serves every search of the thread (`start` empties it; the search is
+ * synchronous, so never two at once): its arrays grow to the longest line's and are kept.
  */
 class PrefixTrie {
-  private readonly parents: number[] = [-1];
-  private readonly characters: number[] = [-1];
-  /** The children, open-addressed: key node × classes + character (-1: empty), and the child's node. */
-  private keys = new Float64Array(1 << 12).fill(-1);
-  private nodes = new Int32Array(1 << 12);
-  /** 32 - log2(the table's size): the hash keeps the product's top bits. */
-  private shift = 32 - 12;
+  private parents = new Int32Array(1 << 12);
+  private characters = new Int32Array(1 << 12);
   /** Per node, the known-word bonus of its last word, worked out once (NaN: not yet). */
-  private readonly wordBonus: number[] = [Number.NaN];
-  private readonly characterOf: Int32Array;
-  private readonly stride: number;
-  private readonly classes: CharacterClasses;
+  private wordBonus = new Float64Array(1 << 12);
+  private count = 0;
+  /**
+   * The children, open-addressed: key node × classes + character, the child's node, and the search
+   * that wrote the slot (a slot of an earlier search is empty).
+   */
+  private keys = new Float64Array(1 << 13);
+  private nodes = new Int32Array(1 << 13);
+  private searches = new Int32Array(1 << 13);
+  private search = 0;
+  /** 32 - log2(the table's size): the hash keeps the product's top bits. */
+  private shift = 32 - 13;
+  private classes: CharacterClasses | null = null;
+  private characterOf = new Int32Array(0);
+  private stride = 0;
 
-  constructor(classes: CharacterClasses) {
-    this.classes = classes;
-    const first = new Map<string, number>();
-    this.characterOf = Int32Array.from(classes.symbols, (symbol, k) => {
-      if (!first.has(symbol)) first.set(symbol, k);
-      return first.get(symbol) as number;
-    });
-    this.stride = classes.symbols.length;
+  /** Empties the trie for a search over `classes`: only the empty prefix, node 0. */
+  start(classes: CharacterClasses): void {
+    if (classes !== this.classes) {
+      this.classes = classes;
+      const first = new Map<string, number>();
+      this.characterOf = Int32Array.from(classes.symbols, (symbol, k) => {
+        if (!first.has(symbol)) first.set(symbol, k);
+        return first.get(symbol) as number;
+      });
+      this.stride = classes.symbols.length;
+    }
+    this.search += 1;
+    if (this.search === 2 ** 31 - 1) {
+      this.searches.fill(0);
+      this.search = 1;
+    }
+    this.count = 0;
+    this.add(-1, -1);
   }
 
   child(node: number, k: number): number {
     const character = this.characterOf[k];
     const key = node * this.stride + character;
     let at = this.find(key);
-    if (this.keys[at] === key) return this.nodes[at];
-    const id = this.parents.length;
-    this.parents.push(node);
-    this.characters.push(character);
-    this.wordBonus.push(Number.NaN);
-    if ((id + 1) * 2 > this.keys.length) {
+    if (this.searches[at] === this.search) return this.nodes[at];
+    const id = this.add(node, character);
+    if (this.count * 2 > this.keys.length) {
       this.grow();
       at = this.find(key);
     }
     this.keys[at] = key;
     this.nodes[at] = id;
+    this.searches[at] = this.search;
     return id;
-  }
-
-  /** The slot of `key` in the open-addressed table of children, or the empty slot where it would go. */
-  private find(key: number): number {
-    const mask = this.keys.length - 1;
-    let at = (Math.imul(key | 0, 0x9e3779b1) >>> this.shift) & mask;
-    while (this.keys[at] !== key && this.keys[at] !== -1) at = (at + 1) & mask;
-    return at;
-  }
-
-  private grow(): void {
-    const { keys, nodes } = this;
-    this.keys = new Float64Array(keys.length * 2).fill(-1);
-    this.nodes = new Int32Array(keys.length * 2);
-    this.shift -= 1;
-    for (let i = 0; i < keys.length; i += 1)
-      if (keys[i] !== -1) {
-        const at = this.find(keys[i]);
-        this.keys[at] = keys[i];
-        this.nodes[at] = nodes[i];
-      }
   }
 
   /**
@@ -217,7 +211,7 @@ class PrefixTrie {
     if (words === null) return 0;
     let value = this.wordBonus[node];
     if (Number.isNaN(value)) {
-      const { symbols } = this.classes;
+      const { symbols } = this.classes as CharacterClasses;
       let word = '';
       for (let n = node; n > 0 && symbols[this.characters[n]] !== ' '; n = this.parents[n]) word = symbols[this.characters[n]] + word;
       value = word === '' ? 0 : knownWordBonus(word, words, bonus);
@@ -225,7 +219,79 @@ class PrefixTrie {
     }
     return value;
   }
+
+  private add(parent: number, character: number): number {
+    if (this.count === this.parents.length) {
+      this.parents = grown(this.parents);
+      this.characters = grown(this.characters);
+      this.wordBonus = grown(this.wordBonus);
+    }
+    const id = this.count++;
+    this.parents[id] = parent;
+    this.characters[id] = character;
+    this.wordBonus[id] = Number.NaN;
+    return id;
+  }
+
+  /** The slot of `key` in this search's table of children, or the empty slot where it would go. */
+  private find(key: number): number {
+    const mask = this.keys.length - 1;
+    let at = (Math.imul(key | 0, 0x9e3779b1) >>> this.shift) & mask;
+    while (this.searches[at] === this.search && this.keys[at] !== key) at = (at + 1) & mask;
+    return at;
+  }
+
+  private grow(): void {
+    const { keys, nodes, searches } = this;
+    this.keys = new Float64Array(keys.length * 2);
+    this.nodes = new Int32Array(keys.length * 2);
+    this.searches = new Int32Array(keys.length * 2);
+    this.shift -= 1;
+    for (let i = 0; i < keys.length; i += 1)
+      if (searches[i] === this.search) {
+        const at = this.find(keys[i]);
+        this.keys[at] = keys[i];
+        this.nodes[at] = nodes[i];
+        this.searches[at] = this.search;
+      }
+  }
 }
+
+/** A copy of `array` twice as long. */
+function grown<T extends Int32Array | Float64Array>(array: T): T {
+  const copy = new (array.constructor as new (length: number) => T)(array.length * 2);
+  copy.set(array);
+  return copy;
+}
+
+const trie = new PrefixTrie();
+
+/**
+ * Where each prefix (trie node) sits in the frame's BeamSet, valid while `frameOf` holds the frame's
+ * number: numbers grow over every search of the thread, so nothing is cleared between frames or lines.
+ */
+class PrefixSlots {
+  slotOf = new Int32Array(1 << 12);
+  frameOf = new Float64Array(1 << 12).fill(-1);
+  private frames = 0;
+
+  nextFrame(): number {
+    this.frames += 1;
+    return this.frames;
+  }
+
+  grow(length: number): void {
+    const size = Math.max(length, this.frameOf.length * 2);
+    const slotOf = new Int32Array(size);
+    slotOf.set(this.slotOf);
+    const frameOf = new Float64Array(size).fill(-1);
+    frameOf.set(this.frameOf);
+    this.slotOf = slotOf;
+    this.frameOf = frameOf;
+  }
+}
+
+const slots = new PrefixSlots();
 
 function logAdd(a: number, b: number): number {
   if (a === NEG) return b;
@@ -284,7 +350,7 @@ export function beamSearchCtcReadings(
 ): BeamReadings {
   const count = classes.symbols.length;
   const words = knownWords && options.wordBonus !== 0 ? knownWords : null;
-  const trie = new PrefixTrie(classes);
+  trie.start(classes);
   const logPrune = Math.log(options.prune);
   const frame = new Float64Array(count);
   const states = lm ? languageModelStates(lm, classes, options.alpha, options.beta) : null;
@@ -296,23 +362,12 @@ export function beamSearchCtcReadings(
     if (states && beams.state[slot] < 0) beams.state[slot] = states.next(beams.parentState[slot], beams.extendedBy[slot]);
     return beams.state[slot];
   };
-  // where each prefix sits in `next` during the frame `stamp`
-  let slotOfPrefix = new Int32Array(1024);
-  let stampOfPrefix = new Int32Array(1024).fill(-1);
-  const entry = (prefix: number, state: number, parentState: number, extendedBy: number, stamp: number): number => {
-    if (prefix >= stampOfPrefix.length) {
-      const length = Math.max(prefix + 1, stampOfPrefix.length * 2);
-      const slots = new Int32Array(length);
-      slots.set(slotOfPrefix);
-      const stamps = new Int32Array(length).fill(-1);
-      stamps.set(stampOfPrefix);
-      slotOfPrefix = slots;
-      stampOfPrefix = stamps;
-    }
-    if (stampOfPrefix[prefix] === stamp) return slotOfPrefix[prefix];
-    stampOfPrefix[prefix] = stamp;
-    slotOfPrefix[prefix] = next.add(prefix, state, parentState, extendedBy);
-    return slotOfPrefix[prefix];
+  const entry = (prefix: number, state: number, parentState: number, extendedBy: number, frame: number): number => {
+    if (prefix >= slots.frameOf.length) slots.grow(prefix + 1);
+    if (slots.frameOf[prefix] === frame) return slots.slotOf[prefix];
+    slots.frameOf[prefix] = frame;
+    slots.slotOf[prefix] = next.add(prefix, state, parentState, extendedBy);
+    return slots.slotOf[prefix];
   };
   // the classes likely enough in this frame (in class order), the likeliest maxCandidates of them
   // when there are more (best first), and the slots of `next` the frame keeps (best first)
@@ -348,6 +403,7 @@ export function beamSearchCtcReadings(
       continue;
     }
 
+    const frameNumber = slots.nextFrame();
     // this frame's prefixes take slots of `next` in the order they are first reached (the ranking's ties keep it);
     // the character timings of a prefix follow its strongest contributing path
     for (let beam = 0; beam < beams.size; beam += 1) {
@@ -357,14 +413,14 @@ export function beamSearchCtcReadings(
       const total = logAdd(blank, nonBlank);
       const state = stateOf(beam);
       const last = beams.last[beam];
-      const same = entry(prefix, state, -1, -1, t);
+      const same = entry(prefix, state, -1, -1, frameNumber);
       next.blank[same] = logAdd(next.blank[same], total + blankScore);
       if (total + blankScore > next.lastScore[same]) next.offer(same, total + blankScore, KEPT, last, -1, 0);
       for (let c = 0; c < candidateCount; c += 1) {
         const k = candidates[c];
         const char = classes.symbols[k];
         const p = frame[k];
-        const target = entry(trie.child(prefix, k), -1, state, k, t);
+        const target = entry(trie.child(prefix, k), -1, state, k, frameNumber);
         const via =
           (char === last?.text ? blank : total) +
           p +
