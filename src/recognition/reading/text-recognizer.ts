@@ -145,11 +145,17 @@ export async function scoreCrops<Result = CropScores>(
     for (const [slot, cropIndex] of batch.indices.entries()) {
       const width = source.widths[cropIndex];
       const validSteps = framesCovering(width, pixelsPerStep, steps);
-      const scores = new Float32Array(validSteps * classCount);
-      for (let t = 0; t < validSteps; t += 1) {
-        const row = ntc ? (slot * steps + t) * classCount : (t * batch.indices.length + slot) * classCount;
-        scores.set(output.data.subarray(row, row + classCount), t * classCount);
-      }
+      // NTC: the line's frames are one run of the batch's output, handed on as a view of it (PP-OCRv4's
+      // are 6,625 classes wide: a copy was 4 MB a printed line, made and dropped); TNC interleaves
+      // the lines' frames, so they are copied out
+      const scores = ntc
+        ? output.data.subarray(slot * steps * classCount, (slot * steps + validSteps) * classCount)
+        : new Float32Array(validSteps * classCount);
+      if (!ntc)
+        for (let t = 0; t < validSteps; t += 1) {
+          const row = (t * batch.indices.length + slot) * classCount;
+          scores.set(output.data.subarray(row, row + classCount), t * classCount);
+        }
       results[cropIndex] = take({ scores, steps: validSteps, classCount, pixelsPerStep, width, logits: spec.output === 'logits' });
     }
   }
