@@ -59,10 +59,10 @@ export async function startWorkers(deps: WorkerDeps): Promise<Workers> {
     }),
   );
   // One pg-boss worker per page slot, each woken to fetch again the moment it has finished a page.
-  // pg-boss waits out the poll interval after a task shorter than it unless its cached backlog
-  // (refreshed once a minute) says more tasks wait: a job that came to an idle service had each slot
-  // read a page every WORKER_POLL_SECONDS, its cores a third idle (docs/benchmarks.md, "Paced
-  // pages"). A fetch that finds nothing falls back to the interval.
+  // pg-boss waits out the poll interval after a task shorter than it unless the count of waiting
+  // tasks it caches (made by the supervisor every SUPERVISE_INTERVAL_SECONDS) says more wait: a job
+  // that came to an idle service had each slot read a page every WORKER_POLL_SECONDS, its cores a
+  // third idle (ADR 0044). A fetch that finds nothing falls back to the interval.
   for (let slot = 0; slot < config.workers.pageConcurrency; slot += 1) {
     let workerId: string | null = null;
     workerId = await boss.work<PageTaskData>(QUEUES.page, { ...polling, localConcurrency: 1, batchSize: 1 }, async (jobs) => {
