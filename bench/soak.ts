@@ -46,6 +46,7 @@ import { freePort, startEmbeddedPostgres } from '../src/db/embedded-postgres.ts'
 import { CALLBACK_RETRY_DELAYS_SECONDS } from '../domain/job-decide.ts';
 import { runS3Server } from '../test/support/s3-server.ts';
 import { markdownTable } from './lib/table.ts';
+import { mulberry32 } from './lib/seeded-random.ts';
 import { startService, zipOf } from './lib/service.ts';
 
 const args = process.argv.slice(2);
@@ -680,15 +681,4 @@ function loadText(): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** A small seeded generator, so that two runs submit the same jobs and cancel the same ones. */
-function mulberry32(start: number): () => number {
-  let state = start;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

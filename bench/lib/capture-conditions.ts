@@ -5,6 +5,7 @@
 // line outlines can be carried over and line recall measured on the new image.
 import sharp from 'sharp';
 import type { Point } from '../../src/recognition/page/page-result.ts';
+import { mulberry32 } from './seeded-random.ts';
 
 export interface CapturedPage {
   bytes: Buffer;
@@ -177,13 +178,6 @@ async function phonePhoto(bytes: Buffer): Promise<CapturedPage> {
 
 /** Standard normal draws from a seeded generator (mulberry32 and Box–Muller), so every run photographs alike. */
 function seededNormal(seed: number): () => number {
-  let state = seed >>> 0;
-  const uniform = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = mulberry32(seed);
   return () => Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
 }

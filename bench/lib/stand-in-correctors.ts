@@ -23,6 +23,7 @@
 import { requestLines } from '../../test/support/correction-pages.ts';
 import { answerLines, type Handler } from '../../test/support/fake-llm-server.ts';
 import { editRatio } from '../../src/recognition/correction/edit-distance.ts';
+import { mulberry32 } from './seeded-random.ts';
 import { editDistance, normaliseText } from './text-metrics.ts';
 
 export const BEHAVIOURS = ['perfect', 'noisy', 'modernising', 'completing', 'shifting', 'hallucinating', 'truncating', 'guessing'] as const;
@@ -213,13 +214,7 @@ function unrelatedLine(text: string, other: readonly string[], random: () => num
 
 /** A small deterministic generator (mulberry32) seeded by a string's FNV-1a hash. */
 function seeded(key: string): () => number {
-  let state = 0x811c9dc5;
-  for (let i = 0; i < key.length; i += 1) state = Math.imul(state ^ key.charCodeAt(i), 0x01000193) >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i += 1) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193) >>> 0;
+  return mulberry32(hash);
 }

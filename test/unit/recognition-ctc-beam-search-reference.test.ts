@@ -10,6 +10,7 @@ import { DEFAULT_BEAM_SEARCH, type BeamSearchOptions } from '../../src/recogniti
 import { loadCharNgramFile, type CharNgramModel } from '../../src/recognition/decoding/char-ngram-lm.ts';
 import { beamSearchCtcReadings } from '../../src/recognition/decoding/ctc-beam-search.ts';
 import { characterClasses } from '../../src/recognition/models/charset.ts';
+import { mulberry32 } from '../../bench/lib/seeded-random.ts';
 import { referenceBeamSearch } from '../support/ctc-beam-search-reference.ts';
 
 const fixtures = new URL('../fixtures/ctc-beam-search/', import.meta.url);
@@ -19,24 +20,12 @@ const classes = characterClasses(`${[..."'abcdefghiklnopqrstuwxyé"].join('\n')}
 const count = classes.symbols.length;
 const knownWords = new Set(['the', 'a', 'sur', 'et', 'qu', 'de', 'la']);
 
-/** A small deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Frames like a recognizer's: mostly blank, a character over a few frames, sometimes two or three
  * classes close (ambiguous writing), sometimes exactly equal scores (ties), as raw scores (logits).
  */
 function frames(seed: number, steps: number): Float32Array {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const data = new Float32Array(steps * count);
   let held = -1;
   for (let t = 0; t < steps; t += 1) {

@@ -362,10 +362,11 @@ export function beamSearchCtcReadings(
     if (states && beams.state[slot] < 0) beams.state[slot] = states.next(beams.parentState[slot], beams.extendedBy[slot]);
     return beams.state[slot];
   };
-  const entry = (prefix: number, state: number, parentState: number, extendedBy: number, frame: number): number => {
+  // the slot of `prefix` in `next` during the frame numbered `frameNumber`, added the first time it is reached
+  const entry = (prefix: number, state: number, parentState: number, extendedBy: number, frameNumber: number): number => {
     if (prefix >= slots.frameOf.length) slots.grow(prefix + 1);
-    if (slots.frameOf[prefix] === frame) return slots.slotOf[prefix];
-    slots.frameOf[prefix] = frame;
+    if (slots.frameOf[prefix] === frameNumber) return slots.slotOf[prefix];
+    slots.frameOf[prefix] = frameNumber;
     slots.slotOf[prefix] = next.add(prefix, state, parentState, extendedBy);
     return slots.slotOf[prefix];
   };
