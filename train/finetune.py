@@ -249,10 +249,20 @@ def read_manifest(base: Path) -> dict:
     return manifest
 
 
+def float_file(recognition: dict) -> str:
+    """The base's float32 recognizer: the file it runs, unless that is a quantised copy (train/quantize_int8.py)."""
+    return recognition.get("float32File", recognition["file"])
+
+
+def float_version(manifest: dict) -> str:
+    """The version of the base's float32 weights (a quantised base names the version it was quantised from)."""
+    return manifest.get("quantization", {}).get("fromVersion", manifest["version"])
+
+
 def rebuild_base(base: Path, manifest: dict, cache: Path) -> tuple[CRNN, dict]:
     """The base as a PyTorch model (eval-mode function identical to rec.onnx), rebuilt once per rec.onnx and cached."""
     recognition = manifest["recognition"]
-    onnx_path = base / recognition["file"]
+    onnx_path = base / float_file(recognition)
     digest = file_digest(onnx_path)
     cached = cache / f"base-{digest[:20]}.pt"
     charset = read_charset(base / recognition["charset"])
@@ -614,7 +624,7 @@ def run(args: argparse.Namespace, stop: Stop) -> int:
         # the rebuilt base must compute what rec.onnx computes, in the service's runtime, on these very lines
         if not args.no_check:
             base_index = {ch: i + 1 for i, ch in enumerate(base_charset)}
-            check_with_onnxruntime(base_model, args.base / recognition["file"], parity_cases(val, base_index, shape), base_charset)
+            check_with_onnxruntime(base_model, args.base / float_file(recognition), parity_cases(val, base_index, shape), base_charset)
         save_base(base_model, base_info)
 
     model = grow_classifier(base_model, len(charset) + 1)
@@ -646,7 +656,7 @@ def run(args: argparse.Namespace, stop: Stop) -> int:
         torch.set_rng_state(state["torch_rng"])
     emit(
         "started",
-        base={"name": manifest["name"], "version": manifest["version"], "rec_onnx_sha256": base_info["onnx_sha256"]},
+        base={"name": manifest["name"], "version": float_version(manifest), "rec_onnx_sha256": base_info["onnx_sha256"]},
         resumed=state is not None,
         epoch=progress["epoch"],
         lines_train=len(train),
@@ -859,8 +869,11 @@ def export_model(model: CRNN, charset: list[str], added: list[str], twins: dict,
     worst = None if args.no_check else float(f"{check_with_onnxruntime(model, tmp / 'rec.onnx', parity_cases(val, index, shape), charset):.2e}")
     written = json.loads(json.dumps(manifest))
     written["name"] = args.name or manifest["name"]
-    written["version"] = args.version or f"{manifest['version']}-ft"
+    written["version"] = args.version or f"{float_version(manifest)}-ft"
     written["recognition"].update(file="rec.onnx", charset="charset.txt")
+    # the fine-tuned recognizer is float32 (not quantised): the base's quantisation does not describe it
+    written["recognition"].pop("float32File", None)
+    written.pop("quantization", None)
     borrowed = [written.get(name) for name in ("detection", "segmentation", "orientation")] + [written.get("screening", {}).get("recognition")]
     for section in borrowed:
         # a section borrowed from another directory by a relative path keeps pointing at it
@@ -894,7 +907,7 @@ def export_model(model: CRNN, charset: list[str], added: list[str], twins: dict,
             lm["lexicon"] = "lexicon.json"
             progress["lexicon_words_added"] = added_words
     written["training"] = {
-        "fineTunedFrom": {"name": manifest["name"], "version": manifest["version"], "recOnnxSha256": base_info["onnx_sha256"],
+        "fineTunedFrom": {"name": manifest["name"], "version": float_version(manifest), "recOnnxSha256": base_info["onnx_sha256"],
                           "training": manifest.get("training", {}).get("dataset")},
         "trainer": "train/finetune.py",
         "lines": {"train": len(train), "validation": len(val), "leftOut": left_out, "pagesTrain": len({line.page for line in train}),

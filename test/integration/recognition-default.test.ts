@@ -95,7 +95,7 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
       ['detection', 'recognition', 'recognition'],
     );
     assert.match(models[0].name, layoutModel);
-    assert.match(models[1].name, /^hwr-htr \(rec\.onnx\)$/);
+    assert.match(models[1].name, /^hwr-htr \(rec\.int8\.onnx\)$/);
     assert.match(models[2].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
   }
 });

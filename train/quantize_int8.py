@@ -1,0 +1,300 @@
+"""Quantise a recognizer trained by train/ to 8-bit integers (its convolutions), for the CPU, and prove it on real lines.
+
+    /usr/bin/python3 train/quantize_int8.py --model models/hwr-htr-v3 --dataset ../shared/datasets/htr-lines
+
+Writes MODEL/rec.int8.onnx beside MODEL/rec.onnx, points the manifest's recognition.file at it and
+gives the model the version VERSION-int8 (its readings differ from float32's); recognition.float32File
+keeps naming rec.onnx and quantization.fromVersion its version: fine-tuning starts from those
+(train/finetune.py; a fine-tuned model is float32).
+On these machines' cores onnxruntime runs the quantised recognizer in about two thirds of the time
+(docs/recognition.md, "An 8-bit recognizer"; ADR 0045). What it does, in onnxruntime's own formats:
+
+- Convolutions (all but the first, whose one input channel is a small share of the work): static
+  quantisation in QDQ form (QuantizeLinear/DequantizeLinear around each, which onnxruntime fuses
+  into QLinearConv). Activations are uint8, their ranges the smallest and largest values seen on
+  --calibration-lines training lines (train/onnx-ranges.mjs, in onnxruntime-node); a convolution
+  followed by a ReLU is quantised after it (range from 0). Weights are int8 per output channel.
+- LSTMs stay float32. onnxruntime's DynamicQuantizeLSTM would take another third off the model's time, but it
+  quantises its input with one scale for the whole batch, found as it runs, so that a line would read
+  differently with different lines batched beside it (ADR 0045).
+- Weights use 7 of the 8 bits (at most 63 in magnitude: onnxruntime's "reduce range"): on x86 cores
+  without VNNI the uint8 x int8 products are summed in pairs into 16 bits, which full-range weights
+  can saturate.
+
+The proof: --check-lines validation lines through rec.onnx and the quantised model in onnxruntime-node;
+greedy CER against the ground truth of both is printed and kept in the manifest, and the script fails
+when the quantised model reads them worse by more than --max-cer-rise points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from batches import make_batch  # noqa: E402
+from data import ImageStore, ensure_extracted, read_charset, read_split  # noqa: E402
+from export_onnx import NODE, REPO, onnxruntime_node_outputs  # noqa: E402
+from metrics import ErrorRate  # noqa: E402
+
+QUANTISED_FILE = "rec.int8.onnx"
+WEIGHT_LEVELS = 63  # 7 bits: see the module's docstring
+
+
+def quantisable_convolutions(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """Convolutions with constant weights, except the graph's first."""
+    weights = {init.name for init in graph.initializer}
+    convolutions = [node for node in graph.node if node.op_type == "Conv" and node.input[1] in weights]
+    return convolutions[1:]
+
+
+def sole_relu(graph: onnx.GraphProto, tensor: str) -> onnx.NodeProto | None:
+    consumers = [node for node in graph.node if tensor in node.input]
+    return consumers[0] if len(consumers) == 1 and consumers[0].op_type == "Relu" else None
+
+
+def probed_tensors(graph: onnx.GraphProto) -> list[str]:
+    """The tensors whose ranges calibration needs: each quantised convolution's input and output."""
+    names: list[str] = []
+    for node in quantisable_convolutions(graph):
+        for name in (node.input[0], node.output[0]):
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def probe_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of the model with every tensor calibration needs among its outputs."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    outputs = {output.name for output in probe.graph.output}
+    for name in probed_tensors(probe.graph):
+        if name not in outputs:
+            probe.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    return probe
+
+
+def activation_quantisation(low: float, high: float) -> tuple[float, int]:
+    """uint8 scale and zero point covering [low, high] (widened to hold 0, which must be exact)."""
+    low, high = min(low, 0.0), max(high, 0.0)
+    scale = max((high - low) / 255.0, 1e-8)
+    return scale, int(np.clip(round(-low / scale), 0, 255))
+
+
+def symmetric_weights(weights: np.ndarray, axis_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """int8 weights (at most WEIGHT_LEVELS in magnitude) and one scale per slice along the first axis."""
+    largest = np.maximum(np.abs(weights.reshape(axis_size, -1)).max(axis=1), 1e-8)
+    scales = (largest / WEIGHT_LEVELS).astype(np.float32)
+    shape = [axis_size] + [1] * (weights.ndim - 1)
+    quantised = np.clip(np.round(weights / scales.reshape(shape)), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
+    return quantised, scales
+
+
+def quantise(model: onnx.ModelProto, ranges: dict[str, tuple[float, float]]) -> onnx.ModelProto:
+    """The model with its convolutions in QDQ form (see the docstring)."""
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    graph = result.graph
+    initializers = {init.name: init for init in graph.initializer}
+    added: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+    dequantised: dict[str, str] = {}
+    replaced: set[str] = set()  # ReLUs folded into the convolution before them, by output
+    unused: set[str] = set()
+
+    def qdq(tensor: str, low: float, high: float, into: str | None = None) -> str:
+        """Quantise and dequantise `tensor` (as `into` when given); the name of the dequantised tensor."""
+        if tensor in dequantised:
+            return dequantised[tensor]
+        scale, zero = activation_quantisation(low, high)
+        added.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{tensor}.scale"),
+                      numpy_helper.from_array(np.array(zero, np.uint8), f"{tensor}.zero")])
+        nodes.append(helper.make_node("QuantizeLinear", [tensor, f"{tensor}.scale", f"{tensor}.zero"], [f"{tensor}.q"]))
+        out = into or f"{tensor}.dq"
+        nodes.append(helper.make_node("DequantizeLinear", [f"{tensor}.q", f"{tensor}.scale", f"{tensor}.zero"], [out]))
+        dequantised[tensor] = out
+        return out
+
+    # nodes by their first output: protobuf gives a new Python object at every access, so no id()
+    convolutions = {node.output[0] for node in quantisable_convolutions(graph)}
+    for node in graph.node:
+        if node.output[0] in replaced:
+            continue
+        if node.output[0] in convolutions:
+            name = node.output[0]
+            weights = numpy_helper.to_array(initializers[node.input[1]]).astype(np.float32)
+            channels = weights.shape[0]
+            q_weights, w_scales = symmetric_weights(weights, channels)
+            x = qdq(node.input[0], *ranges[node.input[0]])
+            added.extend([numpy_helper.from_array(q_weights, f"{name}.w.q"), numpy_helper.from_array(w_scales, f"{name}.w.scale"),
+                          numpy_helper.from_array(np.zeros(channels, np.int8), f"{name}.w.zero")])
+            nodes.append(helper.make_node("DequantizeLinear", [f"{name}.w.q", f"{name}.w.scale", f"{name}.w.zero"], [f"{name}.w"], axis=0))
+            inputs = [x, f"{name}.w"]
+            unused.add(node.input[1])
+            if len(node.input) > 2 and node.input[2]:
+                # the bias in int32 at the scale of input x weight, as QLinearConv takes it
+                x_scale, _ = activation_quantisation(*ranges[node.input[0]])
+                b_scales = (w_scales * np.float32(x_scale)).astype(np.float32)
+                bias = numpy_helper.to_array(initializers[node.input[2]]).astype(np.float32)
+                added.extend([numpy_helper.from_array(np.round(bias / b_scales).astype(np.int32), f"{name}.b.q"),
+                              numpy_helper.from_array(b_scales, f"{name}.b.scale"),
+                              numpy_helper.from_array(np.zeros(channels, np.int32), f"{name}.b.zero")])
+                nodes.append(helper.make_node("DequantizeLinear", [f"{name}.b.q", f"{name}.b.scale", f"{name}.b.zero"], [f"{name}.b"], axis=0))
+                inputs.append(f"{name}.b")
+                unused.add(node.input[2])
+            convolution = helper.make_node("Conv", inputs, [f"{name}.raw"], name=node.name)
+            convolution.attribute.extend(node.attribute)
+            nodes.append(convolution)
+            relu = sole_relu(graph, name)
+            if relu is not None:
+                nodes.append(helper.make_node("Relu", [f"{name}.raw"], [f"{relu.output[0]}.raw"], name=relu.name))
+                qdq(f"{relu.output[0]}.raw", 0.0, ranges[name][1], into=relu.output[0])
+                replaced.add(relu.output[0])
+            else:
+                qdq(f"{name}.raw", *ranges[name], into=name)
+        else:
+            nodes.append(node)
+
+    del graph.node[:]
+    graph.node.extend(nodes)
+    still_used = {name for node in graph.node for name in node.input}
+    kept = [init for init in graph.initializer if init.name not in unused or init.name in still_used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept + added)
+    return result
+
+
+def line_batches(lines, store: ImageStore, height: int, mean: float, std: float, size: int):
+    """Evaluation batches (no augmentation) of lines of similar width: (images N x 1 x H x W, content widths, texts)."""
+    ordered = sorted(lines, key=lambda line: line.width)
+    for start in range(0, len(ordered), size):
+        batch = make_batch(ordered[start:start + size], store, {}, height, mean, std, None)
+        yield batch.images.numpy(), batch.widths, batch.texts
+
+
+def calibration_ranges(probe: onnx.ModelProto, batches: list[np.ndarray]) -> dict[str, tuple[float, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx.save(probe, f"{tmp}/probe.onnx")
+        cases = []
+        for i, images in enumerate(batches):
+            np.asarray(images, dtype="<f4").tofile(f"{tmp}/in{i}.bin")
+            cases.append({"input": f"{tmp}/in{i}.bin", "dims": list(images.shape)})
+        Path(tmp, "cases.json").write_text(json.dumps(cases))
+        subprocess.run([str(NODE), str(Path(__file__).with_name("onnx-ranges.mjs")), f"{tmp}/probe.onnx", f"{tmp}/cases.json", f"{tmp}/ranges.json"],
+                       check=True, cwd=REPO)
+        return {name: (low, high) for name, (low, high) in json.loads(Path(tmp, "ranges.json").read_text()).items()}
+
+
+def greedy_texts(output: np.ndarray, images: np.ndarray, widths: list[int], charset: list[str]) -> list[str]:
+    """Greedy CTC reading of each line of a batch, over the frames its content covers."""
+    batch = images.shape[0]
+    log_probs = output.reshape(batch, -1, len(charset) + 1)
+    frames = log_probs.shape[1]
+    texts = []
+    for row, width in zip(log_probs.argmax(axis=-1), widths):
+        covered = min(frames, -(-frames * width // images.shape[-1]))
+        out, previous = [], 0
+        for k in row[:covered]:
+            if k != previous and k != 0:
+                out.append(charset[k - 1])
+            previous = k
+        texts.append("".join(out))
+    return texts
+
+
+def reading_check(float_path: Path, quantised_path: Path, batches, charset: list[str]) -> tuple[ErrorRate, ErrorRate, int, int]:
+    """Greedy error rates of both models on the lines, how many lines they read alike, and how many lines."""
+    inputs = [images for images, _, _ in batches]
+    float_outputs = onnxruntime_node_outputs(float_path, inputs)
+    quantised_outputs = onnxruntime_node_outputs(quantised_path, inputs)
+    float_rate, quantised_rate, alike, total = ErrorRate(), ErrorRate(), 0, 0
+    for (images, widths, texts), f_out, q_out in zip(batches, float_outputs, quantised_outputs):
+        for reference, f_text, q_text in zip(texts, greedy_texts(f_out, images, widths, charset), greedy_texts(q_out, images, widths, charset)):
+            float_rate.add(f_text, reference)
+            quantised_rate.add(q_text, reference)
+            alike += f_text == q_text
+            total += 1
+    return float_rate, quantised_rate, alike, total
+
+
+def manifest_text(manifest: dict) -> str:
+    """JSON as the manifests are written (lists of numbers on one line), so that the diff shows only what changed."""
+    text = json.dumps(manifest, indent=2, ensure_ascii=False)
+    number = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    return re.sub(rf"\[\s*({number}(?:,\s*{number})*)\s*\]", lambda m: "[" + ", ".join(re.split(r",\s*", m.group(1))) + "]", text) + "\n"
+
+
+def evenly(items: list, count: int) -> list:
+    if count >= len(items):
+        return list(items)
+    return [items[round(i * (len(items) - 1) / max(1, count - 1))] for i in range(count)]
+
+
+def main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", type=Path, required=True, help="a model directory written by train/ (manifest.json, rec.onnx, charset.txt)")
+    p.add_argument("--dataset", type=Path, default=REPO.parent / "shared" / "datasets" / "htr-lines")
+    p.add_argument("--cache", type=Path, default=Path("/work/cache/htr-lines"), help="where the dataset's tars are unpacked")
+    p.add_argument("--calibration-lines", type=int, default=512, help="training lines, spread evenly over the split")
+    p.add_argument("--check-lines", type=int, default=600, help="validation lines, spread evenly over the split")
+    p.add_argument("--max-cer-rise", type=float, default=0.5, help="greedy CER points the quantised model may lose on the check lines")
+    args = p.parse_args(argv)
+
+    manifest_path = args.model / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    recognition = manifest["recognition"]
+    float_file = recognition.get("float32File", recognition["file"])
+    float_path = args.model / float_file
+    charset = read_charset(args.model / recognition["charset"])
+    height, mean, std = int(recognition["inputHeight"]), float(recognition["mean"][0]), float(recognition["std"][0])
+
+    images_dir, _ = ensure_extracted(args.dataset, args.cache)
+    calibration = evenly(read_split(args.dataset, "train", images_dir), args.calibration_lines)
+    check = evenly(read_split(args.dataset, "val", images_dir), args.check_lines)
+    store = ImageStore(images_dir, calibration + check)
+
+    model = onnx.load(str(float_path))
+    ranges = calibration_ranges(probe_model(model), [images for images, _, _ in line_batches(calibration, store, height, mean, std, 16)])
+    quantised = quantise(model, ranges)
+    onnx.checker.check_model(quantised)
+    quantised_path = args.model / QUANTISED_FILE
+    onnx.save(quantised, str(quantised_path))
+
+    float_rate, quantised_rate, alike, total = reading_check(float_path, quantised_path, list(line_batches(check, store, height, mean, std, 16)), charset)
+    rise = 100 * (quantised_rate.cer - float_rate.cer)
+    print(f"{total} validation lines, greedy CER {100 * float_rate.cer:.2f} % (float32) -> {100 * quantised_rate.cer:.2f} % (int8), "
+          f"WER {100 * float_rate.wer:.2f} -> {100 * quantised_rate.wer:.2f} %; read alike: {alike}")
+    if rise > args.max_cer_rise:
+        quantised_path.unlink()
+        raise SystemExit(f"the quantised model reads {rise:.2f} CER points worse than float32 (allowed {args.max_cer_rise}): not written")
+
+    float_version = manifest.get("quantization", {}).get("fromVersion", manifest["version"])
+    manifest["version"] = f"{float_version}-int8"
+    recognition["file"] = QUANTISED_FILE
+    recognition["float32File"] = float_file
+    manifest["quantization"] = {
+        "tool": "train/quantize_int8.py",
+        "from": float_file,
+        "fromVersion": float_version,
+        "convolutions": "QDQ (QLinearConv), uint8 activations calibrated on min/max, int8 weights per output channel, 7 bits",
+        "lstm": "float32 (onnxruntime's DynamicQuantizeLSTM would make a line's reading depend on the lines batched with it)",
+        "calibrationLines": len(calibration),
+        "check": {"lines": total, "greedyCer": {"float32": round(float_rate.cer, 5), "int8": round(quantised_rate.cer, 5)},
+                  "greedyWer": {"float32": round(float_rate.wer, 5), "int8": round(quantised_rate.wer, 5)}, "readAlike": alike},
+    }
+    manifest_path.write_text(manifest_text(manifest), encoding="utf-8")
+    print(f"wrote {quantised_path} ({quantised_path.stat().st_size / 1e6:.1f} MB) and pointed {manifest_path} at it")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
