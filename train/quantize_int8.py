@@ -59,6 +59,9 @@ def quantisable_convolutions(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
 
 
 def sole_relu(graph: onnx.GraphProto, tensor: str) -> onnx.NodeProto | None:
+    """The ReLU that alone reads `tensor` (which is no graph output): quantised after it, the tensor itself goes."""
+    if any(output.name == tensor for output in graph.output):
+        return None
     consumers = [node for node in graph.node if tensor in node.input]
     return consumers[0] if len(consumers) == 1 and consumers[0].op_type == "Relu" else None
 
