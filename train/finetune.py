@@ -72,6 +72,7 @@ from data import read_charset, save_json, width_batches, write_charset  # noqa: 
 from export_onnx import check_with_onnxruntime, export  # noqa: E402
 from metrics import ErrorRate, greedy_decode, levenshtein  # noqa: E402
 from model import CRNN, ModelConfig, count_parameters  # noqa: E402
+from quantize_int8 import float_file, float_version  # noqa: E402
 
 EXIT_INTERRUPTED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 FREEZE_CHOICES = ("none", "encoder", "encoder+temporal", "recurrent")
@@ -247,16 +248,6 @@ def read_manifest(base: Path) -> dict:
     if recognition.get("channels", 3) != 1 or recognition.get("blankIndex", 0) != 0 or recognition.get("output") != "logits":
         raise Failure("base_invalid", f"{base}: not a recognizer trained by train/ (grey input, blank first, logits out)")
     return manifest
-
-
-def float_file(recognition: dict) -> str:
-    """The base's float32 recognizer: the file it runs, unless that is a quantised copy (train/quantize_int8.py)."""
-    return recognition.get("float32File", recognition["file"])
-
-
-def float_version(manifest: dict) -> str:
-    """The version of the base's float32 weights (a quantised base names the version it was quantised from)."""
-    return manifest.get("quantization", {}).get("fromVersion", manifest["version"])
 
 
 def rebuild_base(base: Path, manifest: dict, cache: Path) -> tuple[CRNN, dict]:

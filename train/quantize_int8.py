@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import torch
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,10 +46,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from batches import make_batch  # noqa: E402
 from data import ImageStore, ensure_extracted, read_charset, read_split  # noqa: E402
 from export_onnx import NODE, REPO, onnxruntime_node_outputs  # noqa: E402
-from metrics import ErrorRate  # noqa: E402
+from metrics import ErrorRate, greedy_decode  # noqa: E402
 
 QUANTISED_FILE = "rec.int8.onnx"
 WEIGHT_LEVELS = 63  # 7 bits: see the module's docstring
+
+
+def float_file(recognition: dict) -> str:
+    """The recognizer's float32 file: the one it runs, unless that is a quantised copy written here."""
+    return recognition.get("float32File", recognition["file"])
+
+
+def float_version(manifest: dict) -> str:
+    """The version of the model's float32 weights (a quantised model names the version it was quantised from)."""
+    return manifest.get("quantization", {}).get("fromVersion", manifest["version"])
 
 
 def quantisable_convolutions(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
@@ -200,19 +211,9 @@ def calibration_ranges(probe: onnx.ModelProto, batches: list[np.ndarray]) -> dic
 
 def greedy_texts(output: np.ndarray, images: np.ndarray, widths: list[int], charset: list[str]) -> list[str]:
     """Greedy CTC reading of each line of a batch, over the frames its content covers."""
-    batch = images.shape[0]
-    log_probs = output.reshape(batch, -1, len(charset) + 1)
+    log_probs = torch.from_numpy(output.reshape(images.shape[0], -1, len(charset) + 1))
     frames = log_probs.shape[1]
-    texts = []
-    for row, width in zip(log_probs.argmax(axis=-1), widths):
-        covered = min(frames, -(-frames * width // images.shape[-1]))
-        out, previous = [], 0
-        for k in row[:covered]:
-            if k != previous and k != 0:
-                out.append(charset[k - 1])
-            previous = k
-        texts.append("".join(out))
-    return texts
+    return greedy_decode(log_probs, [min(frames, -(-frames * width // images.shape[-1])) for width in widths], charset)
 
 
 def reading_check(float_path: Path, quantised_path: Path, batches, charset: list[str]) -> tuple[ErrorRate, ErrorRate, int, int]:
@@ -256,8 +257,7 @@ def main(argv: list[str]) -> None:
     manifest_path = args.model / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     recognition = manifest["recognition"]
-    float_file = recognition.get("float32File", recognition["file"])
-    float_path = args.model / float_file
+    float_path = args.model / float_file(recognition)
     charset = read_charset(args.model / recognition["charset"])
     height, mean, std = int(recognition["inputHeight"]), float(recognition["mean"][0]), float(recognition["std"][0])
 
@@ -281,14 +281,14 @@ def main(argv: list[str]) -> None:
         quantised_path.unlink()
         raise SystemExit(f"the quantised model reads {rise:.2f} CER points worse than float32 (allowed {args.max_cer_rise}): not written")
 
-    float_version = manifest.get("quantization", {}).get("fromVersion", manifest["version"])
-    manifest["version"] = f"{float_version}-int8"
+    from_file, from_version = float_file(recognition), float_version(manifest)
+    manifest["version"] = f"{from_version}-int8"
     recognition["file"] = QUANTISED_FILE
-    recognition["float32File"] = float_file
+    recognition["float32File"] = from_file
     manifest["quantization"] = {
         "tool": "train/quantize_int8.py",
-        "from": float_file,
-        "fromVersion": float_version,
+        "from": from_file,
+        "fromVersion": from_version,
         "convolutions": "QDQ (QLinearConv), uint8 activations calibrated on min/max, int8 weights per output channel, 7 bits",
         "lstm": "float32 (onnxruntime's DynamicQuantizeLSTM would make a line's reading depend on the lines batched with it)",
         "calibrationLines": len(calibration),
