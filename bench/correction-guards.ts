@@ -5,7 +5,9 @@
 //
 //  1. The pages are read once by the configured setup and kept with each line's output frames
 //     (bench/lib/recognised-pages.ts; --cache DIR, default /tmp/hwr-correction-guards).
-//  2. The documents are split in two halves (alternately in dataset order). The evidence guard's
+//  2. The documents are split in two halves, stratified by their uncorrected CER
+//     (bench/lib/document-halves.ts, ADR 0046; --split alternate: alternately in dataset order, the
+//     split before it). The evidence guard's
 //     thresholds are chosen on the tune half (--degraded blurred,small,faded adds the tune half
 //     again with its images degraded, bench/lib/degraded-pages.ts; tried, not the default: see
 //     docs/correction.md; --tune-models DIR,... adds it again as read by other setups, e.g.
@@ -25,7 +27,8 @@
 //  4. The guard's cost: the CTC forward passes and alignments per page and their time.
 //
 //   node bench/correction-guards.ts [--dataset DIR] [--cache DIR] [--degraded none|blurred,small,faded]
-//                                   [--tune-models DIR,...] [--page-margin 0.5] [--out FILE.md]
+//                                   [--tune-models DIR,...] [--page-margin 0.5] [--split stratified|alternate]
+//                                   [--out FILE.md]
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -48,6 +51,7 @@ import { allLines, type PageResult } from '../src/recognition/page/page-result.t
 import { FakeLlmServer } from '../test/support/fake-llm-server.ts';
 import { alignedTruth } from './lib/aligned-truth.ts';
 import { DEGRADATIONS, type Degradation, degradedPages } from './lib/degraded-pages.ts';
+import { stratifiedHalves } from './lib/document-halves.ts';
 import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
 import { type RecognisedPage, recognisedPages } from './lib/recognised-pages.ts';
 import {
@@ -71,6 +75,7 @@ const { values } = parseArgs({
     degraded: { type: 'string', default: 'none' },
     'tune-models': { type: 'string', default: '' },
     'page-margin': { type: 'string', default: '0.5' },
+    split: { type: 'string', default: 'stratified' },
     out: { type: 'string' },
   },
 });
@@ -81,7 +86,32 @@ const evalPages = pagesFromDataset(values.dataset, 'val', path.join(values.cache
 const readDir = path.join(values.cache, `read-${process.env.RECOGNITION_DECODER ?? 'beam'}`);
 const pages = await recognisedPages(evalPages, readDir, progress);
 const documents = [...new Set(pages.map((page) => page.document))];
-const tuneDocuments = new Set(documents.filter((_, index) => index % 2 === 0));
+const tuneDocuments = halvesBy(values.split).tune;
+
+/** The documents tuned on: stratified by uncorrected CER (ADR 0046), or alternately in dataset order (before it). */
+function halvesBy(split: string | undefined): { tune: Set<string> } {
+  if (split === 'alternate') return { tune: new Set(documents.filter((_, index) => index % 2 === 0)) };
+  if (split !== 'stratified') throw new Error(`--split: ${split} is neither stratified nor alternate`);
+  return stratifiedHalves(
+    documents.map((document) => {
+      const scores = pages
+        .filter((page) => page.document === document)
+        .map(
+          (page) =>
+            scorePage(
+              allLines(page.page).map((line) => line.text),
+              page.groundTruth,
+            ).characters,
+        );
+      return {
+        document,
+        pages: scores.length,
+        errors: scores.reduce((sum, score) => sum + score.errors, 0),
+        length: scores.reduce((sum, score) => sum + score.length, 0),
+      };
+    }),
+  );
+}
 const tune = pages.filter((page) => tuneDocuments.has(page.document));
 const heldOut = pages.filter((page) => !tuneDocuments.has(page.document));
 
