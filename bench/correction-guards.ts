@@ -371,15 +371,15 @@ function corrector(api: 'openai' | 'gemini', lineGuard: LineGuardSettings, maxEd
   return new LlmCorrector(provider, { maxEditRatio, lineGuard, timeoutMs: 60_000, retry: { retries: 0, baseDelayMs: 0, maxWaitMs: 0 } });
 }
 
-/** The evidence guard before this choice (commit 7f4a4a5): every line held to the same bounds, the dropped run alone. */
+/** The evidence guard shipped before this choice (commit bdf6861, chosen on the alternate split): dropped ink and supported pages. */
 const PREVIOUS_EVIDENCE_GUARD: EvidenceGuardSettings = {
   maxLossPerChar: 1.75,
   confidenceSlack: 2,
   maxLossPerEdit: 6,
   framelessMaxEditRatio: 0,
   maxDroppedRun: 4,
-  maxDroppedInk: Number.POSITIVE_INFINITY,
-  supportedPage: null,
+  maxDroppedInk: 10,
+  supportedPage: { minShare: 0.8, maxLossPerChar: 2.25, confidenceSlack: 2, maxLossPerEdit: 12 },
 };
 
 const GUARDS = {

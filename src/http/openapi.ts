@@ -1230,7 +1230,7 @@ export function openApiDocument(baseUrl: string) {
                   correction_refused: {
                     type: ['string', 'null'],
                     description:
-                      'Why the correction step’s guard refused the language model’s change to the line (its reading was kept), e.g. "image likelihood lost 3.41 per character, over 1.95"; null when none was refused.',
+                      'Why the correction step’s guard refused the language model’s change to the line (its reading was kept), e.g. "image likelihood lost 3.41 per character, over 2.00"; null when none was refused.',
                   },
                 },
               },

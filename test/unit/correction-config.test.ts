@@ -90,17 +90,20 @@ test('the evidence guard: the dropped ink and the bounds of a supported page fro
   assert.equal(defaults.kind, 'evidence');
   if (defaults.kind !== 'evidence') return;
   assert.equal(defaults.tiers.balanced.maxDroppedInk, 10);
-  assert.deepEqual(defaults.tiers.balanced.supportedPage, { minShare: 0.8, maxLossPerChar: 2.25, confidenceSlack: 2, maxLossPerEdit: 12 });
+  assert.equal(defaults.tiers.balanced.maxDroppedRun, Number.POSITIVE_INFINITY);
+  assert.deepEqual(defaults.tiers.balanced.supportedPage, { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8 });
   const set = loadConfig({
     CORRECTION_MAX_DROPPED_INK: '20',
-    CORRECTION_SUPPORTED_PAGE_SHARE: '0.6',
+    CORRECTION_MAX_DROPPED_RUN: '4',
+    CORRECTION_SUPPORTED_PAGE_SHARE: '0.7',
     CORRECTION_SUPPORTED_MAX_LOSS_PER_CHAR: '3',
     CORRECTION_SUPPORTED_LOSS_CONFIDENCE_SLACK: '1',
-    CORRECTION_SUPPORTED_MAX_LOSS_PER_EDIT: '8',
+    CORRECTION_SUPPORTED_MAX_LOSS_PER_EDIT: '9',
   }).correction.lineGuard;
   assert.ok(set.kind === 'evidence');
   assert.equal(set.tiers.best.maxDroppedInk, 20);
-  assert.deepEqual(set.tiers.bestWithImage.supportedPage, { minShare: 0.6, maxLossPerChar: 3, confidenceSlack: 1, maxLossPerEdit: 8 });
+  assert.equal(set.tiers.best.maxDroppedRun, 4);
+  assert.deepEqual(set.tiers.bestWithImage.supportedPage, { minShare: 0.7, maxLossPerChar: 3, confidenceSlack: 1, maxLossPerEdit: 9 });
   const off = loadConfig({ CORRECTION_SUPPORTED_PAGE_SHARE: '1' }).correction.lineGuard;
   assert.ok(off.kind === 'evidence');
   assert.equal(off.tiers.cheap.supportedPage, null);

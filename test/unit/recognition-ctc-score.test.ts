@@ -43,7 +43,7 @@ test('the image judges: the recognised and true texts are likely, one cut short 
       assert.equal(verdict.accept, false, `${line.id}: "${wrong}"`);
       assert.match(
         verdict.accept ? '' : verdict.reason,
-        /^(image likelihood lost \d+\.\d\d per character|\d+ recognised characters in a row left unexplained, over 4$)/,
+        /^(image likelihood lost \d+\.\d\d per character|recognised ink of \d+\.\d left unexplained in a row, over 10$)/,
       );
     }
     assert.ok(lineEvidence(frames, recognised, padded).lossPerChar > 1);

@@ -49,16 +49,18 @@ export type LineGuardSettings =
 
 /**
  * The evidence guard's thresholds, chosen by bench/correction-guards.ts on the tune half of the
- * htr-pages val pages (docs/correction.md, "Guards"): the most loss per character any tier takes.
+ * htr-pages val documents, stratified by difficulty (ADR 0046; docs/correction.md, "Guards"): the
+ * most loss per character any tier takes. The length of a dropped run is not bounded (Infinity):
+ * the ink it held is.
  */
 export const EVIDENCE_GUARD: EvidenceGuardSettings = {
-  maxLossPerChar: 1.75,
-  confidenceSlack: 2,
+  maxLossPerChar: 2,
+  confidenceSlack: 0,
   maxLossPerEdit: 6,
   framelessMaxEditRatio: 0,
-  maxDroppedRun: 4,
+  maxDroppedRun: Number.POSITIVE_INFINITY,
   maxDroppedInk: 10,
-  supportedPage: { minShare: 0.8, maxLossPerChar: 2.25, confidenceSlack: 2, maxLossPerEdit: 12 },
+  supportedPage: { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8 },
 };
 
 export function evidenceGuard(base: EvidenceGuardSettings, bestWithImage: EvidenceGuardSettings = base): LineGuardSettings {
