@@ -60,3 +60,24 @@ export function isLatinText(symbol: string): boolean {
   }
   return true;
 }
+
+/**
+ * The classes decoding may choose, as a model whose output is cut to them has them (graph/
+ * keep-output-classes.ts), with the indices of those classes in the full output; null where every
+ * class is allowed.
+ */
+export function allowedClasses(classes: CharacterClasses): { indices: number[]; classes: CharacterClasses } | null {
+  const { allowed } = classes;
+  if (allowed === null) return null;
+  const indices = classes.symbols.flatMap((_, index) => (allowed[index] === 1 ? [index] : []));
+  const symbols = indices.map((index) => classes.symbols[index] as string);
+  return {
+    indices,
+    classes: {
+      symbols,
+      blank: indices.indexOf(classes.blank),
+      space: classes.space < 0 ? -1 : indices.indexOf(classes.space),
+      allowed: null,
+    },
+  };
+}

@@ -11,9 +11,11 @@ import { readFile } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { fuseElementwiseChains } from './graph/fuse-elementwise.ts';
+import { keepOutputClasses } from './graph/keep-output-classes.ts';
 
 export type InferenceRequest =
-  | { kind: 'load'; id: number; file: string; threads: number }
+  /** `outputClasses`: cut the model's output to these classes (graph/keep-output-classes.ts); null: all. */
+  | { kind: 'load'; id: number; file: string; threads: number; outputClasses: number[] | null }
   | { kind: 'run'; id: number; session: number; data: Float32Array; dims: number[] }
   | { kind: 'release'; id: number; session: number }
   /** Throw, uncaught, as a bug would (tests of what a crash does). */
@@ -92,13 +94,16 @@ if (port) {
             extra: { session: { intra_op: { allow_spinning: '0' } } },
           };
           const fused = await fusedModel(request.file);
+          const { outputClasses } = request;
           session = await native(async () => {
             if (fused)
               try {
-                return await ort.InferenceSession.create(fused, options);
+                return await ort.InferenceSession.create(outputClasses ? keepOutputClasses(fused, outputClasses) : fused, options);
               } catch {
                 // a rewrite onnxruntime does not take: the model as it is
               }
+            // Cutting the classes is not optional: the caller decodes the classes it asked for.
+            if (outputClasses) return ort.InferenceSession.create(keepOutputClasses(await readFile(request.file), outputClasses), options);
             return ort.InferenceSession.create(request.file, options);
           });
         } catch (error) {

@@ -126,11 +126,12 @@ async function loadIn(
   target: InferenceHost,
   file: string,
   threads: number,
+  outputClasses: readonly number[] | null,
 ): Promise<{ id: number; inputNames: string[]; outputNames: string[] }> {
   target.sessions += 1;
   let reply: InferenceReply;
   try {
-    reply = await target.request((id) => ({ kind: 'load', id, file, threads }));
+    reply = await target.request((id) => ({ kind: 'load', id, file, threads, outputClasses: outputClasses ? [...outputClasses] : null }));
   } catch (error) {
     target.sessions -= 1;
     if (target.sessions === 0) target.close();
@@ -154,10 +155,12 @@ class WorkerSession implements InferenceSession {
 
   private readonly file: string;
   private readonly threads: number;
+  private readonly outputClasses: readonly number[] | null;
 
-  constructor(file: string, threads: number) {
+  constructor(file: string, threads: number, options: SessionOptions) {
     this.file = file;
     this.threads = threads;
+    this.outputClasses = options.outputClasses ?? null;
   }
 
   get loaded(): boolean {
@@ -216,7 +219,7 @@ class WorkerSession implements InferenceSession {
   private async reload(): Promise<void> {
     const target = currentHost();
     const started = performance.now();
-    const loaded = await loadIn(target, this.file, this.threads);
+    const loaded = await loadIn(target, this.file, this.threads, this.outputClasses);
     const total = loadTimes.get(this.file) ?? { ms: 0, loads: 0 };
     loadTimes.set(this.file, { ms: total.ms + performance.now() - started, loads: total.loads + 1 });
     this.host = target;
@@ -253,9 +256,17 @@ export function modelLoadTotals(): Map<string, { ms: number; loads: number }> {
   return new Map(loadTimes);
 }
 
+export interface SessionOptions {
+  /**
+   * Cut the model's one output to these classes (ascending indices; graph/keep-output-classes.ts):
+   * for a recognizer whose output is probabilities and whose decoding may choose only these.
+   */
+  outputClasses?: readonly number[] | null;
+}
+
 /** A session with its model loaded now (a model that cannot be loaded is model_invalid here). */
-export async function createSession(file: string, threads: number): Promise<InferenceSession> {
-  const session = new WorkerSession(file, threads);
+export async function createSession(file: string, threads: number, options: SessionOptions = {}): Promise<InferenceSession> {
+  const session = new WorkerSession(file, threads, options);
   await session.warm();
   return session;
 }
@@ -265,8 +276,8 @@ export async function createSession(file: string, threads: number): Promise<Infe
  * is about to use it (docs/recognition.md, "Cold start"). Concurrent first runs share one load; a
  * load that fails fails those runs (model_invalid), and the next run tries again.
  */
-export function lazySession(file: string, threads: number): InferenceSession {
-  return new WorkerSession(file, threads);
+export function lazySession(file: string, threads: number, options: SessionOptions = {}): InferenceSession {
+  return new WorkerSession(file, threads, options);
 }
 
 export function floatTensor(data: Float32Array, dims: number[]): FloatTensor {

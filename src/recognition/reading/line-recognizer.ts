@@ -13,7 +13,7 @@ import { PipelineError } from '../page/errors.ts';
 import { eventLoopSlices, mapInSlices } from '../threads/event-loop-slices.ts';
 import { frameForRect, type RgbImage } from '../image/raster.ts';
 import type { RotatedRect } from '../page/geometry.ts';
-import { loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
+import { allowedClasses, loadCharacterClasses, type CharacterClasses } from '../models/charset.ts';
 import { AUTO_LANGUAGE, type LanguageModelSpec, type RecognitionSpec } from '../models/model-spec.ts';
 import { createSession, type InferenceSession, lazySession } from '../models/onnx.ts';
 import { calibrateConfidence } from '../models/confidence-calibration.ts';
@@ -81,13 +81,17 @@ export class LineRecognizer {
   private readonly classes: CharacterClasses;
   private readonly greedy: CtcDecoder;
   private readonly languageModels: LoadedLanguageModels | null;
+  /** Whether each line's frames are kept (by the model's own class count, whatever it hands over). */
+  private readonly keepsFrames: boolean;
 
   private constructor(
     options: LineRecognizerOptions,
     session: InferenceSession,
     classes: CharacterClasses,
     languageModels: LoadedLanguageModels | null,
+    keepsFrames: boolean,
   ) {
+    this.keepsFrames = keepsFrames;
     this.source = options.source;
     this.spec = options.recognition;
     this.session = session;
@@ -98,12 +102,16 @@ export class LineRecognizer {
   }
 
   static async load(options: LineRecognizerOptions): Promise<LineRecognizer> {
-    const classes = loadCharacterClasses(options.recognition);
+    const all = loadCharacterClasses(options.recognition);
+    // A model of probabilities decoded with a restricted set of classes hands over only those
+    // (graph/keep-output-classes.ts): the same numbers for them, a thirty-fourth of PP-OCRv4's output.
+    const allowed = options.recognition.output === 'probabilities' ? allowedClasses(all) : null;
     const languageModels = options.decoder === 'beam' && options.languageModel ? loadLanguageModels(options.languageModel) : null;
+    const sessionOptions = { outputClasses: allowed?.indices ?? null };
     const session = options.lazy
-      ? lazySession(options.recognition.file, options.threads)
-      : await createSession(options.recognition.file, options.threads);
-    return new LineRecognizer(options, session, classes, languageModels);
+      ? lazySession(options.recognition.file, options.threads, sessionOptions)
+      : await createSession(options.recognition.file, options.threads, sessionOptions);
+    return new LineRecognizer(options, session, allowed?.classes ?? all, languageModels, all.symbols.length <= KEPT_FRAMES_MAX_CLASSES);
   }
 
   /** Whether the model is loaded now (a lazy one: once first used or warmed). */
@@ -157,9 +165,8 @@ export class LineRecognizer {
     let read: PlacedCharacter[][];
     let competing: (CompetingReadings | undefined)[] = [];
     let kept: (LineFrames | undefined)[] = [];
-    const keep = this.classes.symbols.length <= KEPT_FRAMES_MAX_CLASSES;
     const lineFrames = (frames: CropScores): LineFrames | undefined =>
-      keep ? { scores: frames.scores, steps: frames.steps, logits: frames.logits, classes: this.classes } : undefined;
+      this.keepsFrames ? { scores: frames.scores, steps: frames.steps, logits: frames.logits, classes: this.classes } : undefined;
     const languageModels = decoder === 'beam' ? this.languageModels : null;
     if (!languageModels) {
       const greedy = await scoreCrops(

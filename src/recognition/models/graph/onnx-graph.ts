@@ -31,9 +31,11 @@ const NODE_ATTRIBUTE = 5;
 const NODE_DOMAIN = 7;
 const ATTRIBUTE_NAME = 1;
 const ATTRIBUTE_FLOAT = 2;
+const ATTRIBUTE_INT = 3;
 const ATTRIBUTE_TENSOR = 5;
 const ATTRIBUTE_TYPE = 20;
 const ATTRIBUTE_TYPE_FLOAT = 1;
+const ATTRIBUTE_TYPE_INT = 2;
 const TENSOR_DIMS = 1;
 const TENSOR_DATA_TYPE = 2;
 const TENSOR_FLOAT_DATA = 4;
@@ -41,7 +43,11 @@ const TENSOR_NAME = 8;
 const TENSOR_RAW_DATA = 9;
 const TENSOR_DATA_LOCATION = 14;
 const DATA_TYPE_FLOAT = 1;
+const DATA_TYPE_INT64 = 7;
 const VALUE_INFO_NAME = 1;
+const VALUE_INFO_TYPE = 2;
+const TYPE_TENSOR = 1;
+const TENSOR_TYPE_ELEM_TYPE = 1;
 
 export class OnnxGraphError extends Error {}
 
@@ -135,6 +141,21 @@ export class GraphNode {
     );
   }
 
+  setIntAttribute(name: string, value: number): void {
+    this.attributesChanged = true;
+    this.attributes = this.attributes.filter((entry) => !hasName(decodeMessage(entry.payload), name));
+    this.attributes.push(
+      bytesField(
+        NODE_ATTRIBUTE,
+        encodeMessage([
+          stringField(ATTRIBUTE_NAME, name),
+          varintField(ATTRIBUTE_INT, value),
+          varintField(ATTRIBUTE_TYPE, ATTRIBUTE_TYPE_INT),
+        ]),
+      ),
+    );
+  }
+
   encode(): Uint8Array {
     if (this.original && !this.attributesChanged && this.signature() === this.original.signature) return this.original.bytes;
     return encodeMessage([
@@ -194,6 +215,19 @@ function encodeFloatTensor(name: string, tensor: FloatTensor): Uint8Array {
   ]);
 }
 
+/** A 1-D int64 tensor (indices), little-endian raw data as ONNX stores it. */
+function encodeInt64Tensor(name: string, values: readonly number[]): Uint8Array {
+  const raw = new Uint8Array(values.length * 8);
+  const view = new DataView(raw.buffer);
+  values.forEach((value, i) => view.setBigInt64(i * 8, BigInt(value), true));
+  return encodeMessage([
+    varintField(TENSOR_DIMS, values.length),
+    varintField(TENSOR_DATA_TYPE, DATA_TYPE_INT64),
+    stringField(TENSOR_NAME, name),
+    bytesField(TENSOR_RAW_DATA, raw),
+  ]);
+}
+
 /** A model file's graph: its nodes in order, the float tensors by name, and the names of its outputs. */
 export class OnnxGraph {
   nodes: GraphNode[];
@@ -202,6 +236,7 @@ export class OnnxGraph {
   private graphFields: WireField[];
   private readonly initializers = new Map<string, FloatTensor | undefined>();
   private readonly added = new Map<string, FloatTensor>();
+  private readonly addedIndices = new Map<string, readonly number[]>();
   /** Every tensor name the file uses, so that an added initializer takes a new one. */
   private readonly names = new Set<string>();
 
@@ -251,11 +286,43 @@ export class OnnxGraph {
 
   /** Adds a float initializer under a name no node or tensor uses yet, and returns that name. */
   addInitializer(wanted: string, tensor: FloatTensor): string {
-    let name = wanted;
-    for (let n = 1; this.names.has(name); n += 1) name = `${wanted}_${n}`;
-    this.names.add(name);
+    const name = this.newName(wanted);
     this.added.set(name, tensor);
     return name;
+  }
+
+  /** Adds an int64 initializer of these values (e.g. Gather's indices) under a name nothing uses yet, and returns that name. */
+  addIndices(wanted: string, values: readonly number[]): string {
+    const name = this.newName(wanted);
+    this.addedIndices.set(name, [...values]);
+    return name;
+  }
+
+  /** A tensor name no node, initializer or output uses yet, from `wanted`; reserved from now on. */
+  newName(wanted: string): string {
+    let name = wanted;
+    for (let n = 1; this.names.has(name) || this.outputs.has(name); n += 1) name = `${wanted}_${n}`;
+    this.names.add(name);
+    return name;
+  }
+
+  /** The graph outputs' names, in the file's order. */
+  outputNames(): string[] {
+    return this.graphFields
+      .filter((field) => field.field === GRAPH_OUTPUT)
+      .map((field) => decodeMessage(field.payload).find((entry) => entry.field === VALUE_INFO_NAME))
+      .map((name) => (name ? textOf(name.payload) : ''));
+  }
+
+  /** Declares output `name` a float tensor of unknown shape (after a rewrite that changes its shape). */
+  forgetOutputShape(name: string): void {
+    const type = encodeMessage([bytesField(TYPE_TENSOR, encodeMessage([varintField(TENSOR_TYPE_ELEM_TYPE, DATA_TYPE_FLOAT)]))]);
+    this.graphFields = this.graphFields.map((field) => {
+      if (field.field !== GRAPH_OUTPUT) return field;
+      const named = decodeMessage(field.payload).find((entry) => entry.field === VALUE_INFO_NAME);
+      if (!named || textOf(named.payload) !== name) return field;
+      return bytesField(GRAPH_OUTPUT, encodeMessage([stringField(VALUE_INFO_NAME, name), bytesField(VALUE_INFO_TYPE, type)]));
+    });
   }
 
   /** Drops Constant nodes and initializers that nothing reads any more (not those that are graph inputs too). */
@@ -282,6 +349,7 @@ export class OnnxGraph {
       ...this.nodes.map((node) => bytesField(GRAPH_NODE, node.encode())),
       ...this.graphFields,
       ...[...this.added].map(([name, tensor]) => bytesField(GRAPH_INITIALIZER, encodeFloatTensor(name, tensor))),
+      ...[...this.addedIndices].map(([name, values]) => bytesField(GRAPH_INITIALIZER, encodeInt64Tensor(name, values))),
     ]);
     return encodeMessage(this.modelFields.map((field) => (field.field === MODEL_GRAPH ? bytesField(MODEL_GRAPH, graph) : field)));
   }
