@@ -29,6 +29,11 @@ proved against rec.onnx in onnxruntime-node) and cached by the file's digest (--
 - Export: the best checkpoint as a model directory (export_onnx.py's export and its check in
   onnxruntime-node, on the run's own validation lines): rec.onnx, charset.txt, the base's manifest with
   this charset and a training record, the base's decoding and language-model settings and files.
+- 8 bits, with --quantize: its convolutions are also written quantised (rec.int8.onnx, quantize_int8.py's form; the
+  activation ranges those of the hand's lines widened to the base's), and the manifest runs that file, unless its
+  greedy readings of the hand's lines lose more than --max-cer-rise CER points against float32 (then float32 runs).
+  rec.onnx stays: fine-tuning again starts from it. Off by default: on five hands it cost a tenth of the fine-tune's
+  gain (docs/models.md, "A trained model in 8 bits").
 
 docs/training.md, "Fine-tuning on a customer's hand", has the measurements behind the defaults.
 """
@@ -59,6 +64,7 @@ from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+import onnx  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -72,7 +78,17 @@ from data import read_charset, save_json, width_batches, write_charset  # noqa: 
 from export_onnx import check_with_onnxruntime, export  # noqa: E402
 from metrics import ErrorRate, greedy_decode, levenshtein  # noqa: E402
 from model import CRNN, ModelConfig, count_parameters  # noqa: E402
-from quantize_int8 import float_file, float_version  # noqa: E402
+from quantize_int8 import (  # noqa: E402
+    QUANTISED_FILE,
+    calibration_ranges,
+    float_file,
+    float_version,
+    probe_model,
+    quantise,
+    quantised_ranges,
+    reading_check,
+    widened,
+)
 
 EXIT_INTERRUPTED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 FREEZE_CHOICES = ("none", "encoder", "encoder+temporal", "recurrent")
@@ -131,6 +147,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-lexicon-words", dest="lexicon_words", action="store_false",
                    help="keep the base's known words as they are (by default the training lines' words join them)")
     p.add_argument("--no-check", action="store_true", help="skip the onnxruntime-node checks (rebuild and export); for tests of other parts only")
+    p.add_argument("--quantize", action="store_true",
+                   help="also write its convolutions in 8 bits, as the base's are, and run that file where it reads the hand's lines alike (off by default: "
+                        "docs/models.md, \"A trained model in 8 bits\")")
+    p.add_argument("--max-cer-rise", type=float, default=0.5,
+                   help="greedy CER points the 8-bit model may lose against float32 on the hand's lines; over it, float32 is used")
     return p.parse_args(argv)
 
 
@@ -862,9 +883,15 @@ def export_model(model: CRNN, charset: list[str], added: list[str], twins: dict,
     written["name"] = args.name or manifest["name"]
     written["version"] = args.version or f"{float_version(manifest)}-ft"
     written["recognition"].update(file="rec.onnx", charset="charset.txt")
-    # the fine-tuned recognizer is float32 (not quantised): the base's quantisation does not describe it
+    # the base's quantisation does not describe the fine-tuned weights: quantised again below, or float32
     written["recognition"].pop("float32File", None)
     written.pop("quantization", None)
+    quantisation = None if args.no_check or not args.quantize else quantise_export(tmp, train + val, index, shape, charset, args.base, manifest, args.max_cer_rise)
+    if quantisation is not None and quantisation["used"]:
+        # what float_file/float_version read; the figures are in training.quantization
+        written["quantization"] = {"tool": "train/finetune.py --quantize (train/quantize_int8.py's form)", "from": "rec.onnx", "fromVersion": written["version"]}
+        written["version"] = f"{written['version']}-int8"
+        written["recognition"].update(file=QUANTISED_FILE, float32File="rec.onnx")
     borrowed = [written.get(name) for name in ("detection", "segmentation", "orientation")] + [written.get("screening", {}).get("recognition")]
     for section in borrowed:
         # a section borrowed from another directory by a relative path keeps pointing at it
@@ -918,11 +945,42 @@ def export_model(model: CRNN, charset: list[str], added: list[str], twins: dict,
         "settings": {key: getattr(args, key) for key in ("lr", "anchor", "line_passes", "min_epochs", "max_epochs", "patience", "batch_lines", "augment", "freeze", "seed")},
         "history": progress["history"],
         **({"onnxMaxAbsDifference": worst} if worst is not None else {}),
+        **({"quantization": quantisation} if quantisation is not None else {}),
     }
     save_json(tmp / "manifest.json", written)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return worst
+
+
+def quantise_export(out: Path, lines: list[TrainLine], index: dict[str, int], shape: Shape, charset: list[str], base: Path, manifest: dict,
+                    max_cer_rise: float) -> dict:
+    """OUT/rec.onnx's convolutions in 8 bits (OUT/rec.int8.onnx), as train/quantize_int8.py writes the base's, where the
+    greedy readings of the hand's lines (training and validation: the check is of the two models' agreement) lose at
+    most --max-cer-rise CER points; otherwise the file is removed and float32 is used. Activation ranges: those seen on
+    the hand's lines, widened to the base's own calibrated ranges where it was quantised (the encoder is frozen by
+    default, so its activations are the base's, which were calibrated on 512 lines of many hands)."""
+    batches = []
+    for ids in plan_batches(lines, 16, 16 * 1600, seed=0):
+        batch = make_batch([lines[i] for i in ids], index, shape, None, 0.0)
+        batches.append((batch.images.numpy(), [lines[i].width for i in ids], batch.texts))
+    model = onnx.load(str(out / "rec.onnx"))
+    ranges = calibration_ranges(probe_model(model), [images for images, _, _ in batches])
+    base_file = base / manifest["recognition"]["file"]
+    floor = quantised_ranges(onnx.load(str(base_file))) if "quantization" in manifest and base_file.exists() else {}
+    quantised = quantise(model, widened(ranges, floor))
+    onnx.checker.check_model(quantised)
+    onnx.save(quantised, str(out / QUANTISED_FILE))
+    float_rate, quantised_rate, alike, total = reading_check(out / "rec.onnx", out / QUANTISED_FILE, batches, charset)
+    rise = 100 * (quantised_rate.cer - float_rate.cer)
+    used = rise <= max_cer_rise
+    log(f"finetune: 8-bit convolutions: greedy CER {100 * float_rate.cer:.2f} % (float32) -> {100 * quantised_rate.cer:.2f} % on {total} lines "
+        f"({alike} read alike): {'used' if used else 'not used, float32 kept'}")
+    if not used:
+        (out / QUANTISED_FILE).unlink()
+    return {"used": used, "calibrationLines": len(lines), "rangesFromBase": bool(floor),
+            "check": {"lines": total, "greedyCer": {"float32": round(float_rate.cer, 5), "int8": round(quantised_rate.cer, 5)}, "readAlike": alike,
+                      "maxCerRise": max_cer_rise}}
 
 
 def main(argv: list[str]) -> int:

@@ -188,6 +188,32 @@ def quantise(model: onnx.ModelProto, ranges: dict[str, tuple[float, float]]) -> 
     return result
 
 
+def quantised_ranges(model: onnx.ModelProto) -> dict[str, tuple[float, float]]:
+    """The activation ranges a model quantised here was calibrated to, read back from its QuantizeLinear scales and
+    zero points and named as in the float model (a convolution's output, also where a ReLU was folded after it)."""
+    graph = model.graph
+    initializers = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    producers = {output: node for node in graph.node for output in node.output}
+    ranges: dict[str, tuple[float, float]] = {}
+    for node in graph.node:
+        if node.op_type != "QuantizeLinear":
+            continue
+        scale, zero = float(initializers[node.input[1]]), int(initializers[node.input[2]])
+        name = node.input[0]
+        if name.endswith(".raw"):
+            producer = producers.get(name)
+            # "{conv}.raw" is a convolution's output; "{relu}.raw" a ReLU's whose input is "{conv}.raw"
+            source = producer.input[0] if producer is not None and producer.op_type == "Relu" else name
+            name = source.removesuffix(".raw")
+        ranges[name] = (-zero * scale, (255 - zero) * scale)
+    return ranges
+
+
+def widened(ranges: dict[str, tuple[float, float]], floor: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """Each range widened to cover the same tensor's range in `floor` too."""
+    return {name: (min(low, floor[name][0]), max(high, floor[name][1])) if name in floor else (low, high) for name, (low, high) in ranges.items()}
+
+
 def line_batches(lines, store: ImageStore, height: int, mean: float, std: float, size: int):
     """Evaluation batches (no augmentation) of lines of similar width: (images N x 1 x H x W, content widths, texts)."""
     ordered = sorted(lines, key=lambda line: line.width)

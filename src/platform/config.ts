@@ -151,6 +151,11 @@ export interface Config {
     threads: number;
     /** TRAINER_NICE: the trainer's CPU priority below page work (a nice value, 0..19). Default 10. */
     niceness: number;
+    /**
+     * TRAINING_QUANTIZE: a trained model also gets its convolutions in 8 bits and runs them where they read the
+     * hand's lines alike (finetune.py --quantize; docs/models.md, "A trained model in 8 bits"). Default off.
+     */
+    quantize: boolean;
   };
 }
 
@@ -273,6 +278,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: read.integer('TRAINER_CONCURRENCY', 1, 1, 8),
       threads: Math.min(cores, read.integer('TRAINER_THREADS', cores, 1, 256)),
       niceness: read.integer('TRAINER_NICE', 10, 0, 19),
+      quantize: read.flag('TRAINING_QUANTIZE'),
     },
   };
   const correctionMs = correctionWorstCaseMs(config.correction);

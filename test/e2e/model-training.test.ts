@@ -28,18 +28,32 @@ const probe = await trainerAvailability({ ...(await testConfig('postgres://unuse
 const skip = probe.available ? false : `no trainer here: ${probe.reason}`;
 
 // A small plan: 2 epochs over ~20 lines, a checkpoint every few seconds, cancellation checked often.
+// TRAINING_QUANTIZE is on, with a rise the 8-bit model always passes: the model is stored and read in 8 bits.
 const TUNING = {
-  trainerArgs: ['--line-passes', '40', '--min-epochs', '2', '--max-epochs', '2', '--patience', '0', '--batch-lines', '8'],
+  trainerArgs: [
+    '--line-passes',
+    '40',
+    '--min-epochs',
+    '2',
+    '--max-epochs',
+    '2',
+    '--patience',
+    '0',
+    '--batch-lines',
+    '8',
+    '--max-cer-rise',
+    '100',
+  ],
   checkpointMinutes: 0.02,
   watchIntervalMs: 300,
 };
 
 describe('training an account model with the real trainer', { skip }, async () => {
   const databaseUrl = await createTestDatabase();
-  const config = await testConfig(databaseUrl, { TRAINER: 'auto', TRAINER_NICE: '0' });
+  const config = await testConfig(databaseUrl, { TRAINER: 'auto', TRAINER_NICE: '0', TRAINING_QUANTIZE: '1' });
   const pipelines = await defaultPipelines(config, createLogger('silent'));
   const server = await startApiServer(databaseUrl, {
-    env: { TRAINER: 'auto', TRAINER_NICE: '0', DATA_DIR: config.dataDir },
+    env: { TRAINER: 'auto', TRAINER_NICE: '0', TRAINING_QUANTIZE: '1', DATA_DIR: config.dataDir },
     pipelines,
     trainer: { trainer: 'required', trainerTuning: TUNING },
   });
@@ -108,7 +122,8 @@ describe('training an account model with the real trainer', { skip }, async () =
       [1, 2],
     );
     const stored = await runtime.blobs.list(trainedModelPrefix(modelId));
-    for (const file of ['manifest.json', 'rec.onnx', 'charset.txt']) assert.ok(stored.includes(file), `stored model lacks ${file}`);
+    for (const file of ['manifest.json', 'rec.onnx', 'rec.int8.onnx', 'charset.txt'])
+      assert.ok(stored.includes(file), `stored model lacks ${file}`);
     assert.deepEqual(await runtime.blobs.list(checkpointPrefix(modelId)), [], 'checkpoints are removed once the model is stored');
     assert.deepEqual(await eventTypes(modelId), [
       'ModelTrainingQueued',
@@ -152,6 +167,10 @@ describe('training an account model with the real trainer', { skip }, async () =
     assert.ok(
       recognizers.some((name) => name.startsWith(`${modelId} `)),
       `the archive names the model it read with: ${recognizers}`,
+    );
+    assert.ok(
+      recognizers.some((name) => name === `${modelId} (rec.int8.onnx)`),
+      `the model was read in 8 bits (TRAINING_QUANTIZE): ${recognizers}`,
     );
     assert.match(String(checked.files.get(checked.manifest.pages[0].files.page)), new RegExp(modelId));
     assert.ok(checked.pages[0].text.length > 100, 'the page was read');

@@ -10,7 +10,15 @@ const training = (env: Record<string, string>) => loadConfig(env).training;
 
 test('TRAINER: auto by default; off, on; anything else is a configuration problem', () => {
   const cores = os.availableParallelism();
-  assert.deepEqual(training({}), { mode: 'auto', python: null, maxMinutes: 30, concurrency: 1, threads: cores, niceness: 10 });
+  assert.deepEqual(training({}), {
+    mode: 'auto',
+    python: null,
+    maxMinutes: 30,
+    concurrency: 1,
+    threads: cores,
+    niceness: 10,
+    quantize: false,
+  });
   assert.deepEqual(training({ TRAINER: 'off', TRAINER_PYTHON: '/opt/py/bin/python3' }), {
     mode: 'off',
     python: '/opt/py/bin/python3',
@@ -18,15 +26,28 @@ test('TRAINER: auto by default; off, on; anything else is a configuration proble
     concurrency: 1,
     threads: cores,
     niceness: 10,
+    quantize: false,
   });
   assert.throws(() => training({ TRAINER: 'yes' }), /TRAINER must be one of auto, on, off/);
 });
 
-test('the training settings: budget, trainings at once, threads (at most the cores), nice value', () => {
-  const settings = training({ TRAINING_MAX_MINUTES: '12.5', TRAINER_CONCURRENCY: '2', TRAINER_THREADS: '256', TRAINER_NICE: '0' });
+test('the training settings: budget, trainings at once, threads (at most the cores), nice value, 8 bits', () => {
+  const settings = training({
+    TRAINING_MAX_MINUTES: '12.5',
+    TRAINER_CONCURRENCY: '2',
+    TRAINER_THREADS: '256',
+    TRAINER_NICE: '0',
+    TRAINING_QUANTIZE: '1',
+  });
   assert.deepEqual(
-    { maxMinutes: settings.maxMinutes, concurrency: settings.concurrency, threads: settings.threads, niceness: settings.niceness },
-    { maxMinutes: 12.5, concurrency: 2, threads: os.availableParallelism(), niceness: 0 },
+    {
+      maxMinutes: settings.maxMinutes,
+      concurrency: settings.concurrency,
+      threads: settings.threads,
+      niceness: settings.niceness,
+      quantize: settings.quantize,
+    },
+    { maxMinutes: 12.5, concurrency: 2, threads: os.availableParallelism(), niceness: 0, quantize: true },
   );
   assert.throws(() => training({ TRAINER_NICE: '20' }), /TRAINER_NICE/);
   assert.throws(() => training({ TRAINING_MAX_MINUTES: '0' }), /TRAINING_MAX_MINUTES/);

@@ -135,6 +135,24 @@ class QuantizeTest(support.TinyDatasetCase):
         int8_out = self.outputs(V3 / shipped["recognition"]["file"])
         self.assertGreater(float((float_out.argmax(-1) == int8_out.argmax(-1)).mean()), 0.97)
 
+    def test_the_ranges_a_quantised_model_was_calibrated_to_are_read_back_by_the_float_names(self) -> None:
+        """What a fine-tune of the shipped model widens its own ranges to (finetune.py --quantize)."""
+        float_graph = onnx.load(str(V3 / "rec.onnx")).graph
+        ranges = quantize_int8.quantised_ranges(onnx.load(str(V3 / quantize_int8.QUANTISED_FILE)))
+        self.assertEqual(set(ranges), set(quantize_int8.probed_tensors(float_graph)))
+        quantised = quantize_int8.quantise(onnx.load(str(V3 / "rec.onnx")), ranges)
+        shipped = onnx.load(str(V3 / quantize_int8.QUANTISED_FILE))
+        def scales(model: onnx.ModelProto) -> dict[str, float]:
+            return {i.name: float(numpy_helper.to_array(i)) for i in model.graph.initializer
+                    if i.name.endswith(".scale") and not i.name.endswith((".w.scale", ".b.scale"))}
+
+        self.assertEqual(len(scales(shipped)), 18)
+        # quantised again at the ranges read back, the activations get the shipped scales (to float rounding)
+        for name, scale in scales(shipped).items():
+            self.assertAlmostEqual(scales(quantised)[name], scale, delta=scale * 1e-4, msg=name)
+        wide = quantize_int8.widened({"a": (-1.0, 2.0), "b": (0.0, 1.0)}, {"a": (-3.0, 1.0), "c": (0.0, 9.0)})
+        self.assertEqual(wide, {"a": (-3.0, 2.0), "b": (0.0, 1.0)})
+
 
 if __name__ == "__main__":
     unittest.main()

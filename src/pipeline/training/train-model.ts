@@ -106,6 +106,7 @@ export async function trainModel(model: ModelToTrain, context: TrainingContext):
       maxMinutes: config.training.maxMinutes,
       threads: config.training.threads,
       niceness: config.training.niceness,
+      quantize: config.training.quantize,
       baseCache: path.join(config.dataDir, 'training', 'base-cache'),
       ...(context.checkpointMinutes === undefined ? {} : { checkpointMinutes: context.checkpointMinutes }),
       extraArgs: ['--name', model.modelId, ...(context.trainerArgs ?? [])],

@@ -36,6 +36,8 @@ export interface TrainerRunOptions {
   baseCache: string;
   /** How often the trainer writes a checkpoint. */
   checkpointMinutes?: number;
+  /** Also write the model's convolutions in 8 bits (finetune.py --quantize). */
+  quantize?: boolean;
   /** More arguments (tests: a shorter plan). */
   extraArgs?: readonly string[];
   signal: AbortSignal;
@@ -77,6 +79,7 @@ export function runTrainer(options: TrainerRunOptions): Promise<TrainerOutcome> 
     '--base-cache',
     options.baseCache,
     ...(options.checkpointMinutes === undefined ? [] : ['--checkpoint-minutes', String(options.checkpointMinutes)]),
+    ...(options.quantize ? ['--quantize'] : []),
     ...(options.extraArgs ?? []),
   ];
   const [command, commandArgs] =

@@ -127,32 +127,19 @@ export class GraphNode {
   }
 
   setFloatAttribute(name: string, value: number): void {
-    this.attributesChanged = true;
-    this.attributes = this.attributes.filter((entry) => !hasName(decodeMessage(entry.payload), name));
-    this.attributes.push(
-      bytesField(
-        NODE_ATTRIBUTE,
-        encodeMessage([
-          stringField(ATTRIBUTE_NAME, name),
-          float32Field(ATTRIBUTE_FLOAT, value),
-          varintField(ATTRIBUTE_TYPE, ATTRIBUTE_TYPE_FLOAT),
-        ]),
-      ),
-    );
+    this.setAttribute(name, float32Field(ATTRIBUTE_FLOAT, value), ATTRIBUTE_TYPE_FLOAT);
   }
 
   setIntAttribute(name: string, value: number): void {
+    this.setAttribute(name, varintField(ATTRIBUTE_INT, value), ATTRIBUTE_TYPE_INT);
+  }
+
+  /** Sets attribute `name` to one value field of its type, replacing any attribute of that name. */
+  private setAttribute(name: string, value: WireField, type: number): void {
     this.attributesChanged = true;
     this.attributes = this.attributes.filter((entry) => !hasName(decodeMessage(entry.payload), name));
     this.attributes.push(
-      bytesField(
-        NODE_ATTRIBUTE,
-        encodeMessage([
-          stringField(ATTRIBUTE_NAME, name),
-          varintField(ATTRIBUTE_INT, value),
-          varintField(ATTRIBUTE_TYPE, ATTRIBUTE_TYPE_INT),
-        ]),
-      ),
+      bytesField(NODE_ATTRIBUTE, encodeMessage([stringField(ATTRIBUTE_NAME, name), value, varintField(ATTRIBUTE_TYPE, type)])),
     );
   }
 
