@@ -78,17 +78,7 @@ from data import read_charset, save_json, width_batches, write_charset  # noqa: 
 from export_onnx import check_with_onnxruntime, export  # noqa: E402
 from metrics import ErrorRate, greedy_decode, levenshtein  # noqa: E402
 from model import CRNN, ModelConfig, count_parameters  # noqa: E402
-from quantize_int8 import (  # noqa: E402
-    QUANTISED_FILE,
-    calibration_ranges,
-    float_file,
-    float_version,
-    probe_model,
-    quantise,
-    quantised_ranges,
-    reading_check,
-    widened,
-)
+from quantize_int8 import QUANTISED_FILE, check_record, float_file, float_version, quantised_ranges, reading_check, write_quantised  # noqa: E402
 
 EXIT_INTERRUPTED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 FREEZE_CHOICES = ("none", "encoder", "encoder+temporal", "recurrent")
@@ -964,13 +954,9 @@ def quantise_export(out: Path, lines: list[TrainLine], index: dict[str, int], sh
     for ids in plan_batches(lines, 16, 16 * 1600, seed=0):
         batch = make_batch([lines[i] for i in ids], index, shape, None, 0.0)
         batches.append((batch.images.numpy(), [lines[i].width for i in ids], batch.texts))
-    model = onnx.load(str(out / "rec.onnx"))
-    ranges = calibration_ranges(probe_model(model), [images for images, _, _ in batches])
     base_file = base / manifest["recognition"]["file"]
     floor = quantised_ranges(onnx.load(str(base_file))) if "quantization" in manifest and base_file.exists() else {}
-    quantised = quantise(model, widened(ranges, floor))
-    onnx.checker.check_model(quantised)
-    onnx.save(quantised, str(out / QUANTISED_FILE))
+    write_quantised(onnx.load(str(out / "rec.onnx")), out / QUANTISED_FILE, [images for images, _, _ in batches], floor)
     float_rate, quantised_rate, alike, total = reading_check(out / "rec.onnx", out / QUANTISED_FILE, batches, charset)
     rise = 100 * (quantised_rate.cer - float_rate.cer)
     used = rise <= max_cer_rise
@@ -979,8 +965,7 @@ def quantise_export(out: Path, lines: list[TrainLine], index: dict[str, int], sh
     if not used:
         (out / QUANTISED_FILE).unlink()
     return {"used": used, "calibrationLines": len(lines), "rangesFromBase": bool(floor),
-            "check": {"lines": total, "greedyCer": {"float32": round(float_rate.cer, 5), "int8": round(quantised_rate.cer, 5)}, "readAlike": alike,
-                      "maxCerRise": max_cer_rise}}
+            "check": {**check_record(float_rate, quantised_rate, alike, total), "maxCerRise": max_cer_rise}}
 
 
 def main(argv: list[str]) -> int:

@@ -5,7 +5,8 @@
 Writes MODEL/rec.int8.onnx beside MODEL/rec.onnx, points the manifest's recognition.file at it and
 gives the model the version VERSION-int8 (its readings differ from float32's); recognition.float32File
 keeps naming rec.onnx and quantization.fromVersion its version: fine-tuning starts from those
-(train/finetune.py; a fine-tuned model is float32).
+(train/finetune.py, whose model is float32 unless it is given --quantize: then it is quantised as here, by
+write_quantised and reading_check).
 On these machines' cores onnxruntime runs the quantised recognizer in about two thirds of the time
 (docs/recognition.md, "An 8-bit recognizer"; ADR 0045). What it does, in onnxruntime's own formats:
 
@@ -214,6 +215,22 @@ def widened(ranges: dict[str, tuple[float, float]], floor: dict[str, tuple[float
     return {name: (min(low, floor[name][0]), max(high, floor[name][1])) if name in floor else (low, high) for name, (low, high) in ranges.items()}
 
 
+def write_quantised(model: onnx.ModelProto, path: Path, calibration_inputs: list[np.ndarray],
+                    floor: dict[str, tuple[float, float]] | None = None) -> None:
+    """The model quantised at the activation ranges seen on the calibration inputs (widened to `floor`'s where given),
+    checked by onnx and written to `path`."""
+    ranges = calibration_ranges(probe_model(model), calibration_inputs)
+    quantised = quantise(model, widened(ranges, floor or {}))
+    onnx.checker.check_model(quantised)
+    onnx.save(quantised, str(path))
+
+
+def check_record(float_rate: ErrorRate, quantised_rate: ErrorRate, alike: int, total: int) -> dict:
+    """reading_check's figures as a manifest keeps them."""
+    return {"lines": total, "greedyCer": {"float32": round(float_rate.cer, 5), "int8": round(quantised_rate.cer, 5)},
+            "greedyWer": {"float32": round(float_rate.wer, 5), "int8": round(quantised_rate.wer, 5)}, "readAlike": alike}
+
+
 def line_batches(lines, store: ImageStore, height: int, mean: float, std: float, size: int):
     """Evaluation batches (no augmentation) of lines of similar width: (images N x 1 x H x W, content widths, texts)."""
     ordered = sorted(lines, key=lambda line: line.width)
@@ -292,12 +309,8 @@ def main(argv: list[str]) -> None:
     check = evenly(read_split(args.dataset, "val", images_dir), args.check_lines)
     store = ImageStore(images_dir, calibration + check)
 
-    model = onnx.load(str(float_path))
-    ranges = calibration_ranges(probe_model(model), [images for images, _, _ in line_batches(calibration, store, height, mean, std, 16)])
-    quantised = quantise(model, ranges)
-    onnx.checker.check_model(quantised)
     quantised_path = args.model / QUANTISED_FILE
-    onnx.save(quantised, str(quantised_path))
+    write_quantised(onnx.load(str(float_path)), quantised_path, [images for images, _, _ in line_batches(calibration, store, height, mean, std, 16)])
 
     float_rate, quantised_rate, alike, total = reading_check(float_path, quantised_path, list(line_batches(check, store, height, mean, std, 16)), charset)
     rise = 100 * (quantised_rate.cer - float_rate.cer)
@@ -318,8 +331,7 @@ def main(argv: list[str]) -> None:
         "convolutions": "QDQ (QLinearConv), uint8 activations calibrated on min/max, int8 weights per output channel, 7 bits",
         "lstm": "float32 (onnxruntime's DynamicQuantizeLSTM would make a line's reading depend on the lines batched with it)",
         "calibrationLines": len(calibration),
-        "check": {"lines": total, "greedyCer": {"float32": round(float_rate.cer, 5), "int8": round(quantised_rate.cer, 5)},
-                  "greedyWer": {"float32": round(float_rate.wer, 5), "int8": round(quantised_rate.wer, 5)}, "readAlike": alike},
+        "check": check_record(float_rate, quantised_rate, alike, total),
     }
     manifest_path.write_text(manifest_text(manifest), encoding="utf-8")
     print(f"wrote {quantised_path} ({quantised_path.stat().st_size / 1e6:.1f} MB) and pointed {manifest_path} at it")
