@@ -315,8 +315,10 @@ function chooseSupportedBounds(cases: readonly LineCase[], base: Choice): { choi
   const share = shareOf(cases, base.settings);
   let best = base;
   let tried = 0;
+  // no bound on the loss per character last (ADR 0047): on a supported page the loss per edit and the dropped ink may do
+  const perCharBounds = [...Array.from({ length: 19 }, (_, step) => 1.5 + step * 0.25), INFINITY];
   for (const minShare of [0.5, 0.6, 0.7, 0.8, 0.9])
-    for (let maxLossPerChar = 1.5; maxLossPerChar <= 6.001; maxLossPerChar += 0.25)
+    for (const maxLossPerChar of perCharBounds)
       for (const confidenceSlack of [0, 1, 2, 4, 6])
         for (const maxLossPerEdit of [6, 8, 12, INFINITY]) {
           tried += 1;
