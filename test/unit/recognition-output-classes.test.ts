@@ -11,8 +11,8 @@ import sharp from 'sharp';
 import { decodeCtc } from '../../src/recognition/decoding/ctc-decode.ts';
 import type { RgbImage } from '../../src/recognition/image/raster.ts';
 import { allowedClasses, characterClasses, loadCharacterClasses } from '../../src/recognition/models/charset.ts';
-import { fuseElementwiseChains } from '../../src/recognition/models/graph/fuse-elementwise.ts';
-import { keepOutputClasses } from '../../src/recognition/models/graph/keep-output-classes.ts';
+import { fuseElementwiseChains, fuseGraphChains } from '../../src/recognition/models/graph/fuse-elementwise.ts';
+import { cutOutputClasses, keepOutputClasses } from '../../src/recognition/models/graph/keep-output-classes.ts';
 import { OnnxGraph, OnnxGraphError } from '../../src/recognition/models/graph/onnx-graph.ts';
 import { builtinModelSpec } from '../../src/recognition/models/model-manifest.ts';
 import { LineRecognizer } from '../../src/recognition/reading/line-recognizer.ts';
@@ -99,6 +99,11 @@ test("the cut model hands over the allowed classes' probabilities to the bit, fu
   const graph = OnnxGraph.decode(keepOutputClasses(original, allowed.indices));
   assert.deepEqual(graph.outputNames(), OnnxGraph.decode(original).outputNames());
   assert.equal(graph.nodes.at(-1)?.opType, 'Gather');
+  // the inference worker fuses and cuts one decoded graph: the same bytes as the two rewrites one after the other
+  const once = OnnxGraph.decode(original);
+  assert.ok(fuseGraphChains(once));
+  cutOutputClasses(once, allowed.indices);
+  assert.ok(Buffer.from(once.encode()).equals(Buffer.from(keepOutputClasses(fused, allowed.indices))));
 });
 
 test('a LineRecognizer of PP-OCRv4 reads the line from the cut output, and keeps no frames (a model of 6 625 classes)', async () => {

@@ -26,8 +26,19 @@ const MODEL_OPSET_IMPORT = 8;
 
 /** The model rewritten, or null when none of the chains is in it (or its opset is older than these operators). */
 export function fuseElementwiseChains(bytes: Uint8Array): { bytes: Uint8Array; counts: FusionCounts } | null {
-  if (defaultOpset(bytes) < MIN_OPSET) return null;
+  if (!fusibleOpset(bytes)) return null;
   const graph = OnnxGraph.decode(bytes);
+  const counts = fuseGraphChains(graph);
+  return counts ? { bytes: graph.encode(), counts } : null;
+}
+
+/** Whether the model's opset has the operators these rewrites write (read from its bytes, without decoding the graph). */
+export function fusibleOpset(bytes: Uint8Array): boolean {
+  return defaultOpset(bytes) >= MIN_OPSET;
+}
+
+/** Fuses the chains of a decoded graph in place (of a model whose opset is fusibleOpset); null, the graph untouched, when it has none. */
+export function fuseGraphChains(graph: OnnxGraph): FusionCounts | null {
   const counts: FusionCounts = {
     affineIntoConv: foldAffineIntoConvolutions(graph),
     hardSwish: fuseHardSwish(graph),
@@ -35,7 +46,7 @@ export function fuseElementwiseChains(bytes: Uint8Array): { bytes: Uint8Array; c
   };
   if (counts.affineIntoConv + counts.hardSwish + counts.affineAsBatchNorm === 0) return null;
   graph.removeUnusedConstants();
-  return { bytes: graph.encode(), counts };
+  return counts;
 }
 
 function defaultOpset(bytes: Uint8Array): number {

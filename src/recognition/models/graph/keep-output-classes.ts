@@ -14,6 +14,12 @@ const CLASS_AXIS = 2;
 /** The model with its single output cut to `classes` (ascending class indices), in that order. */
 export function keepOutputClasses(bytes: Uint8Array, classes: readonly number[]): Uint8Array {
   const graph = OnnxGraph.decode(bytes);
+  cutOutputClasses(graph, classes);
+  return graph.encode();
+}
+
+/** keepOutputClasses on a decoded graph, in place. */
+export function cutOutputClasses(graph: OnnxGraph, classes: readonly number[]): void {
   const outputs = graph.outputNames();
   if (outputs.length !== 1)
     throw new OnnxGraphError(`the model has ${outputs.length} outputs; its classes can be cut only where it has one`);
@@ -29,5 +35,4 @@ export function keepOutputClasses(bytes: Uint8Array, classes: readonly number[])
   gather.setIntAttribute('axis', CLASS_AXIS);
   graph.nodes.push(gather);
   graph.forgetOutputShape(output);
-  return graph.encode();
 }
