@@ -373,15 +373,15 @@ function corrector(api: 'openai' | 'gemini', lineGuard: LineGuardSettings, maxEd
   return new LlmCorrector(provider, { maxEditRatio, lineGuard, timeoutMs: 60_000, retry: { retries: 0, baseDelayMs: 0, maxWaitMs: 0 } });
 }
 
-/** The evidence guard shipped before this choice (commit bdf6861, chosen on the alternate split): dropped ink and supported pages. */
+/** The evidence guard shipped before this choice (commit aa6efc5, ADR 0046; its supported pages bounded the loss per character). */
 const PREVIOUS_EVIDENCE_GUARD: EvidenceGuardSettings = {
-  maxLossPerChar: 1.75,
-  confidenceSlack: 2,
+  maxLossPerChar: 2,
+  confidenceSlack: 0,
   maxLossPerEdit: 6,
   framelessMaxEditRatio: 0,
-  maxDroppedRun: 4,
+  maxDroppedRun: INFINITY,
   maxDroppedInk: 10,
-  supportedPage: { minShare: 0.8, maxLossPerChar: 2.25, confidenceSlack: 2, maxLossPerEdit: 12 },
+  supportedPage: { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8 },
 };
 
 const GUARDS = {

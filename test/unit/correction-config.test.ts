@@ -91,7 +91,12 @@ test('the evidence guard: the dropped ink and the bounds of a supported page fro
   if (defaults.kind !== 'evidence') return;
   assert.equal(defaults.tiers.balanced.maxDroppedInk, 10);
   assert.equal(defaults.tiers.balanced.maxDroppedRun, Number.POSITIVE_INFINITY);
-  assert.deepEqual(defaults.tiers.balanced.supportedPage, { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8 });
+  assert.deepEqual(defaults.tiers.balanced.supportedPage, {
+    minShare: 0.5,
+    maxLossPerChar: Number.POSITIVE_INFINITY,
+    confidenceSlack: 0,
+    maxLossPerEdit: 6,
+  });
   const set = loadConfig({
     CORRECTION_MAX_DROPPED_INK: '20',
     CORRECTION_MAX_DROPPED_RUN: '4',

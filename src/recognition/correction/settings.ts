@@ -51,7 +51,8 @@ export type LineGuardSettings =
  * The evidence guard's thresholds, chosen by bench/correction-guards.ts on the tune half of the
  * htr-pages val documents, stratified by difficulty (ADR 0046; docs/correction.md, "Guards"): the
  * most loss per character any tier takes. The length of a dropped run is not bounded (Infinity):
- * the ink it held is.
+ * the ink it held is. On a page the image supports, the loss per character is not bounded either
+ * (ADR 0047): the loss per character edited and the dropped ink are.
  */
 export const EVIDENCE_GUARD: EvidenceGuardSettings = {
   maxLossPerChar: 2,
@@ -60,7 +61,7 @@ export const EVIDENCE_GUARD: EvidenceGuardSettings = {
   framelessMaxEditRatio: 0,
   maxDroppedRun: Number.POSITIVE_INFINITY,
   maxDroppedInk: 10,
-  supportedPage: { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8 },
+  supportedPage: { minShare: 0.5, maxLossPerChar: Number.POSITIVE_INFINITY, confidenceSlack: 0, maxLossPerEdit: 6 },
 };
 
 export function evidenceGuard(base: EvidenceGuardSettings, bestWithImage: EvidenceGuardSettings = base): LineGuardSettings {
