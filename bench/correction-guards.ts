@@ -229,7 +229,7 @@ function acceptsOnPage(line: LineCase, settings: EvidenceGuardSettings, share: R
     line.lossPerChar <= allowedLoss(line.confidence, support) &&
     line.lossPerEdit <= support.maxLossPerEdit &&
     line.droppedRun <= settings.maxDroppedRun &&
-    line.droppedInk <= settings.maxDroppedInk
+    line.droppedInk <= support.maxDroppedInk
   );
 }
 
@@ -317,15 +317,22 @@ function chooseSupportedBounds(cases: readonly LineCase[], base: Choice): { choi
   let tried = 0;
   // no bound on the loss per character last (ADR 0047): on a supported page the loss per edit and the dropped ink may do
   const perCharBounds = [...Array.from({ length: 19 }, (_, step) => 1.5 + step * 0.25), INFINITY];
+  // the line bound's ink first, so that a looser one is chosen only for a larger gain (ADR 0048)
+  const lineInk = base.settings.maxDroppedInk;
+  const inkBounds = [...new Set([lineInk, 12, 15, 20, 30, INFINITY])].filter((ink) => ink >= lineInk);
   for (const minShare of [0.5, 0.6, 0.7, 0.8, 0.9])
     for (const maxLossPerChar of perCharBounds)
       for (const confidenceSlack of [0, 1, 2, 4, 6])
-        for (const maxLossPerEdit of [6, 8, 12, INFINITY]) {
-          tried += 1;
-          const settings = { ...base.settings, supportedPage: { minShare, maxLossPerChar, confidenceSlack, maxLossPerEdit } };
-          const score = scoreVerdict(cases, (line) => acceptsOnPage(line, settings, share));
-          if (score && score.gain > best.gain) best = { settings, ...score };
-        }
+        for (const maxLossPerEdit of [6, 8, 12, INFINITY])
+          for (const maxDroppedInk of inkBounds) {
+            tried += 1;
+            const settings = {
+              ...base.settings,
+              supportedPage: { minShare, maxLossPerChar, confidenceSlack, maxLossPerEdit, maxDroppedInk },
+            };
+            const score = scoreVerdict(cases, (line) => acceptsOnPage(line, settings, share));
+            if (score && score.gain > best.gain) best = { settings, ...score };
+          }
   return { choice: best, tried };
 }
 
@@ -381,7 +388,7 @@ const PREVIOUS_EVIDENCE_GUARD: EvidenceGuardSettings = {
   framelessMaxEditRatio: 0,
   maxDroppedRun: INFINITY,
   maxDroppedInk: 10,
-  supportedPage: { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8 },
+  supportedPage: { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8, maxDroppedInk: 10 },
 };
 
 const GUARDS = {

@@ -14,6 +14,8 @@
 //                  where it is far, a fluent line of another document of about its length: a model
 //                  right on the lines it can read that makes up the ones it cannot (what a text-only
 //                  model does with a badly read line); its pages look supported, its guesses are not
+//   dropping       perfect, but one line in three (drawn per line) loses its last word: a model right on
+//                  a page that now and then drops a word at a line's end; its pages look supported too
 //
 // For choosing thresholds only, truncations of other lengths (TRUNCATIONS: the last word, the last
 // quarter, the last half of the words left out): a real model cuts anywhere.
@@ -26,11 +28,29 @@ import { editRatio } from '../../src/recognition/correction/edit-distance.ts';
 import { mulberry32 } from './seeded-random.ts';
 import { editDistance, normaliseText } from './text-metrics.ts';
 
-export const BEHAVIOURS = ['perfect', 'noisy', 'modernising', 'completing', 'shifting', 'hallucinating', 'truncating', 'guessing'] as const;
+export const BEHAVIOURS = [
+  'perfect',
+  'noisy',
+  'modernising',
+  'completing',
+  'shifting',
+  'hallucinating',
+  'truncating',
+  'guessing',
+  'dropping',
+] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 
 /** The behaviours a guard must keep out (no page worse); perfect and noisy are the ones it must let through. */
-export const MISBEHAVIOURS: readonly Behaviour[] = ['modernising', 'completing', 'shifting', 'hallucinating', 'truncating', 'guessing'];
+export const MISBEHAVIOURS: readonly Behaviour[] = [
+  'modernising',
+  'completing',
+  'shifting',
+  'hallucinating',
+  'truncating',
+  'guessing',
+  'dropping',
+];
 
 /** Truncations of other lengths, for choosing thresholds: how many of a line's n words are kept. */
 export const TRUNCATIONS = {
@@ -109,6 +129,8 @@ export function standInAnswer(
         return { id: line.id, text: truncated(perfect) };
       case 'guessing':
         return { id: line.id, text: editRatio(line.text, perfect) <= 0.3 ? perfect : unrelatedLine(line.text, page.otherText, random) };
+      case 'dropping':
+        return { id: line.id, text: random() < 1 / 3 ? withoutLastWord(perfect) : perfect };
     }
   });
 }
@@ -192,6 +214,11 @@ function modernised(text: string): string {
   for (const [pattern, replacement] of MODERNISATIONS) result = result.replace(pattern, replacement);
   const and = /[àâçéèêëîïôûùü]|\b(le|la|les|et|de|des|du|que|qui|pour)\b/i.test(text) ? 'et' : 'and';
   return result.replace(/ & /g, ` ${and} `);
+}
+
+function withoutLastWord(text: string): string {
+  const words = text.split(' ');
+  return words.length < 2 ? text : words.slice(0, -1).join(' ');
 }
 
 function truncated(text: string): string {

@@ -420,6 +420,7 @@ function supportedPageConfig(read: EnvReader): SupportedPageBounds | null {
       0,
       1000,
     ),
+    maxDroppedInk: read.number('CORRECTION_SUPPORTED_MAX_DROPPED_INK', defaults?.maxDroppedInk ?? EVIDENCE_GUARD.maxDroppedInk, 0, 1e6),
   };
 }
 

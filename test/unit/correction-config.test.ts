@@ -96,6 +96,7 @@ test('the evidence guard: the dropped ink and the bounds of a supported page fro
     maxLossPerChar: Number.POSITIVE_INFINITY,
     confidenceSlack: 0,
     maxLossPerEdit: 6,
+    maxDroppedInk: 10,
   });
   const set = loadConfig({
     CORRECTION_MAX_DROPPED_INK: '20',
@@ -104,11 +105,19 @@ test('the evidence guard: the dropped ink and the bounds of a supported page fro
     CORRECTION_SUPPORTED_MAX_LOSS_PER_CHAR: '3',
     CORRECTION_SUPPORTED_LOSS_CONFIDENCE_SLACK: '1',
     CORRECTION_SUPPORTED_MAX_LOSS_PER_EDIT: '9',
+    CORRECTION_SUPPORTED_MAX_DROPPED_INK: '25',
   }).correction.lineGuard;
   assert.ok(set.kind === 'evidence');
   assert.equal(set.tiers.best.maxDroppedInk, 20);
   assert.equal(set.tiers.best.maxDroppedRun, 4);
-  assert.deepEqual(set.tiers.bestWithImage.supportedPage, { minShare: 0.7, maxLossPerChar: 3, confidenceSlack: 1, maxLossPerEdit: 9 });
+  assert.deepEqual(set.tiers.bestWithImage.supportedPage, {
+    minShare: 0.7,
+    maxLossPerChar: 3,
+    confidenceSlack: 1,
+    maxLossPerEdit: 9,
+    maxDroppedInk: 25,
+  });
+  assert.equal(problems({ CORRECTION_SUPPORTED_MAX_DROPPED_INK: '-1' }).length, 1);
   const off = loadConfig({ CORRECTION_SUPPORTED_PAGE_SHARE: '1' }).correction.lineGuard;
   assert.ok(off.kind === 'evidence');
   assert.equal(off.tiers.cheap.supportedPage, null);

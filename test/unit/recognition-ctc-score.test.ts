@@ -136,7 +136,7 @@ test('a page the image supports: a line over the bounds is judged by the looser 
     maxLossPerChar: 0.9,
     confidenceSlack: 0,
     maxLossPerEdit: Number.POSITIVE_INFINITY,
-    supportedPage: { minShare: 0.6, maxLossPerChar: 2, confidenceSlack: 0, maxLossPerEdit: Number.POSITIVE_INFINITY },
+    supportedPage: { minShare: 0.6, maxLossPerChar: 2, confidenceSlack: 0, maxLossPerEdit: Number.POSITIVE_INFINITY, maxDroppedInk: 10 },
   };
   assert.ok(Math.abs(lineEvidence(frames, 'aab', 'aaa').lossPerChar - 1.036) < 1e-3);
   // two lines the bounds accept, one over them
@@ -184,4 +184,49 @@ test('a page the image supports: a line over the bounds is judged by the looser 
     tight,
   ).get('l3');
   assert.match(over?.accept === false ? over.reason : '', /over the bounds of a page the image supports \(2 of its 3 lines pass\)/);
+});
+
+test('a page the image supports has its own bound on dropped ink: a line the ink bound refused is judged again by it', () => {
+  const tiny: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
+  // as above: a, blank, b, b, blank
+  const rows = [
+    [0.1, 0.8, 0.1],
+    [0.8, 0.1, 0.1],
+    [0.1, 0.1, 0.8],
+    [0.2, 0.1, 0.7],
+    [0.8, 0.1, 0.1],
+  ];
+  const frames: LineFrames = { scores: Float32Array.from(rows.flat()), steps: 5, logits: false, classes: tiny };
+  const lines = ['l1', 'l2', 'l3'].map((id) => ({ id, text: 'ab', confidence: 0.9 }));
+  const frameMap = new Map(lines.map((line) => [line.id, frames]));
+  // "a" leaves b's ink (3.33) unexplained and loses 3.53 nats a character; "aba" and "aab" drop nothing
+  const proposed = new Map([
+    ['l1', 'a'],
+    ['l2', 'aba'],
+    ['l3', 'aab'],
+  ]);
+  const line = { ...EVIDENCE_GUARD, maxLossPerChar: 4, confidenceSlack: 0, maxLossPerEdit: Number.POSITIVE_INFINITY, maxDroppedInk: 3 };
+  const bounds = { minShare: 0.6, maxLossPerChar: 4, confidenceSlack: 0, maxLossPerEdit: Number.POSITIVE_INFINITY };
+  // the ink bound refuses l1; two of three pass: the page is supported, and its own ink bound lets l1 through
+  const own = checkPageEvidence(lines, proposed, frameMap, { ...line, supportedPage: { ...bounds, maxDroppedInk: 10 } });
+  assert.deepEqual(
+    [...own.values()].map((verdict) => verdict.accept),
+    [true, true, true],
+  );
+  const same = checkPageEvidence(lines, proposed, frameMap, { ...line, supportedPage: { ...bounds, maxDroppedInk: 3 } });
+  assert.deepEqual(
+    [...same.values()].map((verdict) => verdict.accept),
+    [false, true, true],
+  );
+  const refused = same.get('l1');
+  assert.match(
+    refused?.accept === false ? refused.reason : '',
+    /^recognised ink of 3\.3 left unexplained in a row, over 3, and over the bounds of a page the image supports \(2 of its 3 lines pass\)$/,
+  );
+  // a page with no line within the line bounds is not supported: its ink bound is not asked
+  const alone = checkPageEvidence(lines.slice(0, 1), new Map([['l1', 'a']]), frameMap, {
+    ...line,
+    supportedPage: { ...bounds, maxDroppedInk: 10 },
+  });
+  assert.equal(alone.get('l1')?.accept, false);
 });

@@ -37,16 +37,18 @@ export interface EvidenceGuardSettings {
 
 /**
  * A page whose answer the image supports: at least `minShare` of its changed lines that the frames
- * can judge pass the bounds above. Its lines over those bounds may lose up to these instead (the
- * dropped-character checks still apply): a model right on most of a page is right on its hard lines
- * more often than one the image contradicts throughout, and its hard lines are the ones our reading
- * got most wrong, whose true text the frames support least.
+ * can judge pass the bounds above. Its lines those bounds refuse are judged again by these (the
+ * length of a dropped run by the line bound): a model right on most of a page is right on its hard
+ * lines more often than one the image contradicts throughout, and its hard lines are the ones our
+ * reading got most wrong, whose true text the frames support least.
  */
 export interface SupportedPageBounds {
   minShare: number;
   maxLossPerChar: number;
   confidenceSlack: number;
   maxLossPerEdit: number;
+  /** The most ink one run of dropped recognised characters may hold on such a page. */
+  maxDroppedInk: number;
 }
 
 export interface LineEvidence {
@@ -123,9 +125,7 @@ export function allowedLoss(confidence: number, settings: Pick<EvidenceGuardSett
   return settings.maxLossPerChar + settings.confidenceSlack * Math.max(0, 1 - confidence);
 }
 
-type LineJudgement =
-  | { verdict: LineVerdict; judged: false }
-  | { verdict: LineVerdict; judged: true; evidence: LineEvidence; overLikelihood: boolean };
+type LineJudgement = { verdict: LineVerdict; judged: false } | { verdict: LineVerdict; judged: true; evidence: LineEvidence };
 
 /**
  * The verdict on one changed line: by its frames where it has them and the recognizer can write
@@ -143,7 +143,7 @@ export function checkLineEvidence(
 /**
  * The verdicts on a page's changed lines (`proposed`: line id to corrected text): each line by
  * checkLineEvidence; then, on a page whose answer the image supports (settings.supportedPage), the
- * lines refused by the likelihood bounds alone are judged again by the looser ones.
+ * lines its frames judged and refused are judged again by the page's bounds.
  */
 export function checkPageEvidence(
   lines: readonly { id: string; text: string; confidence: number }[],
@@ -165,18 +165,23 @@ export function checkPageEvidence(
     const judgement = judgements.get(line.id);
     if (!judgement) continue;
     let verdict = judgement.verdict;
-    if (supported && judgement.judged && judgement.overLikelihood) {
+    if (supported && judgement.judged && !verdict.accept) {
       const { evidence } = judgement;
-      const allowed = allowedLoss(line.confidence, support);
-      if (evidence.lossPerChar <= allowed && evidence.lossPerEdit <= support.maxLossPerEdit) {
-        const dropped = droppedCheck(frames.get(line.id) as LineFrames, line.text, proposed.get(line.id) as string, settings);
-        verdict = dropped ?? { accept: true };
-      } else {
-        verdict = {
-          accept: false,
-          reason: `${(judgement.verdict as { reason: string }).reason}, and over the bounds of a page the image supports (${accepted} of its ${judged.length} lines pass)`,
-        };
-      }
+      const dropped = (): LineVerdict | null =>
+        droppedCheck(frames.get(line.id) as LineFrames, line.text, proposed.get(line.id) as string, {
+          maxDroppedRun: settings.maxDroppedRun,
+          maxDroppedInk: support.maxDroppedInk,
+        });
+      const within =
+        evidence.lossPerChar <= allowedLoss(line.confidence, support) &&
+        evidence.lossPerEdit <= support.maxLossPerEdit &&
+        dropped() === null;
+      verdict = within
+        ? { accept: true }
+        : {
+            accept: false,
+            reason: `${verdict.reason}, and over the bounds of a page the image supports (${accepted} of its ${judged.length} lines pass)`,
+          };
     }
     verdicts.set(line.id, verdict);
   }
@@ -196,18 +201,13 @@ function judgeLine(
       if (evidence.lossPerChar > allowed) {
         const loss = Number.isFinite(evidence.lossPerChar) ? evidence.lossPerChar.toFixed(2) : 'all';
         const reason = `image likelihood lost ${loss} per character, over ${allowed.toFixed(2)}`;
-        return { verdict: { accept: false, reason }, judged: true, evidence, overLikelihood: true };
+        return { verdict: { accept: false, reason }, judged: true, evidence };
       }
       if (evidence.lossPerEdit > settings.maxLossPerEdit) {
         const reason = `image likelihood lost ${evidence.lossPerEdit.toFixed(2)} per character edited, over ${settings.maxLossPerEdit}`;
-        return { verdict: { accept: false, reason }, judged: true, evidence, overLikelihood: true };
+        return { verdict: { accept: false, reason }, judged: true, evidence };
       }
-      return {
-        verdict: droppedCheck(frames, line.text, corrected, settings) ?? { accept: true },
-        judged: true,
-        evidence,
-        overLikelihood: false,
-      };
+      return { verdict: droppedCheck(frames, line.text, corrected, settings) ?? { accept: true }, judged: true, evidence };
     }
   }
   if (editDistance(line.text, corrected) <= 1) return { verdict: { accept: true }, judged: false };
@@ -223,7 +223,12 @@ function judgeLine(
 }
 
 /** The refusal for ink the corrected text leaves unexplained (droppedCharacters), or null. */
-function droppedCheck(frames: LineFrames, recognised: string, corrected: string, settings: EvidenceGuardSettings): LineVerdict | null {
+function droppedCheck(
+  frames: LineFrames,
+  recognised: string,
+  corrected: string,
+  settings: Pick<EvidenceGuardSettings, 'maxDroppedRun' | 'maxDroppedInk'>,
+): LineVerdict | null {
   if (!Number.isFinite(settings.maxDroppedRun) && !Number.isFinite(settings.maxDroppedInk)) return null;
   const { longestRun, droppedInk } = droppedCharacters(frames, recognised, corrected);
   if (longestRun > settings.maxDroppedRun)

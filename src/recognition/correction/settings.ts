@@ -61,7 +61,7 @@ export const EVIDENCE_GUARD: EvidenceGuardSettings = {
   framelessMaxEditRatio: 0,
   maxDroppedRun: Number.POSITIVE_INFINITY,
   maxDroppedInk: 10,
-  supportedPage: { minShare: 0.5, maxLossPerChar: Number.POSITIVE_INFINITY, confidenceSlack: 0, maxLossPerEdit: 6 },
+  supportedPage: { minShare: 0.5, maxLossPerChar: Number.POSITIVE_INFINITY, confidenceSlack: 0, maxLossPerEdit: 6, maxDroppedInk: 10 },
 };
 
 export function evidenceGuard(base: EvidenceGuardSettings, bestWithImage: EvidenceGuardSettings = base): LineGuardSettings {
