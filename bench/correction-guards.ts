@@ -21,7 +21,7 @@
 //  3. Each behaviour corrects every page through the real corrector (LlmCorrector, the openai
 //     provider against the stand-in server; the evidence guard again through the gemini provider):
 //     without guards, with the edit-ratio guard (before, CORRECTION_MAX_EDIT_RATIO 0.3), the
-//     previous evidence guard and the evidence guard chosen now (after); page CER and WER
+//     evidence guard shipped (settings.ts's EVIDENCE_GUARD) and the one chosen now (after); page CER and WER
 //     (bench/lib/text-metrics.ts), lines changed and refused, the worst page; reported for the
 //     held-out half (and, for reference, the tune half).
 //  4. The guard's cost: the CTC forward passes and alignments per page and their time.
@@ -45,7 +45,7 @@ import {
   lineEvidence,
 } from '../src/recognition/correction/line-evidence.ts';
 import { LlmCorrector } from '../src/recognition/correction/llm-corrector.ts';
-import { evidenceGuard, type CorrectionSettings, type LineGuardSettings } from '../src/recognition/correction/settings.ts';
+import { EVIDENCE_GUARD, evidenceGuard, type CorrectionSettings, type LineGuardSettings } from '../src/recognition/correction/settings.ts';
 import { editDistance as lineEditDistance, editRatio } from '../src/recognition/correction/edit-distance.ts';
 import { allLines, type PageResult } from '../src/recognition/page/page-result.ts';
 import { FakeLlmServer } from '../test/support/fake-llm-server.ts';
@@ -380,21 +380,10 @@ function corrector(api: 'openai' | 'gemini', lineGuard: LineGuardSettings, maxEd
   return new LlmCorrector(provider, { maxEditRatio, lineGuard, timeoutMs: 60_000, retry: { retries: 0, baseDelayMs: 0, maxWaitMs: 0 } });
 }
 
-/** The evidence guard shipped before this choice (commit aa6efc5, ADR 0046; its supported pages bounded the loss per character). */
-const PREVIOUS_EVIDENCE_GUARD: EvidenceGuardSettings = {
-  maxLossPerChar: 2,
-  confidenceSlack: 0,
-  maxLossPerEdit: 6,
-  framelessMaxEditRatio: 0,
-  maxDroppedRun: INFINITY,
-  maxDroppedInk: 10,
-  supportedPage: { minShare: 0.6, maxLossPerChar: 5.25, confidenceSlack: 6, maxLossPerEdit: 8, maxDroppedInk: 10 },
-};
-
 const GUARDS = {
   none: { api: 'openai', guard: { kind: 'edit-ratio' }, maxEditRatio: 1 },
   'edit ratio': { api: 'openai', guard: { kind: 'edit-ratio' }, maxEditRatio: 0.3 },
-  'previous evidence': { api: 'openai', guard: evidenceGuard(PREVIOUS_EVIDENCE_GUARD), maxEditRatio: 0.3 },
+  'shipped evidence': { api: 'openai', guard: evidenceGuard(EVIDENCE_GUARD), maxEditRatio: 0.3 },
   evidence: { api: 'openai', guard: evidenceGuard(chosen), maxEditRatio: 0.3 },
   'evidence, gemini': { api: 'gemini', guard: evidenceGuard(chosen), maxEditRatio: 0.3 },
 } as const;
@@ -477,7 +466,7 @@ function halfTable(half: RecognisedPage[]): string {
         }),
       );
     const before = of('edit ratio');
-    const first = of('previous evidence');
+    const first = of('shipped evidence');
     const after = of('evidence');
     const gemini = of('evidence, gemini');
     const same = gemini.every((item, index) => item.charErrors === after[index].charErrors && item.refused === after[index].refused);
@@ -486,12 +475,12 @@ function halfTable(half: RecognisedPage[]): string {
       `${cerNone} / ${werNone}`,
       cell('none'),
       cell('edit ratio'),
-      cell('previous evidence'),
+      cell('shipped evidence'),
       cell('evidence'),
       `${sum(before, 'changed')} / ${sum(before, 'refused')}`,
       `${sum(first, 'changed')} / ${sum(first, 'refused')}`,
       `${sum(after, 'changed')} / ${sum(after, 'refused')}`,
-      [worst('edit ratio'), worst('previous evidence'), worst('evidence')]
+      [worst('edit ratio'), worst('shipped evidence'), worst('evidence')]
         .map((delta) => `${delta >= 0 ? '+' : ''}${delta.toFixed(2)}`)
         .join(' / '),
       same ? 'same' : 'DIFFERENT',
@@ -503,12 +492,12 @@ function halfTable(half: RecognisedPage[]): string {
       'no correction CER / WER %',
       'no guards',
       'before: edit ratio 0.3',
-      'previous evidence guard',
+      'shipped evidence guard',
       'after: evidence, supported pages',
       'changed / refused, before',
-      'changed / refused, previous',
+      'changed / refused, shipped',
       'changed / refused, after',
-      'worst page Δ CER points, before / previous / after',
+      'worst page Δ CER points, before / shipped / after',
       'gemini',
     ],
     rows,
@@ -573,10 +562,10 @@ function truncationTable(half: readonly RecognisedPage[]): string {
     return `${total} / +${worst.toFixed(2)}`;
   };
   return markdownTable(
-    ['truncation', 'previous evidence guard: Δ errors / worst page Δ CER points', 'after'],
+    ['truncation', 'shipped evidence guard: Δ errors / worst page Δ CER points', 'after'],
     (['truncating', ...Object.keys(TRUNCATIONS)] as TuningBehaviour[]).map((behaviour) => [
       behaviour,
-      cell(behaviour, PREVIOUS_EVIDENCE_GUARD),
+      cell(behaviour, EVIDENCE_GUARD),
       cell(behaviour, chosen),
     ]),
   );
@@ -605,7 +594,7 @@ const report = [
   '',
   halfTable(heldOut),
   '',
-  `Gain of the perfect stand-in kept (held-out): edit ratio ${keptGain(heldOut, 'perfect', 'edit ratio')}, previous evidence ${keptGain(heldOut, 'perfect', 'previous evidence')}, evidence ${keptGain(heldOut, 'perfect', 'evidence')}; noisy: ${keptGain(heldOut, 'noisy', 'edit ratio')} / ${keptGain(heldOut, 'noisy', 'previous evidence')} / ${keptGain(heldOut, 'noisy', 'evidence')}.`,
+  `Gain of the perfect stand-in kept (held-out): edit ratio ${keptGain(heldOut, 'perfect', 'edit ratio')}, shipped evidence ${keptGain(heldOut, 'perfect', 'shipped evidence')}, evidence ${keptGain(heldOut, 'perfect', 'evidence')}; noisy: ${keptGain(heldOut, 'noisy', 'edit ratio')} / ${keptGain(heldOut, 'noisy', 'shipped evidence')} / ${keptGain(heldOut, 'noisy', 'evidence')}.`,
   '',
   'Truncations of other lengths, held-out half, line by line against the aligned ground truth (not through the corrector):',
   '',
@@ -615,7 +604,7 @@ const report = [
   '',
   halfTable(tune),
   '',
-  `Gain of the perfect stand-in kept (tune): edit ratio ${keptGain(tune, 'perfect', 'edit ratio')}, previous evidence ${keptGain(tune, 'perfect', 'previous evidence')}, evidence ${keptGain(tune, 'perfect', 'evidence')}; noisy: ${keptGain(tune, 'noisy', 'edit ratio')} / ${keptGain(tune, 'noisy', 'previous evidence')} / ${keptGain(tune, 'noisy', 'evidence')}.`,
+  `Gain of the perfect stand-in kept (tune): edit ratio ${keptGain(tune, 'perfect', 'edit ratio')}, shipped evidence ${keptGain(tune, 'perfect', 'shipped evidence')}, evidence ${keptGain(tune, 'perfect', 'evidence')}; noisy: ${keptGain(tune, 'noisy', 'edit ratio')} / ${keptGain(tune, 'noisy', 'shipped evidence')} / ${keptGain(tune, 'noisy', 'evidence')}.`,
   '',
   `Cost (held-out, every behaviour): ${forwards} CTC forward passes and ${alignments} Viterbi alignments over ${changedPages} corrected pages, ${((forwards + alignments) / changedPages).toFixed(1)} passes a page, ${(forwardMs / changedPages).toFixed(1)} ms a page (${(forwardMs / Math.max(1, forwards + alignments)).toFixed(2)} ms a pass).`,
 ].join('\n');

@@ -208,7 +208,7 @@ const PAGE_MARGIN = 0.5;
 
 for (const [api, behaviours] of [
   ['openai', ['perfect', 'noisy', 'completing', 'hallucinating', 'guessing']],
-  ['gemini', ['modernising', 'shifting', 'truncating']],
+  ['gemini', ['modernising', 'shifting', 'truncating', 'dropping']],
 ] as const) {
   describe(`stand-in correctors through real jobs, ${api} wire format`, { concurrency: false }, () => {
     const service = services[api];
@@ -237,7 +237,8 @@ for (const [api, behaviours] of [
               break;
             // measured: completing 18.5 → 17.7 and 11.3 → 11.3 %, modernising 18.5 → 1.5 and 11.3 → 1.8 %
             // (these pages have little to modernise), truncating 18.5 → 18.1 and 11.3 → 11.3 %,
-            // guessing 18.5 → 10.8 and 11.3 → 1.8 % (4 and 2 lines refused)
+            // guessing 18.5 → 10.8 and 11.3 → 1.8 % (4 and 2 lines refused), dropping 18.5 → 3.8 and 11.3 → 4.0 %
+            // (3 and 10 lines refused: the lines that lost a word among them)
             default:
               assert.ok(page.after <= page.before + PAGE_MARGIN, `${where}: no page worse by more than ${PAGE_MARGIN} points`);
           }
