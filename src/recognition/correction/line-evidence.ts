@@ -167,21 +167,21 @@ export function checkPageEvidence(
     let verdict = judgement.verdict;
     if (supported && judgement.judged && !verdict.accept) {
       const { evidence } = judgement;
-      const dropped = (): LineVerdict | null =>
-        droppedCheck(frames.get(line.id) as LineFrames, line.text, proposed.get(line.id) as string, {
-          maxDroppedRun: settings.maxDroppedRun,
-          maxDroppedInk: support.maxDroppedInk,
-        });
-      const within =
-        evidence.lossPerChar <= allowedLoss(line.confidence, support) &&
-        evidence.lossPerEdit <= support.maxLossPerEdit &&
-        dropped() === null;
-      verdict = within
-        ? { accept: true }
-        : {
-            accept: false,
-            reason: `${verdict.reason}, and over the bounds of a page the image supports (${accepted} of its ${judged.length} lines pass)`,
-          };
+      const overLikelihood = evidence.lossPerChar > allowedLoss(line.confidence, support) || evidence.lossPerEdit > support.maxLossPerEdit;
+      const dropped = overLikelihood
+        ? null
+        : droppedCheck(frames.get(line.id) as LineFrames, line.text, proposed.get(line.id) as string, {
+            maxDroppedRun: settings.maxDroppedRun,
+            maxDroppedInk: support.maxDroppedInk,
+          });
+      // refused again: with the line bounds' reason, or the page's ink bound's where that is what refuses
+      const refusal = overLikelihood ? verdict : dropped;
+      if (refusal === null) verdict = { accept: true };
+      else if (!refusal.accept)
+        verdict = {
+          accept: false,
+          reason: `${refusal.reason}, and over the bounds of a page the image supports (${accepted} of its ${judged.length} lines pass)`,
+        };
     }
     verdicts.set(line.id, verdict);
   }
