@@ -7,7 +7,8 @@
 //     (bench/lib/recognised-pages.ts; --cache DIR, default /tmp/hwr-correction-guards).
 //  2. The documents are split in two halves, stratified by their uncorrected CER
 //     (bench/lib/document-halves.ts, ADR 0046; --split alternate: alternately in dataset order, the
-//     split before it). The evidence guard's
+//     split before it; --swap-halves tunes on the other half, to see how the rule fares the other way
+//     round; the tables then say "tune half" of the half tuned on). The evidence guard's
 //     thresholds are chosen on the tune half (--degraded blurred,small,faded adds the tune half
 //     again with its images degraded, bench/lib/degraded-pages.ts; tried, not the default: see
 //     docs/correction.md; --tune-models DIR,... adds it again as read by other setups, e.g.
@@ -28,7 +29,7 @@
 //
 //   node bench/correction-guards.ts [--dataset DIR] [--cache DIR] [--degraded none|blurred,small,faded]
 //                                   [--tune-models DIR,...] [--page-margin 0.5] [--split stratified|alternate]
-//                                   [--out FILE.md]
+//                                   [--swap-halves] [--out FILE.md]
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -76,6 +77,7 @@ const { values } = parseArgs({
     'tune-models': { type: 'string', default: '' },
     'page-margin': { type: 'string', default: '0.5' },
     split: { type: 'string', default: 'stratified' },
+    'swap-halves': { type: 'boolean', default: false },
     out: { type: 'string' },
   },
 });
@@ -86,7 +88,8 @@ const evalPages = pagesFromDataset(values.dataset, 'val', path.join(values.cache
 const readDir = path.join(values.cache, `read-${process.env.RECOGNITION_DECODER ?? 'beam'}`);
 const pages = await recognisedPages(evalPages, readDir, progress);
 const documents = [...new Set(pages.map((page) => page.document))];
-const tuneDocuments = halvesBy(values.split).tune;
+const splitTune = halvesBy(values.split).tune;
+const tuneDocuments = values['swap-halves'] ? new Set(documents.filter((document) => !splitTune.has(document))) : splitTune;
 
 /** The documents tuned on: stratified by uncorrected CER (ADR 0046), or alternately in dataset order (before it). */
 function halvesBy(split: string | undefined): { tune: Set<string> } {
@@ -586,7 +589,7 @@ function tuningCer(half: readonly RecognisedPage[]): string {
 }
 
 const report = [
-  `Pages: ${pages.length} val pages of htr-pages (${documents.length} documents), read by ${pages[0] ? 'the configured setup' : '-'}; tune half ${tune.length} pages (${tuneDocuments.size} documents), held-out half ${heldOut.length} pages.`,
+  `Pages: ${pages.length} val pages of htr-pages (${documents.length} documents), read by ${pages[0] ? 'the configured setup' : '-'}; tune half ${tune.length} pages (${tuneDocuments.size} documents), held-out half ${heldOut.length} pages${values['swap-halves'] ? " (--swap-halves: the split's held-out half tuned on)" : ''}.`,
   `Tuning pages: the tune half and ${degraded.length} degraded copies (${degradations.join(', ') || 'none'}): CER ${tuningCer(tune)} % and ${tuningCer(degraded)} % uncorrected; read by other setups (${tuneModels.join(', ') || 'none'}): ${otherReadings.length} pages, CER ${tuningCer(otherReadings)} %.`,
   `Chosen on the tuning pages (${tried} settings): maxLossPerChar ${chosen.maxLossPerChar}, confidenceSlack ${chosen.confidenceSlack}, maxLossPerEdit ${chosen.maxLossPerEdit}, framelessMaxEditRatio ${chosen.framelessMaxEditRatio}, maxDroppedRun ${chosen.maxDroppedRun}, maxDroppedInk ${chosen.maxDroppedInk}; supported page: ${JSON.stringify(chosen.supportedPage)}. Tuning gain (characters): perfect ${choice.perfectGain}, noisy ${choice.noisyGain}; line bounds alone ${stage1.choice.perfectGain}, ${stage1.choice.noisyGain}.`,
   '',
