@@ -108,8 +108,8 @@ if (port) {
           };
           const { outputClasses } = request;
           const bytes = await readFile(request.file);
+          const rewritten = rewrittenModel(bytes, outputClasses, true);
           session = await native(async () => {
-            const rewritten = rewrittenModel(bytes, outputClasses, true);
             if (rewritten)
               try {
                 return await ort.InferenceSession.create(rewritten, options);
