@@ -17,6 +17,23 @@ const framesOf = (line: (typeof fixture.lines)[number]): LineFrames => {
   return { scores: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4), steps: line.steps, logits: true, classes };
 };
 
+/** A recognizer of "a", "b" and the blank, and its frames of probabilities, one row a frame. */
+const AB: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
+const probabilityFrames = (rows: readonly (readonly number[])[]): LineFrames => ({
+  scores: Float32Array.from(rows.flat()),
+  steps: rows.length,
+  logits: false,
+  classes: AB,
+});
+/** Frames that read "a", a blank, "b" twice, a blank. */
+const A_BLANK_B_B_BLANK = [
+  [0.1, 0.8, 0.1],
+  [0.8, 0.1, 0.1],
+  [0.1, 0.1, 0.8],
+  [0.2, 0.1, 0.7],
+  [0.8, 0.1, 0.1],
+];
+
 test("the CTC log-likelihood of real line logits equals PyTorch's ctc_loss for every text", () => {
   let compared = 0;
   for (const line of fixture.lines) {
@@ -78,16 +95,7 @@ test('a line without frames is judged by the edit ratio; a one-character change 
 });
 
 test('the likeliest path: each label on its own frames, in order, and the same path for the same text', () => {
-  const tiny: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
-  // frames: a, blank, b, b, blank (probabilities)
-  const rows = [
-    [0.1, 0.8, 0.1],
-    [0.8, 0.1, 0.1],
-    [0.1, 0.1, 0.8],
-    [0.2, 0.1, 0.7],
-    [0.8, 0.1, 0.1],
-  ];
-  const frames: LineFrames = { scores: Float32Array.from(rows.flat()), steps: 5, logits: false, classes: tiny };
+  const frames = probabilityFrames(A_BLANK_B_B_BLANK);
   assert.deepEqual(Array.from(ctcAlignment(frames, 'ab')?.path ?? []), [0, -1, 1, 1, -1]);
   // "a" alone leaves b's frames to blanks: one character dropped
   assert.deepEqual(Array.from(ctcAlignment(frames, 'a')?.path ?? []), [0, -1, -1, -1, -1]);
@@ -118,16 +126,14 @@ test('real lines: the true text leaves no run of recognised characters unexplain
 });
 
 test('a page the image supports: a line over the bounds is judged by the looser ones; on a page it contradicts, not', () => {
-  const tiny: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
   // each line: three frames reading "a" clearly, then two that read "b" but could be "a"
-  const rows = [
+  const frames = probabilityFrames([
     [0.05, 0.9, 0.05],
     [0.9, 0.05, 0.05],
     [0.05, 0.9, 0.05],
     [0.1, 0.3, 0.6],
     [0.1, 0.3, 0.6],
-  ];
-  const frames: LineFrames = { scores: Float32Array.from(rows.flat()), steps: 5, logits: false, classes: tiny };
+  ]);
   const lines = ['l1', 'l2', 'l3'].map((id) => ({ id, text: 'aab', confidence: 0.9 }));
   const frameMap = new Map(lines.map((line) => [line.id, frames]));
   // against "aab": "aa" and "ab" lose 0.78 and 0.82 nats a character, "aaa" 1.04, "bbb" 2.73
@@ -187,16 +193,7 @@ test('a page the image supports: a line over the bounds is judged by the looser 
 });
 
 test('a page the image supports has its own bound on dropped ink: a line the ink bound refused is judged again by it', () => {
-  const tiny: CharacterClasses = { symbols: ['', 'a', 'b'], blank: 0, space: -1, allowed: null };
-  // as above: a, blank, b, b, blank
-  const rows = [
-    [0.1, 0.8, 0.1],
-    [0.8, 0.1, 0.1],
-    [0.1, 0.1, 0.8],
-    [0.2, 0.1, 0.7],
-    [0.8, 0.1, 0.1],
-  ];
-  const frames: LineFrames = { scores: Float32Array.from(rows.flat()), steps: 5, logits: false, classes: tiny };
+  const frames = probabilityFrames(A_BLANK_B_B_BLANK);
   const lines = ['l1', 'l2', 'l3'].map((id) => ({ id, text: 'ab', confidence: 0.9 }));
   const frameMap = new Map(lines.map((line) => [line.id, frames]));
   // "a" leaves b's ink (3.33) unexplained and loses 3.53 nats a character; "aba" and "aab" drop nothing

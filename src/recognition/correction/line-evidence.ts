@@ -166,8 +166,7 @@ export function checkPageEvidence(
     if (!judgement) continue;
     let verdict = judgement.verdict;
     if (supported && judgement.judged && !verdict.accept) {
-      const { evidence } = judgement;
-      const overLikelihood = evidence.lossPerChar > allowedLoss(line.confidence, support) || evidence.lossPerEdit > support.maxLossPerEdit;
+      const overLikelihood = likelihoodRefusal(judgement.evidence, line.confidence, support) !== null;
       const dropped = overLikelihood
         ? null
         : droppedCheck(frames.get(line.id) as LineFrames, line.text, proposed.get(line.id) as string, {
@@ -197,16 +196,8 @@ function judgeLine(
   if (frames) {
     const evidence = lineEvidence(frames, line.text, corrected);
     if (evidence.unknown * 3 <= evidence.characters) {
-      const allowed = allowedLoss(line.confidence, settings);
-      if (evidence.lossPerChar > allowed) {
-        const loss = Number.isFinite(evidence.lossPerChar) ? evidence.lossPerChar.toFixed(2) : 'all';
-        const reason = `image likelihood lost ${loss} per character, over ${allowed.toFixed(2)}`;
-        return { verdict: { accept: false, reason }, judged: true, evidence };
-      }
-      if (evidence.lossPerEdit > settings.maxLossPerEdit) {
-        const reason = `image likelihood lost ${evidence.lossPerEdit.toFixed(2)} per character edited, over ${settings.maxLossPerEdit}`;
-        return { verdict: { accept: false, reason }, judged: true, evidence };
-      }
+      const reason = likelihoodRefusal(evidence, line.confidence, settings);
+      if (reason !== null) return { verdict: { accept: false, reason }, judged: true, evidence };
       return { verdict: droppedCheck(frames, line.text, corrected, settings) ?? { accept: true }, judged: true, evidence };
     }
   }
@@ -220,6 +211,22 @@ function judgeLine(
     },
     judged: false,
   };
+}
+
+/** Why the likelihood bounds (a line's, or a supported page's) refuse the line, or null where they let it through. */
+function likelihoodRefusal(
+  evidence: LineEvidence,
+  confidence: number,
+  bounds: Pick<EvidenceGuardSettings, 'maxLossPerChar' | 'confidenceSlack' | 'maxLossPerEdit'>,
+): string | null {
+  const allowed = allowedLoss(confidence, bounds);
+  if (evidence.lossPerChar > allowed) {
+    const loss = Number.isFinite(evidence.lossPerChar) ? evidence.lossPerChar.toFixed(2) : 'all';
+    return `image likelihood lost ${loss} per character, over ${allowed.toFixed(2)}`;
+  }
+  if (evidence.lossPerEdit > bounds.maxLossPerEdit)
+    return `image likelihood lost ${evidence.lossPerEdit.toFixed(2)} per character edited, over ${bounds.maxLossPerEdit}`;
+  return null;
 }
 
 /** The refusal for ink the corrected text leaves unexplained (droppedCharacters), or null. */
