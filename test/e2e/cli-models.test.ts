@@ -301,6 +301,8 @@ describe('hwr models', () => {
     const lines = () => jsonLines(running.stdout());
     await until('the submission', () => lines().some((line) => line.event === 'submitted'), running.stdout);
     const modelId = lines().find((line) => line.event === 'submitted').model_id;
+    // the CLI's first poll sees the model queued; training starts only after it (on a loaded machine it came first)
+    await until('the queued model shown', () => lines().some((line) => line.event === 'progress'), running.stdout);
     await runtime.bus.model(modelId, { type: 'StartModelTraining', now: new Date() }, trainer);
     await runtime.bus.model(
       modelId,
