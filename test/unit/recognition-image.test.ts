@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import sharp from 'sharp';
 import { PipelineError, type PipelineErrorCode } from '../../src/recognition/page/errors.ts';
 import { decodedPixelCount, MODEL_PAGE_PIXELS, prepareImage } from '../../src/recognition/image/prepare-image.ts';
-import { frameForRect, sampleBilinear, samplePatch, type PatchFrame } from '../../src/recognition/image/raster.ts';
+import { frameForRect, halved, sampleBilinear, samplePatch, type PatchFrame, type RgbImage } from '../../src/recognition/image/raster.ts';
 
 const options = { name: 'scan.img', maxPixels: 100_000_000 };
 
@@ -151,14 +151,14 @@ test('a multi-page TIFF is refused; a pyramid of reduced copies is read as its f
   assert.match(prepared.warnings[0], /ignored \d+ reduced-resolution copies/);
 });
 
-test('an oriented patch is sampled as bilinear samples averaged over each output pixel, also past the page edge', async () => {
+test('an oriented patch is sampled as bilinear samples averaged over each output pixel, from the page halved while it shrinks 2 times or more', async () => {
   const page = await prepareImage(await readFile(new URL('../fixtures/pages/peraire_test_B.12.japon3_0048.jpg', import.meta.url)), {
     name: 'peraire.jpg',
     maxPixels: 1e9,
   });
   const image = page.raster;
-  // The reference: each output pixel the mean of an nx x ny grid of sampleBilinear samples.
-  const reference = (frame: PatchFrame, width: number, height: number): Float32Array => {
+  // The reference: each output pixel the mean of an nx x ny grid of sampleBilinear samples of `source`.
+  const reference = (source: RgbImage, frame: PatchFrame, width: number, height: number): Float32Array => {
     const out = new Float32Array(width * height * 3);
     const nx = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.ux) - 0.25)));
     const ny = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.uy) - 0.25)));
@@ -170,7 +170,7 @@ test('an oriented patch is sampled as bilinear samples averaged over each output
           for (let sx = 0; sx < nx; sx += 1) {
             const [x, y] = [u + (sx + 0.5) / nx, v + (sy + 0.5) / ny];
             sampleBilinear(
-              image,
+              source,
               frame.origin[0] + x * frame.ux[0] + y * frame.uy[0],
               frame.origin[1] + x * frame.ux[1] + y * frame.uy[1],
               rgb,
@@ -181,20 +181,58 @@ test('an oriented patch is sampled as bilinear samples averaged over each output
       }
     return out;
   };
+  /** The raster samplePatch reads a frame from (the page halved while both steps are 2 or more) and the frame there. */
+  const sampledFrom = (frame: PatchFrame): [RgbImage, PatchFrame] => {
+    let [source, scaled] = [image, frame];
+    while (Math.hypot(...scaled.ux) >= 2 && Math.hypot(...scaled.uy) >= 2) {
+      source = halved(source);
+      scaled = {
+        origin: [scaled.origin[0] / 2, scaled.origin[1] / 2],
+        ux: [scaled.ux[0] / 2, scaled.ux[1] / 2],
+        uy: [scaled.uy[0] / 2, scaled.uy[1] / 2],
+      };
+    }
+    return [source, scaled];
+  };
   const rects = [
-    { cx: 900, cy: 700, width: 1200, height: 90, angle: 0.03 }, // a line, shrunk about 3 times
-    { cx: 400, cy: 1500, width: 300, height: 40, angle: -0.4 }, // tilted
-    { cx: 30, cy: 20, width: 500, height: 160, angle: 0.2 }, // past the top-left corner: white there
-    { cx: image.width - 10, cy: image.height - 5, width: 90, height: 30, angle: Math.PI }, // past the far corner, upside down
-    { cx: 1200, cy: 900, width: 60, height: 20, angle: 1.1 }, // enlarged: one sample a pixel
+    { cx: 900, cy: 700, width: 1200, height: 90, angle: 0.03, halvings: 1 }, // a line, shrunk about 3 times
+    { cx: 400, cy: 1500, width: 300, height: 40, angle: -0.4, halvings: 0 }, // tilted, shrunk 1.25 times across
+    { cx: 30, cy: 20, width: 500, height: 160, angle: 0.2, halvings: 2, shrink: 5 }, // past the top-left corner (white there), shrunk 5 times
+    { cx: image.width - 10, cy: image.height - 5, width: 90, height: 30, angle: Math.PI, halvings: 0 }, // past the far corner, upside down
+    { cx: 1200, cy: 900, width: 60, height: 20, angle: 1.1, halvings: 0 }, // enlarged: one sample a pixel
   ];
   const ink = (patch: Float32Array) => patch.some((value) => value < 120);
   for (const rect of rects) {
-    const [width, height] = [Math.max(8, Math.round(rect.width / 3)), 32];
+    const [width, height] = [Math.max(8, Math.round(rect.width / (rect.shrink ?? 3))), 32];
     const frame = frameForRect(rect, width, height);
     const patch = samplePatch(image, frame, width, height);
-    assert.deepEqual(patch, reference(frame, width, height), JSON.stringify(rect));
+    const [source, scaled] = sampledFrom(frame);
+    assert.equal(Math.round(Math.log2(image.width / source.width)), rect.halvings, JSON.stringify(rect));
+    assert.deepEqual(patch, reference(source, scaled, width, height), JSON.stringify(rect));
+    // and close to the grid of samples of the page itself: the halving only averages earlier
+    const direct = reference(image, frame, width, height);
+    const meanDifference = patch.reduce((sum, value, i) => sum + Math.abs(value - (direct[i] as number)), 0) / patch.length;
+    assert.ok(meanDifference < 2, `${JSON.stringify(rect)}: ${meanDifference} grey levels from the page's own samples`);
     if (rect === rects[0]) assert.ok(ink(patch), 'the line holds ink');
     if (rect.cx < 100 || rect.cx > image.width - 100) assert.ok(patch.includes(255), 'white past the page edge');
   }
+});
+
+test('the page halved: each pixel the rounded mean of a 2 x 2 block, a last odd row or column with white', () => {
+  // 3 x 3 pixels, R = 10 * x + y, G = 100 + that, B = 200 - that
+  const data = new Uint8Array(27);
+  for (let y = 0; y < 3; y += 1) for (let x = 0; x < 3; x += 1) data.set([10 * x + y, 100 + 10 * x + y, 200 - 10 * x - y], (y * 3 + x) * 3);
+  const half = halved({ data, width: 3, height: 3 });
+  assert.deepEqual([half.width, half.height], [2, 2]);
+  const r = (x: number, y: number) => (x < 3 && y < 3 ? 10 * x + y : 255);
+  const expected = (x: number, y: number) =>
+    Math.floor((r(2 * x, 2 * y) + r(2 * x + 1, 2 * y) + r(2 * x, 2 * y + 1) + r(2 * x + 1, 2 * y + 1) + 2) / 4);
+  assert.deepEqual(
+    [0, 1, 2, 3].map((i) => half.data[i * 3]),
+    [expected(0, 0), expected(1, 0), expected(0, 1), expected(1, 1)],
+  );
+  assert.equal(half.data[1], Math.floor((100 + 110 + 101 + 111 + 2) / 4));
+  assert.equal(half.data[3 * 3 + 2], Math.floor((180 + 255 * 3 + 2) / 4));
+  // made once per raster
+  assert.equal(halved({ data, width: 3, height: 3 }), half);
 });

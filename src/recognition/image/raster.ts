@@ -48,12 +48,21 @@ export interface PatchFrame {
 /**
  * Samples an oriented patch of `width` x `height` output pixels (3 channels, 0..255 floats).
  * When one output pixel covers more than one page pixel, averages a grid of samples
- * so that shrinking does not alias thin pen strokes.
+ * so that shrinking does not alias thin pen strokes. A patch that shrinks the page by 2 or more
+ * along both axes is sampled from the page halved (as often as it takes): a line shrunk 4 times
+ * is then one bilinear sample an output pixel of the page at a quarter, not 16 of the page
+ * (docs/recognition.md, "Line crops").
  */
 export function samplePatch(image: RgbImage, frame: PatchFrame, width: number, height: number): Float32Array {
-  const out = new Float32Array(width * height * 3);
   const stepX = Math.hypot(frame.ux[0], frame.ux[1]);
   const stepY = Math.hypot(frame.uy[0], frame.uy[1]);
+  if (stepX >= 2 && stepY >= 2 && image.width > 1 && image.height > 1) return samplePatch(halved(image), halvedFrame(frame), width, height);
+  return sampleGrid(image, frame, width, height, stepX, stepY);
+}
+
+/** samplePatch on `image` itself: an nx x ny grid of bilinear samples an output pixel (at most 4 x 4). */
+function sampleGrid(image: RgbImage, frame: PatchFrame, width: number, height: number, stepX: number, stepY: number): Float32Array {
+  const out = new Float32Array(width * height * 3);
   const nx = Math.min(4, Math.max(1, Math.ceil(stepX - 0.25)));
   const ny = Math.min(4, Math.max(1, Math.ceil(stepY - 0.25)));
   const weight = 1 / (nx * ny);
@@ -100,6 +109,56 @@ export function samplePatch(image: RgbImage, frame: PatchFrame, width: number, h
     }
   }
   return out;
+}
+
+const halves = new WeakMap<Uint8Array, RgbImage>();
+
+/**
+ * The raster at half its width and height (rounded up), each pixel the rounded mean of a 2 x 2
+ * block, white past the edge as samples there are; made once per raster (kept while the raster is).
+ */
+export function halved(image: RgbImage): RgbImage {
+  const known = halves.get(image.data);
+  if (known) return known;
+  const { data, width, height } = image;
+  const halfWidth = Math.ceil(width / 2);
+  const halfHeight = Math.ceil(height / 2);
+  const half = new Uint8Array(halfWidth * halfHeight * 3);
+  const row = width * 3;
+  const fullPairs = width >> 1;
+  for (let y = 0; y < halfHeight; y += 1) {
+    const top = 2 * y * row;
+    // a last odd row or column is paired with white
+    const below = 2 * y + 1 < height ? row : -1;
+    let to = y * halfWidth * 3;
+    for (let x = 0, i = top; x < fullPairs; x += 1, i += 6, to += 3) {
+      if (below > 0) {
+        half[to] = (data[i] + data[i + 3] + data[i + row] + data[i + row + 3] + 2) >> 2;
+        half[to + 1] = (data[i + 1] + data[i + 4] + data[i + row + 1] + data[i + row + 4] + 2) >> 2;
+        half[to + 2] = (data[i + 2] + data[i + 5] + data[i + row + 2] + data[i + row + 5] + 2) >> 2;
+      } else {
+        half[to] = (data[i] + data[i + 3] + 512) >> 2;
+        half[to + 1] = (data[i + 1] + data[i + 4] + 512) >> 2;
+        half[to + 2] = (data[i + 2] + data[i + 5] + 512) >> 2;
+      }
+    }
+    if (fullPairs < halfWidth) {
+      const i = top + fullPairs * 6;
+      for (let c = 0; c < 3; c += 1) half[to + c] = (data[i + c] + (below > 0 ? data[i + row + c] : 255) + 512) >> 2;
+    }
+  }
+  const result = { data: half, width: halfWidth, height: halfHeight };
+  halves.set(image.data, result);
+  return result;
+}
+
+/** The same patch in the coordinates of the halved raster (a page point p is p / 2 there). */
+function halvedFrame(frame: PatchFrame): PatchFrame {
+  return {
+    origin: [frame.origin[0] / 2, frame.origin[1] / 2],
+    ux: [frame.ux[0] / 2, frame.ux[1] / 2],
+    uy: [frame.uy[0] / 2, frame.uy[1] / 2],
+  };
 }
 
 /**
