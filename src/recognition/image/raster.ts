@@ -125,26 +125,27 @@ export function halved(image: RgbImage): RgbImage {
   const halfHeight = Math.ceil(height / 2);
   const half = new Uint8Array(halfWidth * halfHeight * 3);
   const row = width * 3;
-  const fullPairs = width >> 1;
+  const pairs = width >> 1;
   for (let y = 0; y < halfHeight; y += 1) {
-    const top = 2 * y * row;
-    // a last odd row or column is paired with white
-    const below = 2 * y + 1 < height ? row : -1;
+    let i = 2 * y * row;
     let to = y * halfWidth * 3;
-    for (let x = 0, i = top; x < fullPairs; x += 1, i += 6, to += 3) {
-      if (below > 0) {
-        half[to] = (data[i] + data[i + 3] + data[i + row] + data[i + row + 3] + 2) >> 2;
-        half[to + 1] = (data[i + 1] + data[i + 4] + data[i + row + 1] + data[i + row + 4] + 2) >> 2;
-        half[to + 2] = (data[i + 2] + data[i + 5] + data[i + row + 2] + data[i + row + 5] + 2) >> 2;
-      } else {
-        half[to] = (data[i] + data[i + 3] + 512) >> 2;
-        half[to + 1] = (data[i + 1] + data[i + 4] + 512) >> 2;
-        half[to + 2] = (data[i + 2] + data[i + 5] + 512) >> 2;
+    const end = i + pairs * 6;
+    // pairs of columns with the row below; a last odd row or column is paired with white
+    if (2 * y + 1 < height)
+      for (let j = i + row; i < end; i += 6, j += 6) {
+        half[to++] = (data[i] + data[i + 3] + data[j] + data[j + 3] + 2) >> 2;
+        half[to++] = (data[i + 1] + data[i + 4] + data[j + 1] + data[j + 4] + 2) >> 2;
+        half[to++] = (data[i + 2] + data[i + 5] + data[j + 2] + data[j + 5] + 2) >> 2;
       }
-    }
-    if (fullPairs < halfWidth) {
-      const i = top + fullPairs * 6;
-      for (let c = 0; c < 3; c += 1) half[to + c] = (data[i + c] + (below > 0 ? data[i + row + c] : 255) + 512) >> 2;
+    else
+      for (; i < end; i += 6) {
+        half[to++] = (data[i] + data[i + 3] + 512) >> 2;
+        half[to++] = (data[i + 1] + data[i + 4] + 512) >> 2;
+        half[to++] = (data[i + 2] + data[i + 5] + 512) >> 2;
+      }
+    if (pairs < halfWidth) {
+      const below = 2 * y + 1 < height;
+      for (let c = 0; c < 3; c += 1) half[to + c] = (data[i + c] + (below ? data[i + row + c] : 255) + 512) >> 2;
     }
   }
   const result = { data: half, width: halfWidth, height: halfHeight };
