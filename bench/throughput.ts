@@ -41,7 +41,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { listFixturePages } from './lib/fixture-pages.ts';
 import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
-import { ocrmypdfVersion, runOcrmypdf } from './lib/ocrmypdf.ts';
+import { ocrmypdfPeer, runOcrmypdf } from './lib/ocrmypdf.ts';
 import { mapPool } from './lib/pool.ts';
 import { type Service, startService } from './lib/service.ts';
 import { aimLines, type ThroughputRow, throughputTable } from './lib/throughput-table.ts';
@@ -81,6 +81,9 @@ try {
 
 async function main(): Promise<number> {
   const pages = choosePages(Math.max(1, Number(values.pages) || 36));
+  // before our runs, so that a missing tool is said at once, not after minutes
+  const ocrmypdfAvailable = values['no-ocrmypdf'] ? null : await ocrmypdfPeer();
+  if (ocrmypdfAvailable && 'missing' in ocrmypdfAvailable) console.log(`peer: ${ocrmypdfAvailable.missing}`);
   const jobs = Math.max(1, Math.min(pages.length, Number(values.jobs) || 4));
   const handwritten = pages.filter((page) => page.kind === 'handwritten').length;
   const megapixels = await totalMegapixels(pages);
@@ -156,8 +159,8 @@ async function main(): Promise<number> {
       peakNote: pool.peakBytes === null ? undefined : `${(pool.peakBytes / 1024 ** 2).toFixed(0)} × ${pool.processes}`,
     });
   }
-  const ocrmypdf = values['no-ocrmypdf'] ? null : await ocrmypdfVersion();
-  let ocrmypdfNote = '';
+  const ocrmypdf = ocrmypdfAvailable && 'version' in ocrmypdfAvailable ? ocrmypdfAvailable.version : null;
+  let ocrmypdfNote = ocrmypdfAvailable && 'missing' in ocrmypdfAvailable ? ocrmypdfAvailable.missing : '';
   if (ocrmypdf) {
     const run = await runOcrmypdf(pages);
     ocrmypdfNote = `${ocrmypdf}: --jobs ${run.jobs}, --output-type pdfa-2, -l ${run.languages}; img2pdf ${(run.img2pdfMs / 1000).toFixed(1)} s of its time; PDF ${(run.outputBytes / 1024 ** 2).toFixed(1)} MiB`;

@@ -21,10 +21,22 @@ export interface OcrmypdfRun {
   outputBytes: number;
 }
 
-export async function ocrmypdfVersion(): Promise<string | null> {
+/**
+ * The peer's name and version, or why it cannot run: ocrmypdf, or img2pdf (which wraps the pages as
+ * one PDF for it; Debian packages it apart from ocrmypdf), not installed.
+ */
+export async function ocrmypdfPeer(): Promise<{ version: string } | { missing: string }> {
+  const ocrmypdf = await versionOf('ocrmypdf');
+  if (ocrmypdf === null) return { missing: 'no ocrmypdf' };
+  if ((await versionOf('img2pdf')) === null)
+    return { missing: 'no img2pdf (Debian: img2pdf), which the OCRmyPDF peer needs: OCRmyPDF not run' };
+  return { version: `ocrmypdf ${ocrmypdf}` };
+}
+
+async function versionOf(command: string): Promise<string | null> {
   try {
-    const { stdout, code } = await capture('ocrmypdf', ['--version'], {});
-    return code === 0 ? `ocrmypdf ${stdout.trim()}` : null;
+    const { stdout, code } = await capture(command, ['--version'], {});
+    return code === 0 ? stdout.trim() : null;
   } catch {
     return null;
   }
