@@ -7,7 +7,15 @@ import { test } from 'node:test';
 import sharp from 'sharp';
 import { PipelineError, type PipelineErrorCode } from '../../src/recognition/page/errors.ts';
 import { decodedPixelCount, MODEL_PAGE_PIXELS, prepareImage } from '../../src/recognition/image/prepare-image.ts';
-import { frameForRect, halved, sampleBilinear, samplePatch, type PatchFrame, type RgbImage } from '../../src/recognition/image/raster.ts';
+import {
+  frameForRect,
+  halved,
+  paperAndInk,
+  sampleBilinear,
+  samplePatch,
+  type PatchFrame,
+  type RgbImage,
+} from '../../src/recognition/image/raster.ts';
 
 const options = { name: 'scan.img', maxPixels: 100_000_000 };
 
@@ -235,4 +243,25 @@ test('the page halved: each pixel the rounded mean of a 2 x 2 block, a last odd 
   assert.equal(half.data[3 * 3 + 2], Math.floor((180 + 255 * 3 + 2) / 4));
   // made once per raster
   assert.equal(halved({ data, width: 3, height: 3 }), half);
+});
+
+test('paper and ink: the order statistics a sort gives, ties and all', () => {
+  let seed = 7;
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  for (const length of [1, 2, 3, 10, 101, 4096]) {
+    for (const levels of [2, 17, 256]) {
+      const grey = Float32Array.from({ length }, () => Math.floor(next() * levels) + (levels === 256 ? next() / 3 : 0));
+      const sorted = Float32Array.from(grey).sort();
+      for (const inkQuantile of [0, 0.01, 0.02, 0.5, 0.95]) {
+        const expected = { paper: sorted[Math.floor(length * 0.9)], ink: sorted[Math.floor(length * inkQuantile)] };
+        assert.deepEqual(paperAndInk(grey, inkQuantile), expected, `${length} values of ${levels} levels, ink at ${inkQuantile}`);
+      }
+    }
+  }
+  const grey = Float32Array.of(3, 1, 2);
+  paperAndInk(grey, 0.01);
+  assert.deepEqual([...grey], [3, 1, 2], 'the caller\u2019s values are left as they were');
 });

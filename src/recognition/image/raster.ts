@@ -219,8 +219,42 @@ export function greyRows(pixels: Float32Array, width: number, top: number, botto
 
 /** Grey levels of the paper (90th percentile) and of the ink (the `inkQuantile` darkest). */
 export function paperAndInk(grey: Float32Array, inkQuantile: number): { paper: number; ink: number } {
-  const sorted = Float32Array.from(grey).sort();
-  return { paper: sorted[Math.floor(sorted.length * 0.9)], ink: sorted[Math.floor(sorted.length * inkQuantile)] };
+  // the two order statistics a sort would give, selected (a copy, partitioned in place) without sorting
+  const values = Float32Array.from(grey);
+  const inkIndex = Math.floor(values.length * inkQuantile);
+  const paperIndex = Math.floor(values.length * 0.9);
+  const ink = selectInPlace(values, inkIndex, 0, values.length - 1);
+  // what lies above inkIndex is not smaller than the ink: the paper is selected among it
+  const paper =
+    paperIndex >= inkIndex
+      ? selectInPlace(values, paperIndex, inkIndex, values.length - 1)
+      : selectInPlace(values, paperIndex, 0, inkIndex);
+  return { paper, ink };
+}
+
+/** The value the k-th place would hold were values[low..high] sorted (Hoare's selection; rearranges that range). */
+function selectInPlace(values: Float32Array, k: number, low: number, high: number): number {
+  let [left, right] = [low, high];
+  while (left < right) {
+    const pivot = values[(left + right) >> 1];
+    let i = left;
+    let j = right;
+    while (i <= j) {
+      while (values[i] < pivot) i += 1;
+      while (values[j] > pivot) j -= 1;
+      if (i <= j) {
+        const swap = values[i];
+        values[i] = values[j];
+        values[j] = swap;
+        i += 1;
+        j -= 1;
+      }
+    }
+    if (k <= j) right = j;
+    else if (k >= i) left = i;
+    else return values[k];
+  }
+  return values[k];
 }
 
 /**
