@@ -130,8 +130,9 @@ export function halved(image: RgbImage): RgbImage {
     let i = 2 * y * row;
     let to = y * halfWidth * 3;
     const end = i + pairs * 6;
+    const below = 2 * y + 1 < height;
     // pairs of columns with the row below; a last odd row or column is paired with white
-    if (2 * y + 1 < height)
+    if (below)
       for (let j = i + row; i < end; i += 6, j += 6) {
         half[to++] = (data[i] + data[i + 3] + data[j] + data[j + 3] + 2) >> 2;
         half[to++] = (data[i + 1] + data[i + 4] + data[j + 1] + data[j + 4] + 2) >> 2;
@@ -144,7 +145,6 @@ export function halved(image: RgbImage): RgbImage {
         half[to++] = (data[i + 2] + data[i + 5] + 512) >> 2;
       }
     if (pairs < halfWidth) {
-      const below = 2 * y + 1 < height;
       for (let c = 0; c < 3; c += 1) half[to + c] = (data[i + c] + (below ? data[i + row + c] : 255) + 512) >> 2;
     }
   }
