@@ -23,6 +23,8 @@ export interface RecognisedPage {
   lineFrames: Map<string, LineFrames>;
   /** Ground-truth lines in reading order. */
   groundTruth: string[];
+  /** Ground-truth lines drawn (a polygon) but left without text: the page's transcription has gaps (ADR 0050). */
+  untranscribedLines: number;
   imagePath: string;
   /** Recognition time when it was read (ms). */
   ms: number;
@@ -83,6 +85,7 @@ export async function recognisedPages(
       page: cached.page,
       lineFrames: cached.lineFrames,
       groundTruth: page.truth.regions.flatMap((region) => region.lines.map((line) => line.text)),
+      untranscribedLines: page.truth.regions.flatMap((region) => region.lines).filter((line) => line.text.trim() === '').length,
       imagePath: page.imagePath,
       ms: cached.ms,
     };
