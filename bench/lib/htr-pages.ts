@@ -64,6 +64,15 @@ interface HtrPage {
   lines: { id: string; region_id: string; baseline: [number, number][] | null; polygon: [number, number][] | null; text: string }[];
 }
 
+/**
+ * Ground-truth lines drawn (a polygon) and left without text: a transcription with gaps, such as
+ * htr-pages' faded peraire page, where the nearest ground-truth line is not a line's whole text
+ * (ADR 0050).
+ */
+export function untranscribedLines(truth: UploadedLayout): number {
+  return truth.regions.flatMap((region) => region.lines).filter((line) => line.text.trim() === '').length;
+}
+
 /** Lines in the dataset's reading order, grouped by region as they come (a region met again starts a new group). */
 function truthFromJson(page: HtrPage): UploadedLayout {
   const regions: UploadedLayout['regions'] = [];

@@ -13,7 +13,7 @@ import { defaultModelSpec } from '../../src/recognition/models/default-model.ts'
 import { loadModelSpec } from '../../src/recognition/models/model-manifest.ts';
 import type { PageResult } from '../../src/recognition/page/page-result.ts';
 import { recognizePage } from '../../src/recognition/recognize-page.ts';
-import type { EvalPage } from './htr-pages.ts';
+import { type EvalPage, untranscribedLines } from './htr-pages.ts';
 
 export interface RecognisedPage {
   name: string;
@@ -85,7 +85,7 @@ export async function recognisedPages(
       page: cached.page,
       lineFrames: cached.lineFrames,
       groundTruth: page.truth.regions.flatMap((region) => region.lines.map((line) => line.text)),
-      untranscribedLines: page.truth.regions.flatMap((region) => region.lines).filter((line) => line.text.trim() === '').length,
+      untranscribedLines: untranscribedLines(page.truth),
       imagePath: page.imagePath,
       ms: cached.ms,
     };
