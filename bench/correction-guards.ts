@@ -54,7 +54,7 @@ import { FakeLlmServer } from '../test/support/fake-llm-server.ts';
 import { alignedTruth } from './lib/aligned-truth.ts';
 import { DEGRADATIONS, type Degradation, degradedPages } from './lib/degraded-pages.ts';
 import { stratifiedHalves } from './lib/document-halves.ts';
-import { DEFAULT_HTR_PAGES, pagesFromDataset } from './lib/htr-pages.ts';
+import { DEFAULT_HTR_PAGES, pagesFromDataset, untranscribedLines } from './lib/htr-pages.ts';
 import { type RecognisedPage, recognisedPages } from './lib/recognised-pages.ts';
 import {
   BEHAVIOURS,
@@ -119,8 +119,8 @@ function halvesBy(split: string | undefined): { tune: Set<string> } {
 // A page whose ground truth leaves drawn lines without text is set aside (ADR 0050): there the
 // perfect stand-in's nearest ground-truth line is a line cut short, and CER scores the transcription's
 // gaps rather than the guard. The halves are split over every page, so no other page changes side.
-const setAside = pages.filter((page) => page.untranscribedLines > 0);
-const scored = pages.filter((page) => page.untranscribedLines === 0);
+const setAside = pages.filter((page) => untranscribedLines(page.groundTruth) > 0);
+const scored = pages.filter((page) => untranscribedLines(page.groundTruth) === 0);
 const tune = scored.filter((page) => tuneDocuments.has(page.document));
 const heldOut = scored.filter((page) => !tuneDocuments.has(page.document));
 const heldOutWithSetAside = pages.filter((page) => !tuneDocuments.has(page.document));
@@ -139,9 +139,8 @@ function standInPage(page: RecognisedPage): StandInPage {
 const degradations = values.degraded === 'none' ? [] : (values.degraded.split(',') as Degradation[]);
 for (const degradation of degradations)
   if (!DEGRADATIONS.includes(degradation)) throw new Error(`--degraded: ${degradation} is none of ${DEGRADATIONS.join(', ')}`);
-const tuneEval = evalPages.filter(
-  (page) => tuneDocuments.has(page.document ?? page.name) && tune.some((scoredPage) => scoredPage.name === page.name),
-);
+const tuneNames = new Set(tune.map((page) => page.name));
+const tuneEval = evalPages.filter((page) => tuneNames.has(page.name));
 const degraded: RecognisedPage[] = [];
 for (const degradation of degradations)
   degraded.push(
@@ -602,7 +601,7 @@ const report = [
   `Tuning pages: the tune half and ${degraded.length} degraded copies (${degradations.join(', ') || 'none'}): CER ${tuningCer(tune)} % and ${tuningCer(degraded)} % uncorrected; read by other setups (${tuneModels.join(', ') || 'none'}): ${otherReadings.length} pages, CER ${tuningCer(otherReadings)} %.`,
   `Chosen on the tuning pages (${tried} settings): maxLossPerChar ${chosen.maxLossPerChar}, confidenceSlack ${chosen.confidenceSlack}, maxLossPerEdit ${chosen.maxLossPerEdit}, framelessMaxEditRatio ${chosen.framelessMaxEditRatio}, maxDroppedRun ${chosen.maxDroppedRun}, maxDroppedInk ${chosen.maxDroppedInk}; supported page: ${JSON.stringify(chosen.supportedPage)}. Tuning gain (characters): perfect ${choice.perfectGain}, noisy ${choice.noisyGain}; line bounds alone ${stage1.choice.perfectGain}, ${stage1.choice.noisyGain}.`,
   '',
-  `Set aside, their ground truth leaving drawn lines untranscribed (ADR 0050): ${setAside.map((page) => `${page.name} (${tuneDocuments.has(page.document) ? 'tune' : 'held-out'} half; ${page.untranscribedLines} of ${page.groundTruth.length} lines)`).join(', ') || 'none'}.`,
+  `Set aside, their ground truth leaving drawn lines untranscribed (ADR 0050): ${setAside.map((page) => `${page.name} (${tuneDocuments.has(page.document) ? 'tune' : 'held-out'} half; ${untranscribedLines(page.groundTruth)} of ${page.groundTruth.length} lines)`).join(', ') || 'none'}.`,
   '',
   `Held-out half (${heldOut.length} pages):`,
   '',

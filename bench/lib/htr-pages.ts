@@ -65,12 +65,12 @@ interface HtrPage {
 }
 
 /**
- * Ground-truth lines drawn (a polygon) and left without text: a transcription with gaps, such as
- * htr-pages' faded peraire page, where the nearest ground-truth line is not a line's whole text
- * (ADR 0050).
+ * How many of a page's ground-truth lines (their texts, as `truth` holds them: every line drawn with a
+ * polygon) are left without text: a transcription with gaps, such as htr-pages' faded peraire page,
+ * where the nearest ground-truth line is not a line's whole text (ADR 0050).
  */
-export function untranscribedLines(truth: UploadedLayout): number {
-  return truth.regions.flatMap((region) => region.lines).filter((line) => line.text.trim() === '').length;
+export function untranscribedLines(texts: readonly string[]): number {
+  return texts.filter((text) => text.trim() === '').length;
 }
 
 /** Lines in the dataset's reading order, grouped by region as they come (a region met again starts a new group). */

@@ -13,7 +13,7 @@ import { defaultModelSpec } from '../../src/recognition/models/default-model.ts'
 import { loadModelSpec } from '../../src/recognition/models/model-manifest.ts';
 import type { PageResult } from '../../src/recognition/page/page-result.ts';
 import { recognizePage } from '../../src/recognition/recognize-page.ts';
-import { type EvalPage, untranscribedLines } from './htr-pages.ts';
+import type { EvalPage } from './htr-pages.ts';
 
 export interface RecognisedPage {
   name: string;
@@ -23,8 +23,6 @@ export interface RecognisedPage {
   lineFrames: Map<string, LineFrames>;
   /** Ground-truth lines in reading order. */
   groundTruth: string[];
-  /** Ground-truth lines drawn (a polygon) but left without text: the page's transcription has gaps (ADR 0050). */
-  untranscribedLines: number;
   imagePath: string;
   /** Recognition time when it was read (ms). */
   ms: number;
@@ -85,7 +83,6 @@ export async function recognisedPages(
       page: cached.page,
       lineFrames: cached.lineFrames,
       groundTruth: page.truth.regions.flatMap((region) => region.lines.map((line) => line.text)),
-      untranscribedLines: untranscribedLines(page.truth),
       imagePath: page.imagePath,
       ms: cached.ms,
     };
