@@ -60,6 +60,11 @@ export interface PieceReading extends PieceRead {
   recognizer: 'main' | 'screening';
 }
 
+/** A line's text as its pieces read it, pieces apart by a space. */
+function textOf(reads: readonly PieceReading[]): string {
+  return reads.map((read) => read.characters.map((character) => character.text).join('')).join(' ');
+}
+
 export class OcrEngine {
   readonly spec: ModelSpec;
   readonly settings: EngineSettings;
@@ -292,6 +297,7 @@ export class OcrEngine {
       recognizer: LineRecognizer,
       which: PieceReading['recognizer'],
       chosen: readonly LayoutLine[],
+      pageText: readonly string[] = [],
     ): Promise<Map<LayoutLine, PieceReading[]>> => {
       if (recognizer.spec.readWholeLines) {
         // One crop per line; its reading goes to the first piece, the others read nothing.
@@ -301,6 +307,8 @@ export class OcrEngine {
           whole,
           this.gate,
           chosen.map((line) => flipOf.get(line.fragments[0]) ?? false),
+          recognizer.decoder,
+          pageText,
         );
         return new Map(
           chosen.map((line, index) => [
@@ -321,6 +329,8 @@ export class OcrEngine {
         batch,
         this.gate,
         batch.map((piece) => flipOf.get(piece) ?? false),
+        recognizer.decoder,
+        pageText,
       );
       const byLine = new Map<LayoutLine, PieceReading[]>();
       let next = 0;
@@ -361,10 +371,17 @@ export class OcrEngine {
       const reads = screened.get(line);
       return !reads || !screeningSuffices(confidence(reads), printed, selection);
     });
+    // The lines the screening reads surely are the page's text too: with them the main recognizer
+    // chooses the page's language model on the whole page, not on the few lines left to it.
+    const unsureLines = new Set(unsure);
+    const sureText = lines
+      .filter((line) => screened.has(line) && !unsureLines.has(line))
+      .map((line) => textOf(screened.get(line) as PieceReading[]));
     const mainReads = await readLines(
       this.main,
       'main',
       unsure.filter((line) => !mainProbe.has(line)),
+      sureText,
     );
     for (const line of unsure) {
       const read = mainProbe.get(line);

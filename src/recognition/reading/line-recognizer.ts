@@ -141,6 +141,8 @@ export class LineRecognizer {
   /**
    * Reads each piece (rotated rectangles in page pixels); `flips[i]` turns piece i by 180°.
    * `decoder: 'greedy'` reads greedily whatever this recognizer's decoder (a quick look).
+   * `pageText`: lines of the same page already read surely (by another recognizer), which count
+   * with these pieces' greedy reading in choosing the page's language model.
    */
   async read(
     image: RgbImage,
@@ -148,6 +150,7 @@ export class LineRecognizer {
     gate: ModelGate,
     flips?: readonly boolean[],
     decoder: DecoderChoice = this.decoder,
+    pageText: readonly string[] = [],
   ): Promise<PieceRead[]> {
     const scale = this.spec.cropHeightScale;
     const flipped = (index: number): boolean => flips?.[index] ?? false;
@@ -182,7 +185,7 @@ export class LineRecognizer {
       kept = greedy.map((piece) => piece.frames);
     } else {
       const scored = await scoreCrops(this.session, this.spec, this.classes, source, gate, undefined, pause);
-      const decode = this.decoderFor(scored, languageModels);
+      const decode = this.decoderFor(scored, languageModels, pageText);
       const decoded = await mapInSlices(
         scored,
         (frames) => {
@@ -218,9 +221,15 @@ export class LineRecognizer {
 
   /**
    * Beam search with the language model; with several (`model: "auto"`), the one under which
-   * these lines' greedy reading is most likely (decoding/page-language.ts).
+   * these lines' greedy reading, with the page's text read before, is most likely
+   * (decoding/page-language.ts). On a printed page this recognizer reads only the lines the
+   * screening is unsure of, sometimes one short line: alone, a dozen characters chose the language.
    */
-  private decoderFor(scored: readonly CropScores[], loaded: LoadedLanguageModels): (frames: CropScores) => BeamReadings {
+  private decoderFor(
+    scored: readonly CropScores[],
+    loaded: LoadedLanguageModels,
+    pageText: readonly string[],
+  ): (frames: CropScores) => BeamReadings {
     let language = loaded.models.keys().next().value as string;
     if (loaded.models.size > 1) {
       const firstReading = scored.map((frames) =>
@@ -228,7 +237,7 @@ export class LineRecognizer {
           .map((character) => character.text)
           .join(''),
       );
-      const likeliest = mostLikelyLanguage(loaded.models, firstReading);
+      const likeliest = mostLikelyLanguage(loaded.models, [...pageText, ...firstReading]);
       if (loaded.models.has(likeliest)) language = likeliest;
     }
     const model = loaded.models.get(language) as CharNgramModel;
