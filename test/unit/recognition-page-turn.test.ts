@@ -98,17 +98,21 @@ describe('pages sideways or upside down', () => {
   });
 
   it('turns a raster clockwise as sharp does, by 90, 180 and 270°', async () => {
-    const width = 5;
-    const height = 3;
-    const data = Uint8Array.from({ length: width * height * 3 }, (_, i) => (i * 37) % 251);
-    for (const turn of [90, 180, 270] as const) {
-      const { data: expected, info } = await sharp(data, { raw: { width, height, channels: 3 } })
-        .rotate(turn)
-        .raw()
-        .toBuffer({ resolveWithObject: true });
-      const turned = turnedBy({ data, width, height }, turn);
-      assert.deepEqual([turned.width, turned.height], [info.width, info.height], `${turn}°`);
-      assert.deepEqual([...turned.data], [...expected], `${turn}°`);
+    // a raster smaller than one of turnedBy's tiles, and one of several tiles with partial ones at its edges
+    for (const [width, height] of [
+      [5, 3],
+      [150, 70],
+    ]) {
+      const data = Uint8Array.from({ length: width * height * 3 }, (_, i) => (i * 37) % 251);
+      for (const turn of [90, 180, 270] as const) {
+        const { data: expected, info } = await sharp(data, { raw: { width, height, channels: 3 } })
+          .rotate(turn)
+          .raw()
+          .toBuffer({ resolveWithObject: true });
+        const turned = turnedBy({ data, width, height }, turn);
+        assert.deepEqual([turned.width, turned.height], [info.width, info.height], `${width} x ${height}, ${turn}°`);
+        assert.deepEqual(Buffer.from(turned.data), expected, `${width} x ${height}, ${turn}°`);
+      }
     }
   });
 
