@@ -120,7 +120,7 @@ function halvesBy(split: string | undefined): { tune: Set<string> } {
 // perfect stand-in's nearest ground-truth line is a line cut short, and CER scores the transcription's
 // gaps rather than the guard. The halves are split over every page, so no other page changes side.
 const setAside = pages.filter((page) => untranscribedLines(page.groundTruth) > 0);
-const scored = pages.filter((page) => untranscribedLines(page.groundTruth) === 0);
+const scored = pages.filter((page) => !setAside.includes(page));
 const tune = scored.filter((page) => tuneDocuments.has(page.document));
 const heldOut = scored.filter((page) => !tuneDocuments.has(page.document));
 const heldOutWithSetAside = pages.filter((page) => !tuneDocuments.has(page.document));

@@ -273,20 +273,21 @@ export function turnedBy(image: RgbImage, turn: 90 | 180 | 270): RgbImage {
   const outHeight = quarter ? width : height;
   // Square tiles of the turned raster, so that the rows a quarter turn reads across stay in the
   // cache while a tile is written: 1.5-2 times as fast as row by row on an 8-Mpx page.
+  // from (x, y) to (x + 1, y) of the turned raster, in the raster as it was
+  const step = turn === 90 ? -width * 3 : turn === 180 ? -3 : width * 3;
   for (let tileY = 0; tileY < outHeight; tileY += TURN_TILE) {
     const endY = Math.min(tileY + TURN_TILE, outHeight);
     for (let tileX = 0; tileX < outWidth; tileX += TURN_TILE) {
       const endX = Math.min(tileX + TURN_TILE, outWidth);
       for (let y = tileY; y < endY; y += 1) {
         let to = (y * outWidth + tileX) * 3;
-        // where (tileX, y) comes from, and the step to (x + 1, y)
+        // where (tileX, y) comes from
         let from =
           turn === 90
             ? ((height - 1 - tileX) * width + y) * 3
             : turn === 180
               ? ((height - 1 - y) * width + (width - 1 - tileX)) * 3
               : (tileX * width + (width - 1 - y)) * 3;
-        const step = turn === 90 ? -width * 3 : turn === 180 ? -3 : width * 3;
         for (let x = tileX; x < endX; x += 1, to += 3, from += step) {
           turned[to] = data[from];
           turned[to + 1] = data[from + 1];
