@@ -23,6 +23,7 @@
 // Main-thread hold: while ours runs the pages, perf_hooks' monitorEventLoopDelay (10 ms resolution)
 // records how long a timer waited past its time, i.e. how long a request to a process that also
 // serves HTTP (`hwr serve`) would wait behind page work: its longest wait and 99th percentile.
+// Last, issue 43's in-process aims beside this run's figures (bench/lib/recognition-aims.ts).
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { readFile } from 'node:fs/promises';
@@ -37,6 +38,7 @@ import { builtinModelSpec } from '../src/recognition/models/model-manifest.ts';
 import { modelRunTotals } from '../src/recognition/models/onnx.ts';
 import { OcrEngine } from '../src/recognition/engine/ocr-engine.ts';
 import { DEFAULT_PAGES_DIR, listFixturePages } from './lib/fixture-pages.ts';
+import { inProcessAimLines } from './lib/recognition-aims.ts';
 import { markdownTable, megabytes } from './lib/table.ts';
 import { serviceRuntimeEnv } from './lib/runtime-env.ts';
 import { runTesseractPool, tesseractVersion, type TesseractPool } from './lib/tesseract.ts';
@@ -198,10 +200,11 @@ async function main(): Promise<number> {
   const perStage = (key: keyof StageTimings): string => mean(ours.pages.map((page) => stage(page, key))).toFixed(0);
   const beforeSeconds = before ? before.pages.reduce((sum, page) => sum + total(page), 0) / 1000 : 0;
   const beforeStage = (key: keyof StageTimings): string => (before ? mean(before.pages.map((page) => stage(page, key))).toFixed(0) : '');
-  const kindSeconds = (run: OurRun, kind: string): string => {
+  const meanKindSeconds = (run: OurRun, kind: string): number | null => {
     const chosen = run.pages.filter((page) => page.kind === kind);
-    return chosen.length === 0 ? 'n/a' : (chosen.reduce((sum, page) => sum + total(page), 0) / chosen.length / 1000).toFixed(2);
+    return chosen.length === 0 ? null : chosen.reduce((sum, page) => sum + total(page), 0) / chosen.length / 1000;
   };
+  const kindSeconds = (run: OurRun, kind: string): string => meanKindSeconds(run, kind)?.toFixed(2) ?? 'n/a';
   console.log('');
   console.log(
     markdownTable(
@@ -259,6 +262,14 @@ async function main(): Promise<number> {
   );
   console.log('');
   console.log(modelTimeTable(ours, total));
+  console.log('');
+  console.log(`aims in process (issue 43; this machine, ${os.availableParallelism()} cores):`);
+  const figures = {
+    handwrittenSeconds: meanKindSeconds(ours, 'handwritten'),
+    printedSeconds: meanKindSeconds(ours, 'printed'),
+    peakBytes: ours.peakBytes,
+  };
+  for (const line of inProcessAimLines(figures)) console.log(line);
   return 0;
 }
 
