@@ -79,6 +79,9 @@ try {
   await rm(work, { recursive: true, force: true });
 }
 
+const COLD_ROW = 'ours, cold: fresh service, 1 job';
+const WARM_ROW = 'ours, warm: 1 job';
+
 async function main(): Promise<number> {
   const pages = choosePages(Math.max(1, Number(values.pages) || 36));
   // before our runs, so that a missing tool is said at once, not after minutes
@@ -106,10 +109,10 @@ async function main(): Promise<number> {
     console.log(`service: hwr serve (role all, embedded PostgreSQL), ready ${startSeconds.toFixed(1)} s after its start`);
     try {
       const cold = await runJobs(service, [pages], 'cold');
-      rows.push({ label: 'ours, cold: fresh service, 1 job', role: 'ours', ...cold.row });
+      rows.push({ label: COLD_ROW, role: 'ours', ...cold.row });
       timelines.push(`- cold, 1 job: ${cold.timeline}`);
       const warm = await runJobs(service, [pages], 'warm');
-      rows.push({ label: 'ours, warm: 1 job', role: 'ours', ...warm.row });
+      rows.push({ label: WARM_ROW, role: 'ours', ...warm.row });
       timelines.push(`- warm, 1 job: ${warm.timeline}`);
       const split = Array.from({ length: jobs }, (_, job) => pages.filter((_, index) => index % jobs === job));
       const concurrent = await runJobs(service, split, `${jobs} jobs`);
@@ -197,7 +200,9 @@ async function main(): Promise<number> {
     `- cold start: ${startSeconds === null ? '' : `the service was ready ${startSeconds.toFixed(1)} s after its start (embedded PostgreSQL created); `}` +
       `one \`hwr recognize\` of ${recognize.page} in a fresh process: ${recognize.seconds.toFixed(1)} s (models loaded, one page read).`,
   );
-  const [cold, warm] = rows;
+  // the fresh service's first job against the same pages again (not run with --skip-single)
+  const cold = rows.find((row) => row.label === COLD_ROW);
+  const warm = rows.find((row) => row.label === WARM_ROW);
   if (cold?.firstPageSeconds != null && warm?.firstPageSeconds != null)
     console.log(
       `- the first page done: ${cold.firstPageSeconds.toFixed(1)} s on the fresh service, ${warm.firstPageSeconds.toFixed(1)} s warm: ` +
