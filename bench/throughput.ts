@@ -73,14 +73,15 @@ const cores = os.availableParallelism();
 const CLOCK_TICKS = 100;
 const work = await mkdtemp(path.join(os.tmpdir(), 'hwr-bench-throughput-'));
 
+// the single-process rows whose first pages tell what loading costs a fresh service
+const COLD_ROW = 'ours, cold: fresh service, 1 job';
+const WARM_ROW = 'ours, warm: 1 job';
+
 try {
   process.exitCode = await main();
 } finally {
   await rm(work, { recursive: true, force: true });
 }
-
-const COLD_ROW = 'ours, cold: fresh service, 1 job';
-const WARM_ROW = 'ours, warm: 1 job';
 
 async function main(): Promise<number> {
   const pages = choosePages(Math.max(1, Number(values.pages) || 36));
