@@ -2,7 +2,7 @@
 // post-processing of a probability map, line grouping and reading order.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { dbBoxes } from '../../src/recognition/layout/db-postprocess.ts';
+import { dbBoxes, labelComponents } from '../../src/recognition/layout/db-postprocess.ts';
 import {
   convexHull,
   enclosingRect,
@@ -79,6 +79,46 @@ test('DB post-processing finds one box per kernel, scores it and grows it back',
   // 60 x 8 kernel, grown by area * 1.5 / perimeter = 720 / 136 on each side.
   close(box.width, 60 + (2 * 720) / 136);
   close(box.height, 8 + (2 * 720) / 136);
+});
+
+test('kernels: 8-connected components in the order of their first pixels, arms that meet below joined', () => {
+  // a U whose arms meet in its third row, and a stroke joined only corner to corner, right of it
+  const rows = ['a.a..b', 'a.a..b', 'aaa.b.', '....b.', 'c.....'];
+  const values: Record<string, number> = { a: 0.5, b: 0.75, c: 0.25 };
+  const width = rows[0].length;
+  const data = Float32Array.from(rows.join(''), (mark) => values[mark] ?? 0);
+  const components = labelComponents({ data, width, height: rows.length }, 0.2);
+  const outline = (spans: [number, number, number][]) =>
+    spans.flatMap(([row, first, last]) => [
+      [first, row],
+      [last + 1, row],
+      [first, row + 1],
+      [last + 1, row + 1],
+    ]);
+  assert.deepEqual(components, [
+    {
+      pixels: 7,
+      probabilitySum: 3.5,
+      outline: outline([
+        [0, 0, 2],
+        [1, 0, 2],
+        [2, 0, 2],
+      ]),
+    },
+    {
+      pixels: 4,
+      probabilitySum: 3,
+      outline: outline([
+        [0, 5, 5],
+        [1, 5, 5],
+        [2, 4, 4],
+        [3, 4, 4],
+      ]),
+    },
+    { pixels: 1, probabilitySum: 0.25, outline: outline([[4, 0, 0]]) },
+  ]);
+  // under the threshold, the faint pixel is no kernel
+  assert.equal(labelComponents({ data, width, height: rows.length }, 0.3).length, 2);
 });
 
 function piece(x: number, y: number, width: number, height = 40, angle = 0): DetectedBox {

@@ -52,7 +52,11 @@ interface Component {
   outline: Point[];
 }
 
-/** 8-connected components of `map > threshold`, labelled with union-find in one pass. */
+/**
+ * 8-connected components of `map > threshold`, labelled with union-find in one pass, in the raster
+ * order of their first pixels. A union keeps the lower label, so each component's root is its
+ * first pixel's label, and the roots are visited in ascending order.
+ */
 export function labelComponents(map: ProbabilityMap, threshold: number): Component[] {
   const { width, height, data } = map;
   const labels = new Int32Array(width * height);
@@ -67,28 +71,29 @@ export function labelComponents(map: ProbabilityMap, threshold: number): Compone
     }
     return root;
   };
-  const union = (a: number, b: number): number => {
-    const ra = find(a);
-    const rb = find(b);
-    if (ra === rb) return ra;
-    const [low, high] = ra < rb ? [ra, rb] : [rb, ra];
-    parent[high] = low;
-    return low;
+  const join = (label: number, neighbour: number): number => {
+    if (label === 0) return find(neighbour);
+    const other = find(neighbour);
+    if (label === other) return label;
+    if (label < other) {
+      parent[other] = label;
+      return label;
+    }
+    parent[label] = other;
+    return other;
   };
   for (let y = 0; y < height; y += 1) {
+    const row = y * width;
     for (let x = 0; x < width; x += 1) {
-      const i = y * width + x;
+      const i = row + x;
       if (data[i] <= threshold) continue;
+      // the neighbours already visited: left, up-left, up, up-right
       let label = 0;
-      const neighbours = [
-        x > 0 ? i - 1 : -1,
-        y > 0 && x > 0 ? i - width - 1 : -1,
-        y > 0 ? i - width : -1,
-        y > 0 && x < width - 1 ? i - width + 1 : -1,
-      ];
-      for (const n of neighbours) {
-        if (n < 0 || labels[n] === 0) continue;
-        label = label === 0 ? find(labels[n]) : union(label, labels[n]);
+      if (x > 0 && labels[i - 1] !== 0) label = join(label, labels[i - 1]);
+      if (y > 0) {
+        if (x > 0 && labels[i - width - 1] !== 0) label = join(label, labels[i - width - 1]);
+        if (labels[i - width] !== 0) label = join(label, labels[i - width]);
+        if (x < width - 1 && labels[i - width + 1] !== 0) label = join(label, labels[i - width + 1]);
       }
       if (label === 0) {
         label = parent.length;
@@ -98,40 +103,50 @@ export function labelComponents(map: ProbabilityMap, threshold: number): Compone
     }
   }
 
-  const byRoot = new Map<number, { pixels: number; probabilitySum: number; outline: Point[]; row: number; first: number; last: number }>();
-  const flushRow = (entry: { outline: Point[]; row: number; first: number; last: number }): void => {
-    entry.outline.push(
-      [entry.first, entry.row],
-      [entry.last + 1, entry.row],
-      [entry.first, entry.row + 1],
-      [entry.last + 1, entry.row + 1],
-    );
+  // every label's root, found in ascending order: a label's parent is never above it
+  const count = parent.length;
+  const roots = new Int32Array(count);
+  for (let label = 1; label < count; label += 1) roots[label] = parent[label] === label ? label : roots[parent[label]];
+  const pixels = new Int32Array(count);
+  const probabilitySums = new Float64Array(count);
+  const rows = new Int32Array(count);
+  const firsts = new Int32Array(count);
+  const lasts = new Int32Array(count);
+  const outlines: Point[][] = [];
+  const flushRow = (root: number): void => {
+    const row = rows[root];
+    const first = firsts[root];
+    const last = lasts[root];
+    outlines[root].push([first, row], [last + 1, row], [first, row + 1], [last + 1, row + 1]);
   };
   for (let y = 0; y < height; y += 1) {
+    const row = y * width;
     for (let x = 0; x < width; x += 1) {
-      const label = labels[y * width + x];
+      const label = labels[row + x];
       if (label === 0) continue;
-      const root = find(label);
-      let entry = byRoot.get(root);
-      if (!entry) {
-        entry = { pixels: 0, probabilitySum: 0, outline: [], row: y, first: x, last: x };
-        byRoot.set(root, entry);
-      } else if (entry.row !== y) {
-        flushRow(entry);
-        entry.row = y;
-        entry.first = x;
-        entry.last = x;
+      const root = roots[label];
+      if (pixels[root] === 0) {
+        outlines[root] = [];
+        rows[root] = y;
+        firsts[root] = x;
+        lasts[root] = x;
+      } else if (rows[root] !== y) {
+        flushRow(root);
+        rows[root] = y;
+        firsts[root] = x;
+        lasts[root] = x;
       } else {
-        entry.last = x;
+        lasts[root] = x;
       }
-      entry.pixels += 1;
-      entry.probabilitySum += data[y * width + x];
+      pixels[root] += 1;
+      probabilitySums[root] += data[row + x];
     }
   }
   const components: Component[] = [];
-  for (const entry of byRoot.values()) {
-    flushRow(entry);
-    components.push({ pixels: entry.pixels, probabilitySum: entry.probabilitySum, outline: entry.outline });
+  for (let root = 1; root < count; root += 1) {
+    if (pixels[root] === 0) continue;
+    flushRow(root);
+    components.push({ pixels: pixels[root], probabilitySum: probabilitySums[root], outline: outlines[root] });
   }
   return components;
 }
