@@ -23,11 +23,11 @@ COPY models/hwr-htr-v3 ./models/hwr-htr-v3
 # Temporary files; with BLOB_STORE=filesystem also the stored files (uploads, page images,
 # results), which must then be one volume shared by the API and every worker.
 ENV DATA_DIR=/var/lib/hwr
-# glibc's malloc, not hwr, reads this: two arenas instead of eight per core. Recognition
-# allocates large buffers from many threads (onnxruntime, sharp, the inference worker), and the
-# arenas keep what they freed: peak memory over the fixture pages 1,015 -> 794 MB, same speed
-# (docs/deployment.md, "Memory").
-ENV MALLOC_ARENA_MAX=2
+# glibc's malloc, not hwr, reads this: one arena instead of eight per core. Recognition
+# allocates large buffers from many threads (onnxruntime, sharp, the inference worker), and each
+# arena keeps what was freed in it: peak memory over the fixture pages 1,015 -> 794 MB with two
+# arenas, about 60 MB less again with one, same speed (docs/deployment.md, "Memory"; ADR 0052).
+ENV MALLOC_ARENA_MAX=1
 # Blocks up to 256 MB from the heap, kept there when freed (no trim under 512 MB free): the models'
 # activations (tens of MB each, allocated and freed every run) were mmapped and unmapped at every
 # run, and the page faults and munmaps cost more than the runs (docs/deployment.md, "Memory").

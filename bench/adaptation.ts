@@ -210,8 +210,8 @@ function train(
       '--max-minutes',
       String(maxMinutes),
     ];
-    // two malloc arenas, as the service's image sets for its own processes (docs/accuracy.md, "Memory")
-    const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' };
+    // one malloc arena, as the service's image sets for its own processes (ADR 0052)
+    const env = { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' };
     const child = spawn(python, [...args, '--threads', String(threads), '--resume', '--base-cache', cache], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env,

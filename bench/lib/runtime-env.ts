@@ -1,6 +1,6 @@
 // The runtime settings `npm start`, `npm run hwr` and the image give the service's processes
 // (package.json's scripts, the Dockerfile's ENV; docs/deployment.md, "Memory"), for the benchmarks'
-// child processes, so that their memory and speed are the service's: two glibc malloc arenas, large
+// child processes, so that their memory and speed are the service's: one glibc malloc arena, large
 // blocks kept in the heap (mmap and trim thresholds), and V8's
 // semi-spaces at most 4 MB, put before the caller's own NODE_OPTIONS (a later flag wins), as
 // `npm start` does. A variable the caller set is kept.
@@ -10,7 +10,7 @@ export function serviceRuntimeEnv(
   env: NodeJS.ProcessEnv = process.env,
 ): Record<'MALLOC_ARENA_MAX' | 'MALLOC_MMAP_THRESHOLD_' | 'MALLOC_TRIM_THRESHOLD_' | 'NODE_OPTIONS', string> {
   return {
-    MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2',
+    MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '1',
     MALLOC_MMAP_THRESHOLD_: env.MALLOC_MMAP_THRESHOLD_ ?? '268435456',
     MALLOC_TRIM_THRESHOLD_: env.MALLOC_TRIM_THRESHOLD_ ?? '536870912',
     NODE_OPTIONS: `${SERVICE_V8_FLAGS} ${env.NODE_OPTIONS ?? ''}`.trim(),

@@ -244,7 +244,7 @@ describe('hwr serve start and stop', () => {
     const served = spawnServed('npm', ['start', '--silent', '--', '--role', 'api'], env, 60_000, true);
     try {
       await waitForLog(served, '"hwr listening"');
-      // glibc's arenas: two, as in the image (docs/deployment.md, "Memory"), unless the caller chose
+      // glibc's arenas: one, as in the image (docs/deployment.md, "Memory"), unless the caller chose
       const listening =
         served
           .output()
@@ -252,7 +252,7 @@ describe('hwr serve start and stop', () => {
           .find((line) => line.includes('"hwr listening"')) ?? '';
       const pid = (JSON.parse(listening) as { pid: number }).pid;
       const environment = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
-      assert.ok(environment.includes(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'}`), environment.join(' '));
+      assert.ok(environment.includes(`MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '1'}`), environment.join(' '));
       // large blocks kept in the heap, as in the image (docs/deployment.md, "Memory")
       assert.ok(environment.includes(`MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_ ?? '268435456'}`), environment.join(' '));
       assert.ok(environment.includes(`MALLOC_TRIM_THRESHOLD_=${process.env.MALLOC_TRIM_THRESHOLD_ ?? '536870912'}`), environment.join(' '));
