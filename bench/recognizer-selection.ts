@@ -32,8 +32,9 @@ import {
   lineConfidence,
   mainReadingIsNoise,
   pageLooksPrinted,
-  screeningReadsProbeBetter,
   probeLines,
+  probeSurelyPrinted,
+  screeningReadsProbeBetter,
   screeningSuffices,
   screeningWins,
 } from '../src/recognition/reading/select-reading.ts';
@@ -93,6 +94,7 @@ async function main(): Promise<void> {
     probeLines: spec.screening.probeLines,
     dropBelow: spec.screening.dropBelow,
     sureMargin: spec.screening.sureMargin,
+    printedAbove: spec.screening.printedAbove,
   };
   if (values['from-json']) {
     report(JSON.parse(await readFile(values['from-json'], 'utf8')) as MeasuredLine[], configured, null);
@@ -182,7 +184,7 @@ function lineRect(polygon: readonly (readonly [number, number])[]): RotatedRect 
 
 const SETS: LineSet[] = ['val handwritten', 'val printed', 'fixture printed', 'fixture handwritten'];
 
-type Rule = Pick<SelectionSpec, 'keepAbove' | 'margin' | 'probeLines' | 'dropBelow' | 'sureMargin'>;
+type Rule = Pick<SelectionSpec, 'keepAbove' | 'margin' | 'probeLines' | 'dropBelow' | 'sureMargin' | 'printedAbove'>;
 type Decoder = 'mainGreedy' | 'mainBeam';
 
 /** The engine's rule (ocr-engine.ts) applied to one page's measured lines: the reading each line keeps, and who read what. */
@@ -197,11 +199,12 @@ function applyRule(page: readonly MeasuredLine[], rule: Rule, decoder: Decoder):
   const screeningProbe = probed.map((line) => [placed(line.screening)]);
   const printed =
     pageLooksPrinted(screeningProbe, rule) &&
-    screeningReadsProbeBetter(
-      screeningProbe,
-      probed.map((line) => [placed(line[decoder])]),
-      rule,
-    );
+    (probeSurelyPrinted(screeningProbe, rule) ||
+      screeningReadsProbeBetter(
+        screeningProbe,
+        probed.map((line) => [placed(line[decoder])]),
+        rule,
+      ));
   let screened = 0;
   let mainRead = 0;
   const kept = page.map((line, index) => {
@@ -266,11 +269,18 @@ function report(lines: readonly MeasuredLine[], configured: Rule, msPerLine: Rec
   for (const keepAbove of [0.7, 0.75, 0.8, 0.85, 0.9])
     for (const margin of [0.1, 0.2, 0.3, 1])
       for (const probe of [3, 6, 1000])
-        rules.push({ keepAbove, margin, probeLines: probe, dropBelow: configured.dropBelow, sureMargin: configured.sureMargin });
+        rules.push({
+          keepAbove,
+          margin,
+          probeLines: probe,
+          dropBelow: configured.dropBelow,
+          sureMargin: configured.sureMargin,
+          printedAbove: configured.printedAbove,
+        });
   const pages = [...new Set(lines.map((line) => line.page))].map((page) => lines.filter((line) => line.page === page));
   const rows = rules.map((rule, index) => {
     const row = [
-      `${rule.keepAbove} / ${rule.margin} / ${rule.probeLines}${index === 0 ? ` (manifest, sureMargin ${rule.sureMargin})` : ''}`,
+      `${rule.keepAbove} / ${rule.margin} / ${rule.probeLines}${index === 0 ? ` (manifest, sureMargin ${rule.sureMargin}, printedAbove ${rule.printedAbove})` : ''}`,
     ];
     let screened = 0;
     let mainRead = 0;

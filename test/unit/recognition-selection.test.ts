@@ -16,13 +16,14 @@ import {
   mainReadingIsNoise,
   pageLooksPrinted,
   probeLines,
+  probeSurelyPrinted,
   screeningReadsProbeBetter,
   screeningSuffices,
   screeningWins,
 } from '../../src/recognition/reading/select-reading.ts';
 import type { PlacedCharacter } from '../../src/recognition/reading/text-recognizer.ts';
 
-const rule: SelectionSpec = { keepAbove: 0.8, margin: 0.2, probeLines: 3, dropBelow: 0.25, sureMargin: 0 };
+const rule: SelectionSpec = { keepAbove: 0.8, margin: 0.2, probeLines: 3, dropBelow: 0.25, sureMargin: 0, printedAbove: null };
 
 function read(text: string, confidence: number): PlacedCharacter[] {
   return [...text].map((character, index) => ({
@@ -61,6 +62,20 @@ test('a page that looks printed is printed only when the screening recognizer re
   assert.equal(screeningReadsProbeBetter(typewritten, [[[]]], rule), true, 'the main recognizer reading nothing is 0');
   assert.equal(screeningReadsProbeBetter(typewritten, [[read('Dear Mrs. Stanford,', 0.948)]], { ...rule, sureMargin: 0.1 }), false);
   assert.equal(screeningReadsProbeBetter(neatHand, [[read('x', 0.99)]], { ...rule, sureMargin: null }), true, 'null: no comparison');
+});
+
+test('a probe read surely enough is print without asking the main recognizer', () => {
+  const sure = { ...rule, printedAbove: 0.95 };
+  const typewritten = [[read('Dear Mrs. Stanford,', 0.996)], [read('Yours truly', 0.97)]];
+  assert.equal(probeSurelyPrinted(typewritten, sure), true);
+  // the character-weighted mean over the probe's lines, at the threshold itself
+  const half = { ...rule, printedAbove: 0.75 };
+  assert.equal(probeSurelyPrinted([[read('abc', 1)], [read('d', 0)]], half), true);
+  assert.equal(probeSurelyPrinted([[read('abc', 1)], [read('de', 0)]], half), false);
+  // neat handwriting PP-OCRv4 reads at 0.86-0.89 still goes to the main recognizer, and so does any probe without the setting
+  assert.equal(probeSurelyPrinted([[read('une ligne bien écrite', 0.887)]], sure), false);
+  assert.equal(probeSurelyPrinted(typewritten, rule), false);
+  assert.equal(probeSurelyPrinted([[[]]], sure), false, 'a probe read as nothing');
 });
 
 test('a line the screening recognizer is sure of keeps its reading; on a printed page, so does a line it read nothing in', () => {
@@ -122,7 +137,7 @@ test('a manifest borrows the detector from the built-in model and the recognizer
       version: '1',
       detection: { model: 'builtin' },
       recognition: { model: '../htr' },
-      screening: { recognition: { model: 'builtin' }, keepAbove: 0.85, sureMargin: 0.05 },
+      screening: { recognition: { model: 'builtin' }, keepAbove: 0.85, sureMargin: 0.05, printedAbove: 0.97 },
     }),
   );
   const builtin = builtinModelSpec();
@@ -138,6 +153,7 @@ test('a manifest borrows the detector from the built-in model and the recognizer
     [spec.screening.keepAbove, spec.screening.margin, spec.screening.probeLines, spec.screening.dropBelow, spec.screening.sureMargin],
     [0.85, 0.2, 3, 0.25, 0.05],
   );
+  assert.equal(spec.screening.printedAbove, 0.97);
   assert.equal(builtin.screening, null);
   assert.equal(builtin.languageModel, null);
 });
@@ -149,7 +165,7 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
     version: '1',
     detection: { model: '.' },
     recognition: { model: '../nowhere' },
-    screening: { recognition: { model: 'builtin' }, keepAbove: 2, probeLines: 0, sureMargin: 5 },
+    screening: { recognition: { model: 'builtin' }, keepAbove: 2, probeLines: 0, sureMargin: 5, printedAbove: -0.5 },
   });
   assert.throws(
     () => loadModelSpec(dir),
@@ -160,6 +176,7 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
       assert.match(error.message, /recognition\.model "\.\.\/nowhere": .*has no manifest\.json/);
       assert.match(error.message, /screening\.keepAbove must be a number from 0 to 1/);
       assert.match(error.message, /screening\.sureMargin must be a number from -1 to 1/);
+      assert.match(error.message, /screening\.printedAbove must be a number from 0 to 1/);
       assert.match(error.message, /screening\.probeLines must be a number from 1 to 1000/);
       return true;
     },

@@ -32,6 +32,7 @@ import {
   mainReadingIsNoise,
   pageLooksPrinted,
   probeLines,
+  probeSurelyPrinted,
   screeningReadsProbeBetter,
   screeningSuffices,
   screeningWins,
@@ -356,9 +357,10 @@ export class OcrEngine {
     const screened = await readLines(recognizer, 'screening', probe);
     const characters = (read: Map<LayoutLine, PieceReading[]>) => [...read.values()].map((reads) => reads.map((piece) => piece.characters));
     let printed = printedPage === 'known' || pageLooksPrinted(characters(screened), selection);
-    // a page that looks printed is asked again with the main recognizer's reading of the probe
+    // a page that looks printed is asked again with the main recognizer's reading of the probe,
+    // unless the screening read it too surely for handwriting
     let mainProbe = new Map<LayoutLine, PieceReading[]>();
-    if (printed && printedPage !== 'known' && selection.sureMargin !== null) {
+    if (printed && printedPage !== 'known' && selection.sureMargin !== null && !probeSurelyPrinted(characters(screened), selection)) {
       mainProbe = await readLines(this.main, 'main', probe);
       printed = screeningReadsProbeBetter(characters(screened), characters(mainProbe), selection);
     }

@@ -173,6 +173,7 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
       probeLines: section.integer('probeLines', 3, 1, 1000),
       dropBelow: section.number('dropBelow', 0.25, 0, 1),
       sureMargin: section.has('sureMargin') ? section.number('sureMargin', 0, -1, 1) : null,
+      printedAbove: section.has('printedAbove') ? section.number('printedAbove', 0.95, 0, 1) : null,
     };
   }
 

@@ -140,6 +140,12 @@ export interface SelectionSpec {
    * reading of the same lines by more than this; null: it stands without asking the main one.
    */
   sureMargin: number | null;
+  /**
+   * A probe the screening recognizer reads at least this surely makes the page printed without
+   * asking the main recognizer (`sureMargin` is not checked): no handwriting read that surely; null:
+   * always ask.
+   */
+  printedAbove: number | null;
 }
 
 /**
