@@ -13,6 +13,7 @@ import { after, describe, test } from 'node:test';
 import { createApiKey, createAccount } from '../../src/use-cases/accounts.ts';
 import { freePort } from '../../src/db/embedded-postgres.ts';
 import { tempUploadRoot } from '../../src/intake/temp-uploads.ts';
+import { installedTcmalloc } from '../../bench/lib/runtime-env.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { startTestRuntime, testConfig } from '../support/engine.ts';
 import { startSilentProxy } from '../support/silent-proxy.ts';
@@ -256,6 +257,11 @@ describe('hwr serve start and stop', () => {
       // large blocks kept in the heap, as in the image (docs/deployment.md, "Memory")
       assert.ok(environment.includes(`MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_ ?? '268435456'}`), environment.join(' '));
       assert.ok(environment.includes(`MALLOC_TRIM_THRESHOLD_=${process.env.MALLOC_TRIM_THRESHOLD_ ?? '536870912'}`), environment.join(' '));
+      // tcmalloc preloaded where Debian's libtcmalloc-minimal4 is installed (ADR 0053), and loaded
+      const preload = process.env.LD_PRELOAD ?? installedTcmalloc();
+      assert.ok(environment.includes(`LD_PRELOAD=${preload}`), environment.join(' '));
+      if (preload.endsWith('libtcmalloc_minimal.so.4'))
+        assert.match(await readFile(`/proc/${pid}/maps`, 'utf8'), /libtcmalloc_minimal\.so\.4/);
       // V8's semi-spaces at most 4 MB, as in the image, before the caller's own NODE_OPTIONS (a later flag wins)
       const nodeOptions = `--max-semi-space-size=4 ${process.env.NODE_OPTIONS ?? ''}`;
       assert.ok(environment.includes(`NODE_OPTIONS=${nodeOptions}`), environment.join(' '));
