@@ -356,13 +356,14 @@ export class OcrEngine {
     const probe = printedPage === 'known' ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
     const screened = await readLines(recognizer, 'screening', probe);
     const characters = (read: Map<LayoutLine, PieceReading[]>) => [...read.values()].map((reads) => reads.map((piece) => piece.characters));
-    let printed = printedPage === 'known' || pageLooksPrinted(characters(screened), selection);
+    const screenedProbe = characters(screened);
+    let printed = printedPage === 'known' || pageLooksPrinted(screenedProbe, selection);
     // a page that looks printed is asked again with the main recognizer's reading of the probe,
     // unless the screening read it too surely for handwriting
     let mainProbe = new Map<LayoutLine, PieceReading[]>();
-    if (printed && printedPage !== 'known' && selection.sureMargin !== null && !probeSurelyPrinted(characters(screened), selection)) {
+    if (printed && printedPage !== 'known' && selection.sureMargin !== null && !probeSurelyPrinted(screenedProbe, selection)) {
       mainProbe = await readLines(this.main, 'main', probe);
-      printed = screeningReadsProbeBetter(characters(screened), characters(mainProbe), selection);
+      printed = screeningReadsProbeBetter(screenedProbe, characters(mainProbe), selection);
     }
     if (printed && printedPage === 'stop') return null;
     if (printed) {

@@ -125,19 +125,14 @@ export function labelComponents(map: ProbabilityMap, threshold: number): Compone
       const label = labels[row + x];
       if (label === 0) continue;
       const root = roots[label];
-      if (pixels[root] === 0) {
-        outlines[root] = [];
+      // a component's first pixel, or its first on a new row, starts a run of the row
+      if (pixels[root] === 0) outlines[root] = [];
+      else if (rows[root] !== y) flushRow(root);
+      if (pixels[root] === 0 || rows[root] !== y) {
         rows[root] = y;
         firsts[root] = x;
-        lasts[root] = x;
-      } else if (rows[root] !== y) {
-        flushRow(root);
-        rows[root] = y;
-        firsts[root] = x;
-        lasts[root] = x;
-      } else {
-        lasts[root] = x;
       }
+      lasts[root] = x;
       pixels[root] += 1;
       probabilitySums[root] += data[row + x];
     }
