@@ -14,6 +14,7 @@ import {
   sampleBilinear,
   samplePatch,
   type PatchFrame,
+  type Resampling,
   type RgbImage,
 } from '../../src/recognition/image/raster.ts';
 
@@ -159,17 +160,19 @@ test('a multi-page TIFF is refused; a pyramid of reduced copies is read as its f
   assert.match(prepared.warnings[0], /ignored \d+ reduced-resolution copies/);
 });
 
-test('an oriented patch is sampled as bilinear samples averaged over each output pixel, from the page halved while it shrinks 2 times or more', async () => {
+test('an oriented patch is sampled as bilinear samples averaged over each output pixel (or one, with bilinear resampling), from the page halved while it shrinks 2 times or more', async () => {
   const page = await prepareImage(await readFile(new URL('../fixtures/pages/peraire_test_B.12.japon3_0048.jpg', import.meta.url)), {
     name: 'peraire.jpg',
     maxPixels: 1e9,
   });
   const image = page.raster;
   // The reference: each output pixel the mean of an nx x ny grid of sampleBilinear samples of `source`.
-  const reference = (source: RgbImage, frame: PatchFrame, width: number, height: number): Float32Array => {
+  // With 'bilinear' resampling the grid is one sample, at the output pixel's centre.
+  const reference = (source: RgbImage, frame: PatchFrame, width: number, height: number, resampling: Resampling = 'area'): Float32Array => {
     const out = new Float32Array(width * height * 3);
-    const nx = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.ux) - 0.25)));
-    const ny = Math.min(4, Math.max(1, Math.ceil(Math.hypot(...frame.uy) - 0.25)));
+    const grid = (step: readonly [number, number]) =>
+      resampling === 'bilinear' ? 1 : Math.min(4, Math.max(1, Math.ceil(Math.hypot(...step) - 0.25)));
+    const [nx, ny] = [grid(frame.ux), grid(frame.uy)];
     const rgb = new Float64Array(3);
     for (let v = 0; v < height; v += 1)
       for (let u = 0; u < width; u += 1) {
@@ -223,6 +226,15 @@ test('an oriented patch is sampled as bilinear samples averaged over each output
     assert.ok(meanDifference < 2, `${JSON.stringify(rect)}: ${meanDifference} grey levels from the page's own samples`);
     if (rect === rects[0]) assert.ok(ink(patch), 'the line holds ink');
     if (rect.cx < 100 || rect.cx > image.width - 100) assert.ok(patch.includes(255), 'white past the page edge');
+    // one bilinear sample an output pixel, of the same raster: what the grid averaged, it now takes once
+    const plain = samplePatch(image, frame, width, height, 'bilinear');
+    assert.deepEqual(plain, reference(source, scaled, width, height, 'bilinear'), `bilinear: ${JSON.stringify(rect)}`);
+    const gridded = Math.hypot(...scaled.ux) > 1.25 || Math.hypot(...scaled.uy) > 1.25;
+    assert.equal(
+      plain.every((value, i) => value === patch[i]),
+      !gridded,
+      `bilinear differs from area only where area averages: ${JSON.stringify(rect)}`,
+    );
   }
 });
 

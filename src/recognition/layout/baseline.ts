@@ -7,11 +7,15 @@ import type { RotatedRect } from '../page/geometry.ts';
 const PROFILE_HEIGHT = 32;
 const BODY_FRACTION = 0.35;
 
-/** The baseline of one piece as a left-to-right pair of page points. */
+/**
+ * The baseline of one piece as a left-to-right pair of page points. The profile only counts dark
+ * pixels a row, so the piece is sampled once an output pixel, not averaged: a quarter of the work on
+ * a printed page's pieces, and the val pages' lines matched as before (docs/recognition.md, "Line crops").
+ */
 export function pieceBaseline(image: RgbImage, rect: RotatedRect): [Point, Point] {
   const width = Math.max(8, Math.min(1024, Math.round((rect.width * PROFILE_HEIGHT) / Math.max(rect.height, 1))));
   const frame = frameForRect(rect, width, PROFILE_HEIGHT);
-  const row = baselineRow(samplePatch(image, frame, width, PROFILE_HEIGHT), width, PROFILE_HEIGHT);
+  const row = baselineRow(samplePatch(image, frame, width, PROFILE_HEIGHT, 'bilinear'), width, PROFILE_HEIGHT);
   return [patchToPage(frame, 0, row), patchToPage(frame, width, row)];
 }
 

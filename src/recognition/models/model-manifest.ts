@@ -44,6 +44,9 @@ export function builtinModelSpec(): ModelSpec {
         charset: 'ppocr_keys_v1.txt',
         appendSpace: true,
         padding: 'zero',
+        // PaddleOCR shrinks its line crops with OpenCV's bilinear resize; a grid of samples an output pixel
+        // was 2-4 times the sampling and read the val and fixture pages the same (docs/recognition.md, "Line crops")
+        resampling: 'bilinear',
         restrictTo: 'latin',
         spacesFromGaps: 0.35,
       },
@@ -212,6 +215,7 @@ function parseRecognition(rec: Fields, baseDir: string, problems: string[]): Rec
     charset: rec.file('charset', baseDir) ?? '',
     ...rec.normalisation(3, [0.5], [0.5]),
     inputHeight: rec.integer('inputHeight', 48, 8, 512),
+    resampling: rec.oneOf('resampling', ['area', 'bilinear'] as const, 'area'),
     blankIndex: blank === 'last' ? 'last' : 0,
     appendSpace: rec.boolean('appendSpace', false),
     widthMultiple: rec.integer('widthMultiple', 8, 1, 256),

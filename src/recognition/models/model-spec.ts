@@ -4,6 +4,7 @@
 // search settings, the selection between two recognizers and the layout values.
 import type { BeamSearchOptions } from './beam-search-options.ts';
 import type { CalibrationPoints } from './confidence-calibration.ts';
+import type { Resampling } from '../image/raster.ts';
 
 /** `languageModel.model` value: choose the file's per-language model that fits each page. */
 export const AUTO_LANGUAGE = 'auto';
@@ -57,6 +58,11 @@ export interface RecognitionSpec extends InputNormalisation {
   charset: string;
   /** Line images are scaled to this height; widths are dynamic. */
   inputHeight: number;
+  /**
+   * How a line image that shrinks the page is filtered (image/raster.ts, `Resampling`): 'area' (the
+   * mean of a grid of samples an output pixel) or 'bilinear' (one sample, as PaddleOCR resizes its crops).
+   */
+  resampling: Resampling;
   /** Class index of the CTC blank: 0 (PaddleOCR) or the last class. */
   blankIndex: 0 | 'last';
   /** Whether the model has an extra space class after the charset lines (PaddleOCR use_space_char). */

@@ -38,13 +38,13 @@ const MAX_BATCH = 8;
 /** A batch only takes lines up to this much wider than its narrowest (padding is wasted work). */
 const BATCH_WIDTH_SPREAD = 1.35;
 
-type CropSize = Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth'>;
+type CropSize = Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth'> & Partial<Pick<RecognitionSpec, 'resampling'>>;
 
 export function cropLine(image: RgbImage, rect: RotatedRect, spec: CropSize, flip = false): LineCrop {
   const height = spec.inputHeight;
   const width = cropWidth(rect, spec);
   const frame = frameForRect(rect, width, height, flip);
-  return { frame, width, height, pixels: samplePatch(image, frame, width, height) };
+  return { frame, width, height, pixels: samplePatch(image, frame, width, height, spec.resampling) };
 }
 
 /** The width of cropLine's crop of `rect`, known before it is cut. */
