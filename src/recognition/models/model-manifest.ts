@@ -44,8 +44,8 @@ export function builtinModelSpec(): ModelSpec {
         charset: 'ppocr_keys_v1.txt',
         appendSpace: true,
         padding: 'zero',
-        // PaddleOCR shrinks its line crops with OpenCV's bilinear resize; a grid of samples an output pixel
-        // was 2-4 times the sampling and read the val and fixture pages the same (docs/recognition.md, "Line crops")
+        // PaddleOCR shrinks its line crops with OpenCV's bilinear resize; a grid of samples an output pixel took
+        // 2.5 times as long on a printed page and read the val and fixture pages the same (ADR 0054)
         resampling: 'bilinear',
         restrictTo: 'latin',
         spacesFromGaps: 0.35,
