@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { decodeCtc } from '../../src/recognition/decoding/ctc-decode.ts';
 import { OcrEngine } from '../../src/recognition/engine/ocr-engine.ts';
 import { prepareImage } from '../../src/recognition/image/prepare-image.ts';
-import type { RgbImage } from '../../src/recognition/image/raster.ts';
+import { type RgbImage, samplePatch } from '../../src/recognition/image/raster.ts';
 import { layoutRegionsOf, parseUploadedLayout, type UploadedLayout } from '../../src/recognition/layout/uploaded-layout.ts';
 import { loadCharacterClasses } from '../../src/recognition/models/charset.ts';
 import { loadModelSpec } from '../../src/recognition/models/model-manifest.ts';
@@ -99,4 +99,22 @@ test('the 8-bit grey levels written for the trainer are the luminance the model 
       assert.ok(Math.abs(grey[i] - exact) <= 0.5 + 1e-9, `pixel ${i}: ${grey[i]} against ${exact}`);
     }
   }
+});
+
+test("a training crop is filtered as the manifest's reading crops are: area-averaged, or one bilinear sample a pixel", () => {
+  const lines = layout.regions.flatMap((region) => region.lines);
+  const bilinear = cutTrainingLines(raster, lines, { ...spec.recognition, resampling: 'bilinear' });
+  let differing = 0;
+  for (const [index, { rect, crop }] of bilinear.entries()) {
+    assert.deepEqual(crop.pixels, samplePatch(raster, crop.frame, crop.width, crop.height, 'bilinear'), `line ${index}`);
+    assert.deepEqual(
+      crops[index].crop.pixels,
+      samplePatch(raster, crops[index].crop.frame, crop.width, crop.height, 'area'),
+      `line ${index}`,
+    );
+    assert.deepEqual(rect, crops[index].rect, 'the same rectangle either way');
+    if (crop.pixels.some((value, i) => value !== crops[index].crop.pixels[i])) differing += 1;
+  }
+  // most of this page's crops shrink it (or its halved copy) more than 1.25 times, where the area filter averages
+  assert.ok(differing >= lines.length / 2, `${differing} of ${lines.length} crops differ between the two filters`);
 });

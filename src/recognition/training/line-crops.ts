@@ -15,8 +15,8 @@ import type { RecognitionSpec } from '../models/model-spec.ts';
 import { enclosingRect, type RotatedRect } from '../page/geometry.ts';
 import { cropLine, type LineCrop } from '../reading/text-recognizer.ts';
 
-/** What a recognizer's manifest says about cutting a line. */
-export type CropSpec = Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth' | 'cropHeightScale' | 'readWholeLines'>;
+/** What a recognizer's manifest says about cutting a line (`resampling` too: a training crop is filtered as a reading crop). */
+export type CropSpec = Pick<RecognitionSpec, 'inputHeight' | 'minWidth' | 'maxWidth' | 'cropHeightScale' | 'readWholeLines' | 'resampling'>;
 
 export interface TrainingLineCrop {
   /** The line's id in the layout file. */
