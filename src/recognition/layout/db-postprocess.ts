@@ -126,9 +126,9 @@ export function labelComponents(map: ProbabilityMap, threshold: number): Compone
       if (label === 0) continue;
       const root = roots[label];
       // a component's first pixel, or its first on a new row, starts a run of the row
-      if (pixels[root] === 0) outlines[root] = [];
-      else if (rows[root] !== y) flushRow(root);
       if (pixels[root] === 0 || rows[root] !== y) {
+        if (pixels[root] === 0) outlines[root] = [];
+        else flushRow(root);
         rows[root] = y;
         firsts[root] = x;
       }
