@@ -94,12 +94,20 @@ test('varints and messages round-trip; a truncated message is refused', () => {
 });
 
 const PP_OCR_MODELS: { name: string; file: () => string; counts: FusionCounts }[] = [
-  { name: 'PP-OCRv4 detection', file: () => spec.detection.file, counts: { affineIntoConv: 28, hardSwish: 24, affineAsBatchNorm: 24 } },
-  { name: 'PP-OCRv4 recognition', file: () => spec.recognition.file, counts: { affineIntoConv: 28, hardSwish: 28, affineAsBatchNorm: 28 } },
+  {
+    name: 'PP-OCRv4 detection',
+    file: () => spec.detection.file,
+    counts: { affineIntoConv: 28, hardSwish: 24, affineIntoPointwise: 10, affineAsBatchNorm: 14 },
+  },
+  {
+    name: 'PP-OCRv4 recognition',
+    file: () => spec.recognition.file,
+    counts: { affineIntoConv: 28, hardSwish: 28, affineIntoPointwise: 12, affineAsBatchNorm: 16 },
+  },
   {
     name: 'the direction classifier',
     file: () => DIRECTION_CLASSIFIER,
-    counts: { affineIntoConv: 0, hardSwish: 18, affineAsBatchNorm: 0 },
+    counts: { affineIntoConv: 0, hardSwish: 18, affineIntoPointwise: 0, affineAsBatchNorm: 0 },
   },
 ];
 
@@ -113,7 +121,8 @@ for (const model of PP_OCR_MODELS) {
     const after = opTypes(fused.bytes);
     assert.equal(after.get('Clip') ?? 0, (before.get('Clip') ?? 0) - model.counts.hardSwish);
     assert.equal(after.get('HardSigmoid') ?? 0, (before.get('HardSigmoid') ?? 0) + model.counts.hardSwish);
-    const removed = 2 * model.counts.affineIntoConv + 2 * model.counts.hardSwish + model.counts.affineAsBatchNorm;
+    const removed =
+      2 * model.counts.affineIntoConv + 2 * model.counts.hardSwish + 2 * model.counts.affineIntoPointwise + model.counts.affineAsBatchNorm;
     const count = (types: Map<string, number>) => [...types].filter(([type]) => type !== 'Constant').reduce((sum, [, n]) => sum + n, 0);
     assert.equal(count(after), count(before) - removed);
   });
@@ -198,8 +207,14 @@ function valueInfo(field: number, name: string, dims: number[]): WireField {
   return bytesField(field, encodeMessage([stringField(1, name), bytesField(2, encodeMessage([bytesField(1, tensorType)]))]));
 }
 
-/** `extraReader`: one more node reads the named tensor, and the model outputs what it makes. */
-function handBuiltModel(opset: number, extraReader?: string): Uint8Array {
+/**
+ * `extraReader`: one more node reads the named tensor, and the model outputs what it makes.
+ * `tail`: a 1 x 1 convolution (2 → 3 channels) reads the last affine block, without padding
+ * ('pointwise') or with a pixel of it ('padded').
+ */
+function handBuiltModel(opset: number, extraReader?: string, tail?: 'pointwise' | 'padded'): Uint8Array {
+  const affineOut = tail ? 'affine' : 'y';
+  const outDims = tail === 'padded' ? [1, 3, 6, 6] : tail ? [1, 3, 4, 4] : [1, 2, 4, 4];
   const weights = Array.from({ length: 2 * 2 * 9 }, (_, i) => Math.sin(i) * 0.5);
   const clipBounds =
     opset >= 11
@@ -219,7 +234,28 @@ function handBuiltModel(opset: number, extraReader?: string): Uint8Array {
     nodeField('Mul', ['shifted', 'clipped'], ['product']),
     nodeField('Div', ['product', 'six'], ['swish']),
     nodeField('Mul', ['s2', 'swish'], ['swish_scaled']),
-    nodeField('Add', ['swish_scaled', 'b2'], ['y']),
+    nodeField('Add', ['swish_scaled', 'b2'], [affineOut]),
+    ...(tail
+      ? [
+          nodeField(
+            'Conv',
+            ['affine', 'w2', 'bias2'],
+            ['y'],
+            [
+              bytesField(
+                5,
+                encodeMessage([
+                  stringField(1, 'pads'),
+                  ...[0, 0, 0, 0].map((p) => varintField(8, tail === 'padded' ? 1 : p)),
+                  varintField(20, 7),
+                ]),
+              ),
+            ],
+          ),
+          floatInitializer('w2', [3, 2, 1, 1], [0.5, -1.25, 0.75, 0.3, -0.6, 1.1]),
+          floatInitializer('bias2', [3], [0.05, -0.1, 0.2]),
+        ]
+      : []),
     ...(extraReader ? [nodeField('Neg', [extraReader], ['side'])] : []),
     floatInitializer('w', [2, 2, 3, 3], weights),
     floatInitializer('bias', [2], [0.1, -0.2]),
@@ -231,7 +267,7 @@ function handBuiltModel(opset: number, extraReader?: string): Uint8Array {
     floatInitializer('s2', [1], [0.8]),
     floatInitializer('b2', [1], [0.25]),
     valueInfo(11, 'x', [1, 2, 4, 4]),
-    valueInfo(12, 'y', [1, 2, 4, 4]),
+    valueInfo(12, 'y', outDims),
     ...(extraReader ? [valueInfo(12, 'side', [1, 2, 4, 4])] : []),
   ];
   return encodeMessage([varintField(1, 7), bytesField(7, encodeMessage(graph)), bytesField(8, encodeMessage([varintField(2, opset)]))]);
@@ -249,19 +285,44 @@ for (const opset of [9, 13]) {
     const model = handBuiltModel(opset);
     const fused = fuseElementwiseChains(model);
     assert.ok(fused);
-    assert.deepEqual(fused.counts, { affineIntoConv: 1, hardSwish: 1, affineAsBatchNorm: 1 });
+    assert.deepEqual(fused.counts, { affineIntoConv: 1, hardSwish: 1, affineIntoPointwise: 0, affineAsBatchNorm: 1 });
     assert.deepEqual([...opTypes(fused.bytes).keys()].sort(), ['BatchNormalization', 'Conv', 'HardSigmoid', 'Mul']);
     assert.ok(maxDifference(await outputsOf(model, handInput()), await outputsOf(fused.bytes, handInput())) < 1e-5);
   });
 }
 
+test('an affine block read by a pointwise convolution goes into its weights; before a padded one it stays', async () => {
+  const pointwise = handBuiltModel(13, undefined, 'pointwise');
+  const folded = fuseElementwiseChains(pointwise);
+  assert.ok(folded);
+  assert.deepEqual(folded.counts, { affineIntoConv: 1, hardSwish: 1, affineIntoPointwise: 1, affineAsBatchNorm: 0 });
+  assert.deepEqual([...opTypes(folded.bytes)].sort(), [
+    ['Conv', 2],
+    ['HardSigmoid', 1],
+    ['Mul', 1],
+  ]);
+  const original = await outputsOf(pointwise, handInput());
+  assert.ok(
+    original.some((value) => Math.abs(value) > 0.5),
+    'the model computes something',
+  );
+  assert.ok(maxDifference(original, await outputsOf(folded.bytes, handInput())) < 1e-5);
+
+  // With padding, the border outputs read zeros the affine block never made: folding would change them.
+  const padded = handBuiltModel(13, undefined, 'padded');
+  const kept = fuseElementwiseChains(padded);
+  assert.ok(kept);
+  assert.deepEqual(kept.counts, { affineIntoConv: 1, hardSwish: 1, affineIntoPointwise: 0, affineAsBatchNorm: 1 });
+  assert.ok(maxDifference(await outputsOf(padded, handInput()), await outputsOf(kept.bytes, handInput())) < 1e-5);
+});
+
 test('a link another node reads is not fused away, and the model still computes the same', async () => {
   for (const [read, expected] of [
     // the affine block after the convolution stays; the one after the swish has no convolution to count its channels from
-    ['scaled', { affineIntoConv: 0, hardSwish: 1, affineAsBatchNorm: 0 }],
+    ['scaled', { affineIntoConv: 0, hardSwish: 1, affineIntoPointwise: 0, affineAsBatchNorm: 0 }],
     // the swish stays, so the affine block after it is not known to keep the convolution's channels either
-    ['clipped', { affineIntoConv: 1, hardSwish: 0, affineAsBatchNorm: 0 }],
-    ['swish_scaled', { affineIntoConv: 1, hardSwish: 1, affineAsBatchNorm: 0 }],
+    ['clipped', { affineIntoConv: 1, hardSwish: 0, affineIntoPointwise: 0, affineAsBatchNorm: 0 }],
+    ['swish_scaled', { affineIntoConv: 1, hardSwish: 1, affineIntoPointwise: 0, affineAsBatchNorm: 0 }],
   ] as const) {
     const model = handBuiltModel(13, read);
     const fused = fuseElementwiseChains(model);

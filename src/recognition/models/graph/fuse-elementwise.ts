@@ -7,6 +7,10 @@
 // - a learnable affine block after a convolution, Conv → Mul(s) → Add(b), becomes the convolution
 //   with weights s·W and bias s·B + b;
 // - hard swish, x · Clip(x + 3, 0, 6) / 6, becomes x · HardSigmoid(x) (alpha 1/6, beta 1/2);
+// - a learnable affine block read only by a pointwise convolution (1 × 1 kernel, one group, no
+//   padding), Mul(s) → Add(b) → Conv, becomes that convolution with weights s·W and bias
+//   B + b·ΣW (summed over its input channels): with no padding every output reads only affine
+//   inputs, so this is exact up to rounding (before a padded convolution it would not be);
 // - a learnable affine block elsewhere, Mul(s) → Add(b), becomes one BatchNormalization with scale s,
 //   bias b, mean 0, variance 1 and epsilon 0 (one pass instead of two).
 //
@@ -17,6 +21,7 @@ import { GraphNode, OnnxGraph, type FloatTensor } from './onnx-graph.ts';
 export interface FusionCounts {
   affineIntoConv: number;
   hardSwish: number;
+  affineIntoPointwise: number;
   affineAsBatchNorm: number;
 }
 
@@ -42,9 +47,10 @@ export function fuseGraphChains(graph: OnnxGraph): FusionCounts | null {
   const counts: FusionCounts = {
     affineIntoConv: foldAffineIntoConvolutions(graph),
     hardSwish: fuseHardSwish(graph),
+    affineIntoPointwise: foldAffineIntoPointwise(graph),
     affineAsBatchNorm: affineAsBatchNorm(graph),
   };
-  if (counts.affineIntoConv + counts.hardSwish + counts.affineAsBatchNorm === 0) return null;
+  if (Object.values(counts).every((count) => count === 0)) return null;
   graph.removeUnusedConstants();
   return counts;
 }
@@ -121,6 +127,54 @@ function foldAffineIntoConvolutions(graph: OnnxGraph): number {
       graph.addInitializer(`${convOutput}_fused_bias`, shiftedBias),
     ];
     conv.outputs = [...add.outputs];
+    removed.add(mul).add(add);
+  }
+  removeNodes(graph, removed);
+  return removed.size / 2;
+}
+
+/** Whether a convolution is pointwise: stored 1 × 1 weights, one group, no padding. */
+function isPointwise(graph: OnnxGraph, conv: GraphNode): boolean {
+  const weights = conv.inputs[1] ? graph.tensor(conv.inputs[1]) : undefined;
+  if (!weights || weights.dims.length !== 4 || weights.dims[2] !== 1 || weights.dims[3] !== 1) return false;
+  const autoPad = conv.stringAttribute('auto_pad');
+  return (
+    (conv.intAttribute('group') ?? 1) === 1 &&
+    (conv.intsAttribute('pads') ?? []).every((pad) => pad === 0) &&
+    (autoPad === undefined || autoPad === 'NOTSET' || autoPad === 'VALID')
+  );
+}
+
+function foldAffineIntoPointwise(graph: OnnxGraph): number {
+  const readers = readersOf(graph);
+  const removed = new Set<GraphNode>();
+  for (const mul of graph.nodes) {
+    if (mul.opType !== 'Mul' || mul.inputs.length !== 2 || mul.outputs.length !== 1) continue;
+    const scaleIndex = mul.inputs.findIndex((name) => scalarValue(graph, name) !== undefined);
+    if (scaleIndex < 0) continue;
+    const scale = scalarValue(graph, mul.inputs[scaleIndex] as string) as number;
+    const x = mul.inputs[1 - scaleIndex] as string;
+    const add = onlyReader(graph, readers, mul.outputs[0] as string, 'Add');
+    const shift = add && otherOperand(graph, add, mul.outputs[0] as string)?.scalar;
+    if (!add || shift === undefined) continue;
+    const conv = onlyReader(graph, readers, add.outputs[0] as string, 'Conv');
+    if (!conv || conv.inputs[0] !== add.outputs[0] || !isPointwise(graph, conv)) continue;
+    const weights = graph.tensor(conv.inputs[1] as string) as FloatTensor;
+    const [outputs, inputs] = weights.dims as [number, number];
+    const bias = conv.inputs[2] ? graph.tensor(conv.inputs[2]) : { dims: [outputs], values: new Float32Array(outputs) };
+    if (!bias || bias.values.length !== outputs) continue;
+    const shiftedBias = new Float32Array(outputs);
+    for (let o = 0; o < outputs; o += 1) {
+      let sum = 0;
+      for (let i = 0; i < inputs; i += 1) sum += weights.values[o * inputs + i] as number;
+      shiftedBias[o] = (bias.values[o] as number) + shift * sum;
+    }
+    const name = conv.outputs[0] as string;
+    conv.inputs = [
+      x,
+      graph.addInitializer(`${name}_input_affine_weights`, { dims: weights.dims, values: weights.values.map((value) => value * scale) }),
+      graph.addInitializer(`${name}_input_affine_bias`, { dims: [outputs], values: shiftedBias }),
+    ];
     removed.add(mul).add(add);
   }
   removeNodes(graph, removed);

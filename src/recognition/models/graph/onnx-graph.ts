@@ -32,7 +32,9 @@ const NODE_DOMAIN = 7;
 const ATTRIBUTE_NAME = 1;
 const ATTRIBUTE_FLOAT = 2;
 const ATTRIBUTE_INT = 3;
+const ATTRIBUTE_STRING = 4;
 const ATTRIBUTE_TENSOR = 5;
+const ATTRIBUTE_INTS = 8;
 const ATTRIBUTE_TYPE = 20;
 const ATTRIBUTE_TYPE_FLOAT = 1;
 const ATTRIBUTE_TYPE_INT = 2;
@@ -117,6 +119,22 @@ export class GraphNode {
   floatAttribute(name: string): number | undefined {
     const value = this.attribute(name)?.find((field) => field.field === ATTRIBUTE_FLOAT);
     return value ? float32Of(value.payload) : undefined;
+  }
+
+  intAttribute(name: string): number | undefined {
+    const value = this.attribute(name)?.find((field) => field.field === ATTRIBUTE_INT);
+    return value ? varintOf(value.payload) : undefined;
+  }
+
+  /** A list of ints (a convolution's kernel_shape, pads, strides); undefined when the node has no such attribute. */
+  intsAttribute(name: string): number[] | undefined {
+    const fields = this.attribute(name);
+    return fields ? repeatedVarints(fields, ATTRIBUTE_INTS) : undefined;
+  }
+
+  stringAttribute(name: string): string | undefined {
+    const value = this.attribute(name)?.find((field) => field.field === ATTRIBUTE_STRING);
+    return value ? textOf(value.payload) : undefined;
   }
 
   /** The Constant node's tensor, when it is a float tensor stored in the file. */
