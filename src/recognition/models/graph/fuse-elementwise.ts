@@ -136,7 +136,7 @@ function foldAffineIntoConvolutions(graph: OnnxGraph): number {
 /** Whether a convolution is pointwise: stored 1 × 1 weights, one group, no padding. */
 function isPointwise(graph: OnnxGraph, conv: GraphNode): boolean {
   const weights = conv.inputs[1] ? graph.tensor(conv.inputs[1]) : undefined;
-  if (!weights || weights.dims.length !== 4 || weights.dims[2] !== 1 || weights.dims[3] !== 1) return false;
+  if (weights?.dims.length !== 4 || weights.dims[2] !== 1 || weights.dims[3] !== 1) return false;
   const autoPad = conv.stringAttribute('auto_pad');
   return (
     (conv.intAttribute('group') ?? 1) === 1 &&
