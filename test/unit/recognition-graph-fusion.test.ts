@@ -15,7 +15,6 @@ import {
   bytesField,
   decodeMessage,
   encodeMessage,
-  float32Field,
   readVarint,
   stringField,
   varintField,
@@ -24,6 +23,7 @@ import {
   type WireField,
 } from '../../src/recognition/models/graph/protobuf-wire.ts';
 import { builtinModelSpec } from '../../src/recognition/models/model-manifest.ts';
+import { floatAttribute, floatInitializer, intsAttribute, modelOf, nodeField, valueInfo } from '../support/onnx-models.ts';
 
 const spec = builtinModelSpec();
 const PAGE = path.join(import.meta.dirname, '../fixtures/pages/fondue_en_print_dracula_page_51.png');
@@ -174,38 +174,6 @@ test('a model without these chains is left as it is', () => {
 });
 
 // Hand-built models: x (1x2x4x4) → Conv 3x3 → Mul(s) → Add(b) → hard swish → Mul(s2) → Add(b2).
-const TENSOR_FLOAT = 1;
-
-function floatInitializer(name: string, dims: number[], values: number[]): WireField {
-  const raw = new Uint8Array(values.length * 4);
-  values.forEach((value, i) => new DataView(raw.buffer).setFloat32(i * 4, value, true));
-  return bytesField(
-    5,
-    encodeMessage([...dims.map((dim) => varintField(1, dim)), varintField(2, TENSOR_FLOAT), stringField(8, name), bytesField(9, raw)]),
-  );
-}
-
-function nodeField(op: string, inputs: string[], outputs: string[], attributes: WireField[] = []): WireField {
-  return bytesField(
-    1,
-    encodeMessage([
-      ...inputs.map((name) => stringField(1, name)),
-      ...outputs.map((name) => stringField(2, name)),
-      stringField(4, op),
-      ...attributes,
-    ]),
-  );
-}
-
-function floatAttribute(name: string, value: number): WireField {
-  return bytesField(5, encodeMessage([stringField(1, name), float32Field(2, value), varintField(20, 1)]));
-}
-
-function valueInfo(field: number, name: string, dims: number[]): WireField {
-  const shape = encodeMessage(dims.map((dim) => bytesField(1, encodeMessage([varintField(1, dim)]))));
-  const tensorType = encodeMessage([varintField(1, TENSOR_FLOAT), bytesField(2, shape)]);
-  return bytesField(field, encodeMessage([stringField(1, name), bytesField(2, encodeMessage([bytesField(1, tensorType)]))]));
-}
 
 /**
  * `extraReader`: one more node reads the named tensor, and the model outputs what it makes.
@@ -221,12 +189,7 @@ function handBuiltModel(opset: number, extraReader?: string, tail?: 'pointwise' 
       ? { inputs: ['zero', 'six'], attributes: [] }
       : { inputs: [], attributes: [floatAttribute('min', 0), floatAttribute('max', 6)] };
   const graph: WireField[] = [
-    nodeField(
-      'Conv',
-      ['x', 'w', 'bias'],
-      ['conv'],
-      [bytesField(5, encodeMessage([stringField(1, 'pads'), ...[1, 1, 1, 1].map((p) => varintField(8, p)), varintField(20, 7)]))],
-    ),
+    nodeField('Conv', ['x', 'w', 'bias'], ['conv'], [intsAttribute('pads', [1, 1, 1, 1])]),
     nodeField('Mul', ['s', 'conv'], ['scaled']),
     nodeField('Add', ['scaled', 'b'], ['shifted']),
     nodeField('Add', ['shifted', 'three'], ['plus3']),
@@ -270,7 +233,7 @@ function handBuiltModel(opset: number, extraReader?: string, tail?: 'pointwise' 
     valueInfo(12, 'y', outDims),
     ...(extraReader ? [valueInfo(12, 'side', [1, 2, 4, 4])] : []),
   ];
-  return encodeMessage([varintField(1, 7), bytesField(7, encodeMessage(graph)), bytesField(8, encodeMessage([varintField(2, opset)]))]);
+  return modelOf(graph, opset);
 }
 
 const handInput = () =>

@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { fusibleOpset, fuseGraphChains } from './graph/fuse-elementwise.ts';
+import { poolQuantisedValues } from './graph/pool-quantised.ts';
 import { cutOutputClasses } from './graph/keep-output-classes.ts';
 import { OnnxGraph } from './graph/onnx-graph.ts';
 
@@ -37,20 +38,20 @@ export interface InferenceWorkerData {
 
 /**
  * The model as onnxruntime is first given it, decoded once and encoded once: its chains of
- * elementwise operators fused (graph/fuse-elementwise.ts: PP-OCRv4 runs twice as fast) and, where
+ * elementwise operators fused (graph/fuse-elementwise.ts: PP-OCRv4 runs twice as fast), an 8-bit
+ * model's first max pool run channels-last on its 8-bit values (graph/pool-quantised.ts) and, where
  * asked, its output cut to `outputClasses` (graph/keep-output-classes.ts); null: the file as it is.
- * The fusion only saves time, so a model it cannot read or finds nothing in is not fused, and
- * onnxruntime says what is wrong with one it cannot load. Cutting the classes is not optional (the
- * caller decodes the classes it asked for): a model whose output cannot be cut throws.
+ * These rewrites only save time, so a model they cannot read or find nothing in is not rewritten,
+ * and onnxruntime says what is wrong with one it cannot load. Cutting the classes is not optional
+ * (the caller decodes the classes it asked for): a model whose output cannot be cut throws.
  */
 function rewrittenModel(bytes: Uint8Array, outputClasses: readonly number[] | null, fuse: boolean): Uint8Array | null {
   let graph: OnnxGraph | null = null;
   if (fuse)
     try {
-      if (fusibleOpset(bytes)) {
-        const decoded = OnnxGraph.decode(bytes);
-        if (fuseGraphChains(decoded)) graph = decoded;
-      }
+      const decoded = OnnxGraph.decode(bytes);
+      const fused = fusibleOpset(bytes) && fuseGraphChains(decoded) !== null;
+      if (poolQuantisedValues(decoded) > 0 || fused) graph = decoded;
     } catch {
       graph = null;
     }

@@ -20,6 +20,9 @@ import {
 } from './protobuf-wire.ts';
 
 const MODEL_GRAPH = 7;
+const MODEL_OPSET_IMPORT = 8;
+const OPSET_DOMAIN = 1;
+const OPSET_VERSION = 2;
 const GRAPH_NODE = 1;
 const GRAPH_INITIALIZER = 5;
 const GRAPH_INPUT = 11;
@@ -38,6 +41,7 @@ const ATTRIBUTE_INTS = 8;
 const ATTRIBUTE_TYPE = 20;
 const ATTRIBUTE_TYPE_FLOAT = 1;
 const ATTRIBUTE_TYPE_INT = 2;
+const ATTRIBUTE_TYPE_INTS = 7;
 const TENSOR_DIMS = 1;
 const TENSOR_DATA_TYPE = 2;
 const TENSOR_FLOAT_DATA = 4;
@@ -98,11 +102,13 @@ export class GraphNode {
     return JSON.stringify([this.opType, this.inputs, this.outputs]);
   }
 
-  static create(opType: string, inputs: readonly string[], outputs: readonly string[]): GraphNode {
+  /** A new node; `domain` for an operator outside the default ONNX domain (the graph must import it: OnnxGraph.importOpset). */
+  static create(opType: string, inputs: readonly string[], outputs: readonly string[], domain?: string): GraphNode {
     const node = new GraphNode();
-    node.opType = opType;
+    node.opType = domain ? `${domain}::${opType}` : opType;
     node.inputs = [...inputs];
     node.outputs = [...outputs];
+    if (domain) node.rest.push(stringField(NODE_DOMAIN, domain));
     return node;
   }
 
@@ -152,12 +158,21 @@ export class GraphNode {
     this.setAttribute(name, varintField(ATTRIBUTE_INT, value), ATTRIBUTE_TYPE_INT);
   }
 
-  /** Sets attribute `name` to one value field of its type, replacing any attribute of that name. */
-  private setAttribute(name: string, value: WireField, type: number): void {
+  setIntsAttribute(name: string, values: readonly number[]): void {
+    this.setAttribute(
+      name,
+      values.map((value) => varintField(ATTRIBUTE_INTS, value)),
+      ATTRIBUTE_TYPE_INTS,
+    );
+  }
+
+  /** Sets attribute `name` to the value fields of its type, replacing any attribute of that name. */
+  private setAttribute(name: string, value: WireField | WireField[], type: number): void {
     this.attributesChanged = true;
     this.attributes = this.attributes.filter((entry) => !hasName(decodeMessage(entry.payload), name));
+    const values = Array.isArray(value) ? value : [value];
     this.attributes.push(
-      bytesField(NODE_ATTRIBUTE, encodeMessage([stringField(ATTRIBUTE_NAME, name), value, varintField(ATTRIBUTE_TYPE, type)])),
+      bytesField(NODE_ATTRIBUTE, encodeMessage([stringField(ATTRIBUTE_NAME, name), ...values, varintField(ATTRIBUTE_TYPE, type)])),
     );
   }
 
@@ -309,6 +324,27 @@ export class OnnxGraph {
     for (let n = 1; this.names.has(name) || this.outputs.has(name); n += 1) name = `${wanted}_${n}`;
     this.names.add(name);
     return name;
+  }
+
+  /** The model's opset version for `domain` ('' for the default ONNX domain); 0 where it imports none. */
+  opsetVersion(domain: string): number {
+    for (const field of this.modelFields) {
+      if (field.field !== MODEL_OPSET_IMPORT) continue;
+      const entries = decodeMessage(field.payload);
+      const named = entries.find((entry) => entry.field === OPSET_DOMAIN);
+      const own = named ? textOf(named.payload) : '';
+      const version = entries.find((entry) => entry.field === OPSET_VERSION);
+      if ((own === domain || (domain === '' && own === 'ai.onnx')) && version) return varintOf(version.payload);
+    }
+    return 0;
+  }
+
+  /** Imports `domain` at `version` where the model imports no version of it. */
+  importOpset(domain: string, version: number): void {
+    if (this.opsetVersion(domain) > 0) return;
+    const entry = bytesField(MODEL_OPSET_IMPORT, encodeMessage([stringField(OPSET_DOMAIN, domain), varintField(OPSET_VERSION, version)]));
+    const graphAt = this.modelFields.findIndex((field) => field.field === MODEL_GRAPH);
+    this.modelFields.splice(graphAt + 1, 0, entry);
   }
 
   /** The graph outputs' names, in the file's order. */
