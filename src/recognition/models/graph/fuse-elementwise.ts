@@ -98,6 +98,22 @@ function otherOperand(graph: OnnxGraph, node: GraphNode, name: string): { name: 
   return other === undefined ? undefined : { name: other, scalar: scalarValue(graph, other) };
 }
 
+/** The affine block `mul` starts, x · s → + b with stored scalars s and b, where the Add alone reads the Mul. */
+function affineBlockFrom(
+  graph: OnnxGraph,
+  readers: Map<string, GraphNode[]>,
+  mul: GraphNode,
+): { x: string; scale: number; shift: number; add: GraphNode } | undefined {
+  if (mul.opType !== 'Mul' || mul.inputs.length !== 2 || mul.outputs.length !== 1) return undefined;
+  const scaleIndex = mul.inputs.findIndex((name) => scalarValue(graph, name) !== undefined);
+  if (scaleIndex < 0) return undefined;
+  const scale = scalarValue(graph, mul.inputs[scaleIndex] as string) as number;
+  const x = mul.inputs[1 - scaleIndex] as string;
+  const add = onlyReader(graph, readers, mul.outputs[0] as string, 'Add');
+  const shift = add && otherOperand(graph, add, mul.outputs[0] as string)?.scalar;
+  return add && shift !== undefined ? { x, scale, shift, add } : undefined;
+}
+
 function removeNodes(graph: OnnxGraph, removed: ReadonlySet<GraphNode>): void {
   graph.nodes = graph.nodes.filter((node) => !removed.has(node));
 }
@@ -149,14 +165,9 @@ function foldAffineIntoPointwise(graph: OnnxGraph): number {
   const readers = readersOf(graph);
   const removed = new Set<GraphNode>();
   for (const mul of graph.nodes) {
-    if (mul.opType !== 'Mul' || mul.inputs.length !== 2 || mul.outputs.length !== 1) continue;
-    const scaleIndex = mul.inputs.findIndex((name) => scalarValue(graph, name) !== undefined);
-    if (scaleIndex < 0) continue;
-    const scale = scalarValue(graph, mul.inputs[scaleIndex] as string) as number;
-    const x = mul.inputs[1 - scaleIndex] as string;
-    const add = onlyReader(graph, readers, mul.outputs[0] as string, 'Add');
-    const shift = add && otherOperand(graph, add, mul.outputs[0] as string)?.scalar;
-    if (!add || shift === undefined) continue;
+    const block = affineBlockFrom(graph, readers, mul);
+    if (!block) continue;
+    const { x, scale, shift, add } = block;
     const conv = onlyReader(graph, readers, add.outputs[0] as string, 'Conv');
     if (!conv || conv.inputs[0] !== add.outputs[0] || !isPointwise(graph, conv)) continue;
     const weights = graph.tensor(conv.inputs[1] as string) as FloatTensor;
@@ -246,14 +257,10 @@ function affineAsBatchNorm(graph: OnnxGraph): number {
   const removed = new Set<GraphNode>();
   let fused = 0;
   for (const mul of [...graph.nodes]) {
-    if (mul.opType !== 'Mul' || mul.inputs.length !== 2 || removed.has(mul)) continue;
-    const scaleIndex = mul.inputs.findIndex((name) => scalarValue(graph, name) !== undefined);
-    if (scaleIndex < 0) continue;
-    const scale = scalarValue(graph, mul.inputs[scaleIndex] as string) as number;
-    const x = mul.inputs[1 - scaleIndex] as string;
-    const add = onlyReader(graph, readers, mul.outputs[0] as string, 'Add');
-    const shift = add && otherOperand(graph, add, mul.outputs[0] as string)?.scalar;
-    if (!add || shift === undefined) continue;
+    if (removed.has(mul)) continue;
+    const block = affineBlockFrom(graph, readers, mul);
+    if (!block) continue;
+    const { x, scale, shift, add } = block;
     const channels = channelsOf(graph, x);
     if (!channels) continue;
     const vector = (value: number): FloatTensor => ({ dims: [channels], values: new Float32Array(channels).fill(value) });
