@@ -41,13 +41,14 @@ export interface InferenceWorkerData {
  * elementwise operators fused (graph/fuse-elementwise.ts: PP-OCRv4 runs twice as fast), an 8-bit
  * model's first max pool run channels-last on its 8-bit values (graph/pool-quantised.ts) and, where
  * asked, its output cut to `outputClasses` (graph/keep-output-classes.ts); null: the file as it is.
- * These rewrites only save time, so a model they cannot read or find nothing in is not rewritten,
- * and onnxruntime says what is wrong with one it cannot load. Cutting the classes is not optional
- * (the caller decodes the classes it asked for): a model whose output cannot be cut throws.
+ * `forSpeed` false: the cut alone. The other rewrites only save time, so a model they cannot read
+ * or find nothing in is not rewritten, and onnxruntime says what is wrong with one it cannot load.
+ * Cutting the classes is not optional (the caller decodes the classes it asked for): a model whose
+ * output cannot be cut throws.
  */
-function rewrittenModel(bytes: Uint8Array, outputClasses: readonly number[] | null, fuse: boolean): Uint8Array | null {
+function rewrittenModel(bytes: Uint8Array, outputClasses: readonly number[] | null, forSpeed: boolean): Uint8Array | null {
   let graph: OnnxGraph | null = null;
-  if (fuse)
+  if (forSpeed)
     try {
       const decoded = OnnxGraph.decode(bytes);
       const fused = fusibleOpset(bytes) && fuseGraphChains(decoded) !== null;
