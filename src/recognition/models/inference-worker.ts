@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
-import { fusibleOpset, fuseGraphChains } from './graph/fuse-elementwise.ts';
+import { fuseGraphChains } from './graph/fuse-elementwise.ts';
 import { poolQuantisedValues } from './graph/pool-quantised.ts';
 import { cutOutputClasses } from './graph/keep-output-classes.ts';
 import { OnnxGraph } from './graph/onnx-graph.ts';
@@ -51,7 +51,7 @@ function rewrittenModel(bytes: Uint8Array, outputClasses: readonly number[] | nu
   if (forSpeed)
     try {
       const decoded = OnnxGraph.decode(bytes);
-      const fused = fusibleOpset(bytes) && fuseGraphChains(decoded) !== null;
+      const fused = fuseGraphChains(decoded) !== null;
       if (poolQuantisedValues(decoded) > 0 || fused) graph = decoded;
     } catch {
       graph = null;

@@ -15,7 +15,6 @@
 //   bias b, mean 0, variance 1 and epsilon 0 (one pass instead of two).
 //
 // Only scalar s and b, tensors stored in the file, and links no other node reads are rewritten.
-import { decodeMessage, textOf, varintOf } from './protobuf-wire.ts';
 import { GraphNode, OnnxGraph, type FloatTensor } from './onnx-graph.ts';
 
 export interface FusionCounts {
@@ -27,23 +26,17 @@ export interface FusionCounts {
 
 /** The lowest default-domain opset whose HardSigmoid and BatchNormalization these rewrites write. */
 const MIN_OPSET = 9;
-const MODEL_OPSET_IMPORT = 8;
 
 /** The model rewritten, or null when none of the chains is in it (or its opset is older than these operators). */
 export function fuseElementwiseChains(bytes: Uint8Array): { bytes: Uint8Array; counts: FusionCounts } | null {
-  if (!fusibleOpset(bytes)) return null;
   const graph = OnnxGraph.decode(bytes);
   const counts = fuseGraphChains(graph);
   return counts ? { bytes: graph.encode(), counts } : null;
 }
 
-/** Whether the model's opset has the operators these rewrites write (read from its bytes, without decoding the graph). */
-export function fusibleOpset(bytes: Uint8Array): boolean {
-  return defaultOpset(bytes) >= MIN_OPSET;
-}
-
-/** Fuses the chains of a decoded graph in place (of a model whose opset is fusibleOpset); null, the graph untouched, when it has none. */
+/** Fuses the chains of a decoded graph in place; null, the graph untouched, when it has none or its opset is older than these operators. */
 export function fuseGraphChains(graph: OnnxGraph): FusionCounts | null {
+  if (graph.opsetVersion('') < MIN_OPSET) return null;
   const counts: FusionCounts = {
     affineIntoConv: foldAffineIntoConvolutions(graph),
     hardSwish: fuseHardSwish(graph),
@@ -53,17 +46,6 @@ export function fuseGraphChains(graph: OnnxGraph): FusionCounts | null {
   if (Object.values(counts).every((count) => count === 0)) return null;
   graph.removeUnusedConstants();
   return counts;
-}
-
-function defaultOpset(bytes: Uint8Array): number {
-  for (const field of decodeMessage(bytes)) {
-    if (field.field !== MODEL_OPSET_IMPORT) continue;
-    const entries = decodeMessage(field.payload);
-    const domain = entries.find((entry) => entry.field === 1);
-    const version = entries.find((entry) => entry.field === 2);
-    if ((!domain || textOf(domain.payload) === '' || textOf(domain.payload) === 'ai.onnx') && version) return varintOf(version.payload);
-  }
-  return 0;
 }
 
 /** Who reads each tensor name, as the graph stands now. */
