@@ -117,8 +117,9 @@ export interface Config {
     /** onnxruntime intra-op threads per model run (ORT_THREADS), at most the number of cores. */
     threads: number;
     /**
-     * Model runs at once in one process, across all its pages (RECOGNITION_CONCURRENCY);
-     * threads x concurrency never exceeds the cores. Default: cores / threads.
+     * Model runs handed to the inference worker at once in one process, across all its pages
+     * (RECOGNITION_CONCURRENCY); threads x concurrency never exceeds the cores. Default: cores /
+     * threads. The one worker runs them one at a time (docs/recognition.md, "Threads and concurrency").
      */
     concurrency: number;
     /**
