@@ -92,7 +92,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   let layout: readonly LayoutRegion[] = uploaded ? layoutRegionsOf(uploaded) : await engine.layout(raster);
   // A page scanned upside down or sideways is laid out and read turned upright (recognition/page-turn.ts).
   let turn: PageTurn = 0;
-  if (!uploaded) ({ turn, image: raster, regions: layout } = await engine.upright(raster, layout));
+  if (!uploaded) ({ turn, image: raster, regions: layout } = await engine.upright(raster, layout, options.recognize));
   let detectionMs = performance.now() - start;
   signal?.throwIfAborted();
 

@@ -14,6 +14,7 @@ import { rectCorners } from '../../src/recognition/page/geometry.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/recognition/models/default-model.ts';
 import { OcrEngine } from '../../src/recognition/engine/ocr-engine.ts';
 import { allLines } from '../../src/recognition/page/page-result.ts';
+import { modelRunTotals } from '../../src/recognition/models/onnx.ts';
 import { mapBox, turnMaps } from '../../src/recognition/engine/turned-page.ts';
 import { recognizePage, type PageRecognition } from '../../src/recognition/recognize-page.ts';
 import { closeSharedEngines, sharedEngine } from '../../src/pipeline/shared-engine.ts';
@@ -65,6 +66,13 @@ before(async () => {
   // and sideways: turned clockwise by 90°, so it needs 270° more to be upright
   await readBytes('neat hand, sideways', await sharp(neatHand).rotate(90).png().toBuffer());
   await readBytes('fraktur', await readFile(FRAKTUR_PAGE));
+  await readBytes(
+    'printed, upside down',
+    await sharp(await readFile(PRINTED_PAGE.imagePath))
+      .rotate(180)
+      .png()
+      .toBuffer(),
+  );
 });
 
 after(() => closeSharedEngines());
@@ -98,6 +106,31 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
     assert.match(models[1].name, /^hwr-htr \(rec\.int8\.onnx\)$/);
     assert.match(models[2].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
   }
+});
+
+test('a page the screening probe surely reads as print is upright without the turn check; printed upside down, it is turned', async () => {
+  const { raster } = await prepareImage(await readFile(PRINTED_PAGE.imagePath), {
+    name: PRINTED_PAGE.name,
+    maxPixels: config.limits.maxImagePixels,
+  });
+  const layout = await engine.layout(raster);
+  const mainRuns = () => modelRunTotals().get(engine.spec.recognition.file) ?? 0;
+  // reading the page: the probe that read() asks next says print surely, so our recognizer reads no side
+  const before = mainRuns();
+  const reading = await engine.upright(raster, layout, true);
+  assert.equal(reading.turn, 0);
+  assert.equal(reading.regions, layout);
+  assert.equal(mainRuns(), before, 'the turn check ran');
+  // laying out alone (no probe to ask), the turn check reads both sides as before
+  assert.equal((await engine.upright(raster, layout)).turn, 0);
+  assert.ok(mainRuns() > before, 'the turn check did not run');
+  // upside down, print reads as noise: not sure, so the turn check runs and turns it
+  const turned = recognition('printed, upside down').page;
+  assert.equal(turned.orientation, 180);
+  assert.deepEqual(
+    allLines(turned).map((line) => line.text),
+    allLines(recognition('printed').page).map((line) => line.text),
+  );
 });
 
 test('a page scanned upside down or sideways is read turned upright: the same lines as the page upright, in the image as sent, with the turn that rights it', () => {

@@ -37,7 +37,7 @@ import {
   screeningSuffices,
   screeningWins,
 } from '../reading/select-reading.ts';
-import type { ModelGate } from '../reading/text-recognizer.ts';
+import type { ModelGate, PlacedCharacter } from '../reading/text-recognizer.ts';
 
 export interface EngineSettings {
   /** onnxruntime intra-op threads per model run. */
@@ -61,6 +61,11 @@ export interface PieceReading extends PieceRead {
   recognizer: 'main' | 'screening';
 }
 
+/** Each line's characters as its pieces read them (a probe's reading, select-reading.ts). */
+function charactersOf(read: ReadonlyMap<LayoutLine, readonly PieceReading[]>): PlacedCharacter[][][] {
+  return [...read.values()].map((reads) => reads.map((piece) => piece.characters));
+}
+
 /** A line's text as its pieces read it, pieces apart by a space. */
 function textOf(reads: readonly PieceReading[]): string {
   return reads.map((read) => read.characters.map((character) => character.text).join('')).join(' ');
@@ -79,6 +84,14 @@ export class OcrEngine {
   private readonly ownsSharedParts: boolean;
   /** Layouts this engine's segmenter made (read() may lay their page out again when it is printed). */
   private readonly segmented = new WeakSet<readonly LayoutRegion[]>();
+  /**
+   * The screening recognizer's reading of a layout's probe lines, kept with the image it was read
+   * on: upright() reads it before read() needs it, and it is read once (screeningProbe).
+   */
+  private readonly probes = new WeakMap<
+    readonly LayoutRegion[],
+    { image: RgbImage; probe: readonly LayoutLine[]; read: Map<LayoutLine, PieceReading[]> }
+  >();
 
   private constructor(
     spec: ModelSpec,
@@ -294,55 +307,12 @@ export class OcrEngine {
         : pieces.map(() => false);
     const flipOf = new Map(pieces.map((piece, index) => [piece, flips[index]]));
     const readings = new Map<DetectedBox, PieceReading>();
-    const readLines = async (
+    const readLines = (
       recognizer: LineRecognizer,
       which: PieceReading['recognizer'],
       chosen: readonly LayoutLine[],
       pageText: readonly string[] = [],
-    ): Promise<Map<LayoutLine, PieceReading[]>> => {
-      if (recognizer.spec.readWholeLines) {
-        // One crop per line; its reading goes to the first piece, the others read nothing.
-        const whole = chosen.map((line) => enclosingRect(line.fragments, line.angle));
-        const read = await recognizer.read(
-          image,
-          whole,
-          this.gate,
-          chosen.map((line) => flipOf.get(line.fragments[0]) ?? false),
-          recognizer.decoder,
-          pageText,
-        );
-        return new Map(
-          chosen.map((line, index) => [
-            line,
-            line.fragments.map((_, piece) => ({
-              crop: read[index].crop,
-              characters: piece === 0 ? read[index].characters : [],
-              ...(piece === 0 && read[index].frames ? { frames: read[index].frames } : {}),
-              ...(piece === 0 && read[index].competing ? { competing: read[index].competing } : {}),
-              recognizer: which,
-            })),
-          ]),
-        );
-      }
-      const batch = chosen.flatMap((line) => line.fragments);
-      const read = await recognizer.read(
-        image,
-        batch,
-        this.gate,
-        batch.map((piece) => flipOf.get(piece) ?? false),
-        recognizer.decoder,
-        pageText,
-      );
-      const byLine = new Map<LayoutLine, PieceReading[]>();
-      let next = 0;
-      for (const line of chosen) {
-        byLine.set(
-          line,
-          line.fragments.map(() => ({ ...read[next++], recognizer: which })),
-        );
-      }
-      return byLine;
-    };
+    ): Promise<Map<LayoutLine, PieceReading[]>> => this.readLines(image, flipOf, recognizer, which, chosen, pageText);
     const keep = (line: LayoutLine, reads: readonly PieceReading[]): void =>
       line.fragments.forEach((piece, index) => readings.set(piece, reads[index]));
     const confidence = (reads: readonly PieceReading[]): number => lineConfidence(reads.map((read) => read.characters));
@@ -354,16 +324,15 @@ export class OcrEngine {
     const { recognizer, selection } = this.screening;
     const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
     const probe = printedPage === 'known' ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
-    const screened = await readLines(recognizer, 'screening', probe);
-    const characters = (read: Map<LayoutLine, PieceReading[]>) => [...read.values()].map((reads) => reads.map((piece) => piece.characters));
-    const screenedProbe = characters(screened);
+    const screened = this.orientation ? await readLines(recognizer, 'screening', probe) : await this.screeningProbe(image, regions, probe);
+    const screenedProbe = charactersOf(screened);
     let printed = printedPage === 'known' || pageLooksPrinted(screenedProbe, selection);
     // a page that looks printed is asked again with the main recognizer's reading of the probe,
     // unless the screening read it too surely for handwriting
     let mainProbe = new Map<LayoutLine, PieceReading[]>();
     if (printed && printedPage !== 'known' && selection.sureMargin !== null && !probeSurelyPrinted(screenedProbe, selection)) {
       mainProbe = await readLines(this.main, 'main', probe);
-      printed = screeningReadsProbeBetter(screenedProbe, characters(mainProbe), selection);
+      printed = screeningReadsProbeBetter(screenedProbe, charactersOf(mainProbe), selection);
     }
     if (printed && printedPage === 'stop') return null;
     if (printed) {
@@ -407,6 +376,93 @@ export class OcrEngine {
   }
 
   /**
+   * The screening recognizer's reading of `probe` (the layout's probe lines, none turned), read
+   * once per layout and image: a copy, which the caller may add to.
+   */
+  private async screeningProbe(
+    image: RgbImage,
+    regions: readonly LayoutRegion[],
+    probe: readonly LayoutLine[],
+  ): Promise<Map<LayoutLine, PieceReading[]>> {
+    const known = this.probes.get(regions);
+    if (known?.image === image && known.probe.length === probe.length && known.probe.every((line, index) => line === probe[index]))
+      return new Map(known.read);
+    const recognizer = (this.screening as NonNullable<OcrEngine['screening']>).recognizer;
+    const read = await this.readLines(image, new Map(), recognizer, 'screening', probe);
+    this.probes.set(regions, { image, probe, read });
+    return new Map(read);
+  }
+
+  /**
+   * Whether the screening probe reads the page as print at `printedAbove` or more, its writing
+   * along the page. Such a page lies upright: turned, its probe reads as noise (on the 62 fixture
+   * and val pages PP-OCRv4 read it at 0.687 at most turned by 180°, at 0.882 turned by a quarter;
+   * docs/recognition.md, "Pages upside down or sideways"). The probe is the one read() reads next
+   * (screeningProbe), so asking costs a printed page nothing and spares it the turn check.
+   */
+  private async surelyPrinted(image: RgbImage, regions: readonly LayoutRegion[]): Promise<boolean> {
+    if (!this.screening || this.orientation || this.screening.selection.printedAbove === null) return false;
+    const lines = regions.flatMap((region) => region.lines);
+    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    if (lines.length === 0 || !writesAlong(lines, widths)) return false;
+    const probe = probeLines(widths, this.screening.selection.probeLines).map((index) => lines[index]);
+    return probeSurelyPrinted(charactersOf(await this.screeningProbe(image, regions, probe)), this.screening.selection);
+  }
+
+  /** Each chosen line read by `recognizer`, its pieces turned by 180° where `flipOf` says. */
+  private async readLines(
+    image: RgbImage,
+    flipOf: ReadonlyMap<DetectedBox, boolean>,
+    recognizer: LineRecognizer,
+    which: PieceReading['recognizer'],
+    chosen: readonly LayoutLine[],
+    pageText: readonly string[] = [],
+  ): Promise<Map<LayoutLine, PieceReading[]>> {
+    if (recognizer.spec.readWholeLines) {
+      // One crop per line; its reading goes to the first piece, the others read nothing.
+      const whole = chosen.map((line) => enclosingRect(line.fragments, line.angle));
+      const read = await recognizer.read(
+        image,
+        whole,
+        this.gate,
+        chosen.map((line) => flipOf.get(line.fragments[0]) ?? false),
+        recognizer.decoder,
+        pageText,
+      );
+      return new Map(
+        chosen.map((line, index) => [
+          line,
+          line.fragments.map((_, piece) => ({
+            crop: read[index].crop,
+            characters: piece === 0 ? read[index].characters : [],
+            ...(piece === 0 && read[index].frames ? { frames: read[index].frames } : {}),
+            ...(piece === 0 && read[index].competing ? { competing: read[index].competing } : {}),
+            recognizer: which,
+          })),
+        ]),
+      );
+    }
+    const batch = chosen.flatMap((line) => line.fragments);
+    const read = await recognizer.read(
+      image,
+      batch,
+      this.gate,
+      batch.map((piece) => flipOf.get(piece) ?? false),
+      recognizer.decoder,
+      pageText,
+    );
+    const byLine = new Map<LayoutLine, PieceReading[]>();
+    let next = 0;
+    for (const line of chosen) {
+      byLine.set(
+        line,
+        line.fragments.map(() => ({ ...read[next++], recognizer: which })),
+      );
+    }
+    return byLine;
+  }
+
+  /**
    * The page turned upright, with its layout: as it lies unless another side reads surer
    * (recognition/page-turn.ts). The main recognizer reads the middle of the widest lines of a
    * layout as they lie and turned by 180°, greedily (a quick look).
@@ -414,7 +470,9 @@ export class OcrEngine {
   async upright(
     image: RgbImage,
     regions: readonly LayoutRegion[],
+    reading = false,
   ): Promise<{ turn: PageTurn; image: RgbImage; regions: readonly LayoutRegion[] }> {
+    if (reading && (await this.surelyPrinted(image, regions))) return { turn: 0, image, regions };
     const sides = await this.readSides(image, regions, 0);
     let quarter: { image: RgbImage; regions: readonly LayoutRegion[] } | null = null;
     if (quarterTurnsWorthTrying(sides)) {
