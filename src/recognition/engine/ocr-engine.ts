@@ -66,6 +66,11 @@ function charactersOf(read: ReadonlyMap<LayoutLine, readonly PieceReading[]>): P
   return [...read.values()].map((reads) => reads.map((piece) => piece.characters));
 }
 
+/** Each line's width: its pieces' widths summed (what the probes choose their widest lines by). */
+function lineWidths(lines: readonly LayoutLine[]): number[] {
+  return lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+}
+
 /** A line's text as its pieces read it, pieces apart by a space. */
 function textOf(reads: readonly PieceReading[]): string {
   return reads.map((read) => read.characters.map((character) => character.text).join('')).join(' ');
@@ -322,9 +327,11 @@ export class OcrEngine {
       return readings;
     }
     const { recognizer, selection } = this.screening;
-    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    const widths = lineWidths(lines);
     const probe = printedPage === 'known' ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
-    const screened = this.orientation ? await readLines(recognizer, 'screening', probe) : await this.screeningProbe(image, regions, probe);
+    const screened = this.orientation
+      ? await readLines(recognizer, 'screening', probe)
+      : await this.screeningProbe(image, regions, recognizer, probe);
     const screenedProbe = charactersOf(screened);
     let printed = printedPage === 'known' || pageLooksPrinted(screenedProbe, selection);
     // a page that looks printed is asked again with the main recognizer's reading of the probe,
@@ -382,12 +389,12 @@ export class OcrEngine {
   private async screeningProbe(
     image: RgbImage,
     regions: readonly LayoutRegion[],
+    recognizer: LineRecognizer,
     probe: readonly LayoutLine[],
   ): Promise<Map<LayoutLine, PieceReading[]>> {
     const known = this.probes.get(regions);
     if (known?.image === image && known.probe.length === probe.length && known.probe.every((line, index) => line === probe[index]))
       return new Map(known.read);
-    const recognizer = (this.screening as NonNullable<OcrEngine['screening']>).recognizer;
     const read = await this.readLines(image, new Map(), recognizer, 'screening', probe);
     this.probes.set(regions, { image, probe, read });
     return new Map(read);
@@ -402,11 +409,12 @@ export class OcrEngine {
    */
   private async surelyPrinted(image: RgbImage, regions: readonly LayoutRegion[]): Promise<boolean> {
     if (!this.screening || this.orientation || this.screening.selection.printedAbove === null) return false;
+    const { recognizer, selection } = this.screening;
     const lines = regions.flatMap((region) => region.lines);
-    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    const widths = lineWidths(lines);
     if (lines.length === 0 || !writesAlong(lines, widths)) return false;
-    const probe = probeLines(widths, this.screening.selection.probeLines).map((index) => lines[index]);
-    return probeSurelyPrinted(charactersOf(await this.screeningProbe(image, regions, probe)), this.screening.selection);
+    const probe = probeLines(widths, selection.probeLines).map((index) => lines[index]);
+    return probeSurelyPrinted(charactersOf(await this.screeningProbe(image, regions, recognizer, probe)), selection);
   }
 
   /** Each chosen line read by `recognizer`, its pieces turned by 180° where `flipOf` says. */
@@ -493,7 +501,7 @@ export class OcrEngine {
   /** The two sides one layout tells (`turn` and `turn` + 180°), or none when its writing runs across the page. */
   private async readSides(image: RgbImage, regions: readonly LayoutRegion[], turn: 0 | 90): Promise<SideReading[]> {
     const lines = regions.flatMap((region) => region.lines);
-    const widths = lines.map((line) => line.fragments.reduce((sum, piece) => sum + piece.width, 0));
+    const widths = lineWidths(lines);
     if (!writesAlong(lines, widths)) return [];
     const probe = probeLines(widths, TURN_PROBE_LINES).map((index) => probeSpan(enclosingRect(lines[index].fragments, lines[index].angle)));
     const flips = [...probe.map(() => false), ...probe.map(() => true)];
