@@ -127,7 +127,7 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     producer: {
       software: 'hwr',
       version: SOFTWARE_VERSION,
-      models: engine.modelsUsed(layoutBy, options.recognize),
+      models: engine.modelsUsed(uploaded ? 'uploaded' : engine.layoutModels(layout), options.recognize),
     },
     ...(turn === 0 ? {} : { orientation: turn }),
     warnings: [...decoded.warnings, ...(uploaded?.warnings ?? [])],

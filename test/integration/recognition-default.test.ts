@@ -12,7 +12,8 @@ import { prepareImage } from '../../src/recognition/image/prepare-image.ts';
 import { patchToPage } from '../../src/recognition/image/raster.ts';
 import { rectCorners } from '../../src/recognition/page/geometry.ts';
 import { DEFAULT_MODEL_DIR } from '../../src/recognition/models/default-model.ts';
-import { OcrEngine } from '../../src/recognition/engine/ocr-engine.ts';
+import { OcrEngine, type PageReading } from '../../src/recognition/engine/ocr-engine.ts';
+import { LineRecognizer } from '../../src/recognition/reading/line-recognizer.ts';
 import { allLines } from '../../src/recognition/page/page-result.ts';
 import { modelRunTotals } from '../../src/recognition/models/onnx.ts';
 import { mapBox, turnMaps } from '../../src/recognition/engine/turned-page.ts';
@@ -92,19 +93,20 @@ test('the default setup loads our recognizer with its language model and PP-OCRv
   assert.match(engine.spec.screening?.source.name ?? '', /PP-OCRv4/);
   assert.deepEqual(engine.decoders, { main: 'beam', screening: 'greedy' });
   assert.deepEqual(greedy.decoders, { main: 'greedy', screening: 'greedy' });
-  // A page names the model that laid it out (the segmenter, or the detector for print) and both recognizers.
-  for (const [key, layoutModel] of [
-    ['handwritten', /^hwr-default \(seg\.onnx\)$/],
-    ['printed', /^hwr-default \(ch_PP-OCRv4_det_infer\.onnx\)$/],
+  // A page names the models that laid it out (the segmenter; for print the detector, with the probe
+  // lines it kept from the segmenter) and both recognizers.
+  for (const [key, layoutModels] of [
+    ['handwritten', [/^hwr-default \(seg\.onnx\)$/]],
+    ['printed', [/^hwr-default \(seg\.onnx\)$/, /^hwr-default \(ch_PP-OCRv4_det_infer\.onnx\)$/]],
   ] as const) {
     const models = recognition(key).page.producer.models;
     assert.deepEqual(
       models.map((model) => model.role),
-      ['detection', 'recognition', 'recognition'],
+      [...layoutModels.map(() => 'detection'), 'recognition', 'recognition'],
     );
-    assert.match(models[0].name, layoutModel);
-    assert.match(models[1].name, /^hwr-htr \(rec\.int8\.onnx\)$/);
-    assert.match(models[2].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
+    layoutModels.forEach((name, index) => assert.match(models[index].name, name));
+    assert.match(models[layoutModels.length].name, /^hwr-htr \(rec\.int8\.onnx\)$/);
+    assert.match(models[layoutModels.length + 1].name, /PP-OCRv4.*ch_PP-OCRv4_rec_infer\.onnx/);
   }
 });
 
@@ -130,6 +132,41 @@ test('a page the screening probe surely reads as print is upright without the tu
   assert.deepEqual(
     allLines(turned).map((line) => line.text),
     allLines(recognition('printed').page).map((line) => line.text),
+  );
+});
+
+test('a printed page laid out again by the detector reads each line once: the probe lines PP-OCRv4 read surely keep their reading and outline', async () => {
+  const { raster } = await prepareImage(await readFile(PRINTED_PAGE.imagePath), {
+    name: PRINTED_PAGE.name,
+    maxPixels: config.limits.maxImagePixels,
+  });
+  const { regions } = await engine.upright(raster, await engine.layout(raster), true);
+  const segmenterLines = new Set(regions.flatMap((region) => region.lines));
+  // every piece PP-OCRv4 reads while the page is read (the probe was read by upright())
+  const screeningFile = engine.spec.screening?.recognition.file;
+  const read = LineRecognizer.prototype.read;
+  let screeningPieces = 0;
+  LineRecognizer.prototype.read = function (this: LineRecognizer, image, pieces, ...rest) {
+    if (this.file === screeningFile) screeningPieces += pieces.length;
+    return read.call(this, image, pieces, ...rest);
+  };
+  let reading: PageReading;
+  try {
+    reading = await engine.read(raster, regions);
+  } finally {
+    LineRecognizer.prototype.read = read;
+  }
+  const lines = reading.regions.flatMap((region) => region.lines);
+  const kept = lines.filter((line) => segmenterLines.has(line));
+  assert.equal(engine.laidOutBy(reading.regions), 'detector');
+  assert.equal(kept.length, engine.spec.screening?.probeLines, 'the three probe lines, read at 1.00, kept');
+  assert.equal(engine.layoutModels(reading.regions), 'both');
+  const pieces = lines.flatMap((line) => line.fragments);
+  assert.equal(screeningPieces, pieces.length - kept.length, 'a line was read twice, or one not at all');
+  for (const line of kept) assert.equal(reading.readings.get(line.fragments[0])?.recognizer, 'screening');
+  assert.ok(
+    pieces.every((piece) => reading.readings.has(piece)),
+    'every line of the page has a reading',
   );
 });
 

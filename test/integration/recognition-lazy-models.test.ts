@@ -59,10 +59,11 @@ test('an engine loads no model until a page needs it, then only the ones that pa
   const detected = await read(engine, printed);
   assert.equal(detected.layoutBy, 'detector');
   assert.deepEqual(engine.loadedModels, ['detection', 'segmentation', 'main', 'screening']);
-  // the page result names what laid the page out and what read it, loaded lazily or not
+  // the page result names what laid the page out (the detector, and the segmenter whose probe lines
+  // it kept) and what read it, loaded lazily or not
   assert.deepEqual(
     detected.page.producer.models.map((model) => model.role),
-    ['detection', 'recognition', 'recognition'],
+    ['detection', 'detection', 'recognition', 'recognition'],
   );
 });
 

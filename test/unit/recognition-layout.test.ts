@@ -11,7 +11,8 @@ import {
   rectCorners,
   type RotatedRect,
 } from '../../src/recognition/page/geometry.ts';
-import { groupLines } from '../../src/recognition/layout/group-lines.ts';
+import { groupLines, makeLine } from '../../src/recognition/layout/group-lines.ts';
+import { withLinesKept } from '../../src/recognition/layout/kept-lines.ts';
 import { orderRegions } from '../../src/recognition/layout/reading-order.ts';
 import type { DetectedBox } from '../../src/recognition/layout/text-detector.ts';
 
@@ -227,4 +228,33 @@ test('reading order: a blank line between paragraphs starts a new region', () =>
     regions.map((region) => region.lines.length),
     [3, 2],
   );
+});
+
+test('a line of another layout is kept in place of the one line it matches, and only there', () => {
+  // The detector's lines of a page, and the segmenter's versions of some (boxes: left, top, width, height).
+  const line = (x: number, y: number, width: number, height = 40) => makeLine([piece(x, y, width, height)]);
+  const detected = [
+    line(300, 100, 1000),
+    line(300, 160, 1000),
+    line(300, 220, 480),
+    line(820, 220, 480),
+    line(300, 280, 1000),
+    line(300, 340, 1000),
+    line(560, 345, 30, 12),
+  ];
+  const same = line(290, 96, 1020, 48); // the first line, outlined a little wider
+  const second = line(300, 158, 1000, 44); // the second, while another line of its own layout also claims it
+  const alsoSecond = line(320, 162, 960, 40);
+  const joined = line(300, 222, 1000); // the two halves of the third line as one: the detector split it
+  const shorter = line(300, 282, 860); // the fifth, but over 86 % of its span only
+  const withMark = line(300, 338, 1000, 44); // the sixth, with a mark the detector found apart inside it
+  const { lines, placed } = withLinesKept(detected, [same, second, alsoSecond, joined, shorter, withMark]);
+  assert.deepEqual([...placed], [same, second]);
+  assert.deepEqual(lines, [same, second, ...detected.slice(2)]);
+  // lines along the height of the page are matched along it
+  const turn = (x: number, y: number, length: number) =>
+    makeLine([{ cx: x, cy: y, width: length, height: 40, angle: -Math.PI / 2, score: 1 }]);
+  const along = withLinesKept([turn(100, 500, 800), turn(160, 500, 800)], [turn(102, 505, 790), turn(160, 300, 400)]);
+  assert.equal(along.placed.size, 1);
+  assert.equal(along.lines[0].box.height, turn(102, 505, 790).box.height);
 });

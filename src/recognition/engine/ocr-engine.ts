@@ -10,6 +10,7 @@ import { orderRegions, type LayoutRegion } from '../layout/reading-order.ts';
 import { detectText, type DetectedBox } from '../layout/text-detector.ts';
 import { segmentLines } from '../layout/line-segmenter.ts';
 import { outlinedLine } from '../layout/outlined-line.ts';
+import { withLinesKept } from '../layout/kept-lines.ts';
 import type { ModelSpec, SelectionSpec } from '../models/model-spec.ts';
 import type { LayoutLine } from '../layout/group-lines.ts';
 import { enclosingRect } from '../page/geometry.ts';
@@ -29,6 +30,7 @@ import {
 } from '../reading/page-turn.ts';
 import {
   lineConfidence,
+  lineReadSurely,
   mainReadingIsNoise,
   pageLooksPrinted,
   probeLines,
@@ -89,6 +91,8 @@ export class OcrEngine {
   private readonly ownsSharedParts: boolean;
   /** Layouts this engine's segmenter made (read() may lay their page out again when it is printed). */
   private readonly segmented = new WeakSet<readonly LayoutRegion[]>();
+  /** The detector's layouts that keep some of the segmenter's lines (read()). */
+  private readonly partlySegmented = new WeakSet<readonly LayoutRegion[]>();
   /**
    * The screening recognizer's reading of a layout's probe lines, kept with the image it was read
    * on: upright() reads it before read() needs it, and it is read once (screeningProbe).
@@ -261,14 +265,23 @@ export class OcrEngine {
     return this.segmented.has(regions) ? 'segmenter' : 'detector';
   }
 
+  /** The models whose lines regions this engine returned hold: both where the detector's layout kept lines of the segmenter's (read()). */
+  layoutModels(regions: readonly LayoutRegion[]): 'segmenter' | 'detector' | 'both' {
+    return this.partlySegmented.has(regions) ? 'both' : this.laidOutBy(regions);
+  }
+
+  private async detectedLayout(image: RgbImage, printed: boolean): Promise<LayoutRegion[]> {
+    return orderRegions(await this.detectedLines(image, printed));
+  }
+
   /**
    * The detector's lines. `printed`: faint lines are dropped, as from the segmenter's; print's ink
    * is even. On handwriting (a page the segmenter found no line on) the detector's boxes may hold
    * mostly paper or lie on a dark edge, so every line is kept (docs/recognition.md, "Faint lines").
    */
-  private async detectedLayout(image: RgbImage, printed: boolean): Promise<LayoutRegion[]> {
+  private async detectedLines(image: RgbImage, printed: boolean): Promise<LayoutLine[]> {
     const boxes = await this.gate(() => detectText(this.detection, this.spec.detection, image));
-    return orderRegions(withoutFaintLines(image, groupLines(boxes), printed ? this.spec.layout.faintLineRatio : 0));
+    return withoutFaintLines(image, groupLines(boxes), printed ? this.spec.layout.faintLineRatio : 0);
   }
 
   /**
@@ -276,15 +289,34 @@ export class OcrEngine {
    * as select-reading.ts shares the lines between the two. A page the screening probe finds
    * printed, laid out by the line segmenter (trained on handwriting), is laid out again by the
    * text detector (trained on print, and more exact there: docs/recognition.md, "Layout"), less
-   * its faint lines, and read on those lines; the regions returned are the ones read. Confidences are calibrated
+   * its faint lines, and read on those lines, but for the probe lines the screening recognizer read
+   * surely that the detector finds too: they keep their reading and the segmenter's outline, not
+   * read twice. The regions returned are the ones read. Confidences are calibrated
    * (each recognizer's manifest map) once the readings are chosen, so the choice compares the
    * recognizers' own confidences, as its thresholds were set on.
    */
   async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<PageReading> {
     const first = await this.readRegions(image, regions, this.segmented.has(regions) ? 'stop' : 'read');
     if (first) return { regions, readings: this.calibrated(first) };
-    const detected = await this.detectedLayout(image, true);
-    return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known')) ?? new Map()) };
+    const surelyRead = this.surelyReadProbeLines(image, regions);
+    const { lines, placed } = withLinesKept(await this.detectedLines(image, true), [...surelyRead.keys()]);
+    const detected = orderRegions(lines);
+    if (placed.size > 0) this.partlySegmented.add(detected);
+    const read = new Map([...surelyRead].filter(([line]) => placed.has(line)));
+    return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known', read)) ?? new Map()) };
+  }
+
+  /** The probe lines of a layout that the screening recognizer read at `printedAbove` or more, with their reading. */
+  private surelyReadProbeLines(image: RgbImage, regions: readonly LayoutRegion[]): Map<LayoutLine, PieceReading[]> {
+    const probe = this.probes.get(regions);
+    if (!probe || probe.image !== image || !this.screening) return new Map();
+    const { selection } = this.screening;
+    const surely = (reads: readonly PieceReading[]): boolean =>
+      lineReadSurely(
+        reads.map((read) => read.characters),
+        selection,
+      );
+    return new Map([...probe.read].filter(([, reads]) => surely(reads)));
   }
 
   private calibrated(readings: Map<DetectedBox, PieceReading>): Map<DetectedBox, PieceReading> {
@@ -297,12 +329,14 @@ export class OcrEngine {
 
   /**
    * `printedPage`: 'read' reads a page the probe finds printed, 'stop' returns null for it before
-   * reading more, 'known' takes the page as printed without a probe.
+   * reading more, 'known' takes the page as printed without a probe. `screenedBefore`: lines the
+   * screening recognizer has read already, not read again.
    */
   private async readRegions(
     image: RgbImage,
     regions: readonly LayoutRegion[],
     printedPage: 'read' | 'stop' | 'known',
+    screenedBefore: ReadonlyMap<LayoutLine, PieceReading[]> = new Map(),
   ): Promise<Map<DetectedBox, PieceReading> | null> {
     const lines = regions.flatMap((region) => region.lines);
     const pieces = lines.flatMap((line) => line.fragments);
@@ -333,6 +367,7 @@ export class OcrEngine {
       ? await readLines(recognizer, 'screening', probe)
       : await this.screeningProbe(image, regions, recognizer, probe);
     const screenedProbe = charactersOf(screened);
+    for (const [line, reads] of screenedBefore) screened.set(line, reads);
     let printed = printedPage === 'known' || pageLooksPrinted(screenedProbe, selection);
     // a page that looks printed is asked again with the main recognizer's reading of the probe,
     // unless the screening read it too surely for handwriting

@@ -82,6 +82,15 @@ export function probeSurelyPrinted(screening: ProbeReading, selection: Selection
 }
 
 /**
+ * Whether the screening recognizer read one line as surely as a probe that says print without
+ * asking the main recognizer (`printedAbove`): on a printed page laid out again, such a probe line
+ * keeps its reading where the detector finds the same line (OcrEngine.read).
+ */
+export function lineReadSurely(pieces: readonly (readonly PlacedCharacter[])[], selection: SelectionSpec): boolean {
+  return selection.printedAbove !== null && lineConfidence(pieces) >= selection.printedAbove;
+}
+
+/**
  * Whether a line the screening recognizer read keeps that reading without asking the main one.
  * On a printed page, a line it read nothing in stays empty (a rule, an ornament, a stain: the
  * main recognizer would read letters into it), as with the screening recognizer alone. With
