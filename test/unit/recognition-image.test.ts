@@ -257,6 +257,32 @@ test('the page halved: each pixel the rounded mean of a 2 x 2 block, a last odd 
   assert.equal(halved({ data, width: 3, height: 3 }), half);
 });
 
+test('a patch that shrinks the page reads a half (and a quarter) made only where it lies, the same as the page halved whole', () => {
+  let seed = 11;
+  const noise = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed >>> 24;
+  };
+  const page = (): RgbImage => {
+    seed = 11;
+    return { data: Uint8Array.from({ length: 401 * 303 * 3 }, noise), width: 401, height: 303 };
+  };
+  const lazily = page();
+  const whole = page();
+  halved(halved(whole));
+  // a line across the middle, turned a little, shrunk about 5 times: read from the page at a quarter
+  const frames = [
+    frameForRect({ cx: 200, cy: 150, width: 300, height: 40, angle: 0.12 }, 60, 8),
+    frameForRect({ cx: 120, cy: 290, width: 200, height: 30, angle: -0.05 }, 90, 12, true),
+  ];
+  for (const frame of frames)
+    for (const resampling of ['area', 'bilinear'] as const)
+      assert.deepEqual(samplePatch(lazily, frame, 60, 8, resampling), samplePatch(whole, frame, 60, 8, resampling));
+  // the rest of the half, made later, is the same as made at once
+  assert.deepEqual(halved(halved(lazily)).data, halved(halved(whole)).data);
+  assert.deepEqual(halved(lazily).data, halved(whole).data);
+});
+
 test('paper and ink: the order statistics a sort gives, ties and all', () => {
   let seed = 7;
   const next = () => {

@@ -70,8 +70,11 @@ export function samplePatch(
 ): Float32Array {
   const stepX = Math.hypot(frame.ux[0], frame.ux[1]);
   const stepY = Math.hypot(frame.uy[0], frame.uy[1]);
-  if (stepX >= 2 && stepY >= 2 && image.width > 1 && image.height > 1)
-    return samplePatch(halved(image), halvedFrame(frame), width, height, resampling);
+  if (stepX >= 2 && stepY >= 2 && image.width > 1 && image.height > 1) {
+    const half = halvedFrame(frame);
+    const [top, bottom] = patchRows(half, width, height);
+    return samplePatch(halvedRows(image, top, bottom), half, width, height, resampling);
+  }
   const grid = (step: number): number => (resampling === 'bilinear' ? 1 : Math.min(4, Math.max(1, Math.ceil(step - 0.25))));
   return sampleGrid(image, frame, width, height, grid(stepX), grid(stepY));
 }
@@ -125,46 +128,87 @@ function sampleGrid(image: RgbImage, frame: PatchFrame, width: number, height: n
   return out;
 }
 
-const halves = new WeakMap<Uint8Array, RgbImage>();
+/** A raster's half (see halved), made a row at a time as patches need them; `made` marks the rows made. */
+interface Half {
+  image: RgbImage;
+  made: Uint8Array;
+}
+
+const halves = new WeakMap<Uint8Array, Half>();
+/** The raster each half was made from, so that a half of a half can make the rows it reads first. */
+const halvedFrom = new WeakMap<Uint8Array, RgbImage>();
 
 /**
  * The raster at half its width and height (rounded up), each pixel the rounded mean of a 2 x 2
  * block, white past the edge as samples there are; made once per raster (kept while the raster is).
  */
 export function halved(image: RgbImage): RgbImage {
-  const known = halves.get(image.data);
-  if (known) return known;
+  return halvedRows(image, 0, Math.ceil(image.height / 2) - 1);
+}
+
+/**
+ * The raster halved (as halved()), with at least its rows `top` to `bottom` made: a page whose few
+ * lines shrink 2 times or more (a printed page's lines that our recognizer reads) is not halved
+ * whole for them. Each row is the same whenever it is made.
+ */
+function halvedRows(image: RgbImage, top: number, bottom: number): RgbImage {
+  let half = halves.get(image.data);
+  if (!half) {
+    const width = Math.ceil(image.width / 2);
+    const height = Math.ceil(image.height / 2);
+    half = { image: { data: new Uint8Array(width * height * 3), width, height }, made: new Uint8Array(height) };
+    halves.set(image.data, half);
+    halvedFrom.set(half.image.data, image);
+  }
+  const from = Math.max(0, top);
+  const to = Math.min(half.image.height - 1, bottom);
+  if (from > to) return half.image;
+  const source = halvedFrom.get(image.data);
+  if (source) halvedRows(source, 2 * from, 2 * to + 1);
+  for (let y = from; y <= to; y += 1) {
+    if (half.made[y]) continue;
+    halveRow(image, half.image, y);
+    half.made[y] = 1;
+  }
+  return half.image;
+}
+
+/** Row `y` of `half`: pairs of columns of rows 2y and 2y + 1; a last odd row or column is paired with white. */
+function halveRow(image: RgbImage, half: RgbImage, y: number): void {
   const { data, width, height } = image;
-  const halfWidth = Math.ceil(width / 2);
-  const halfHeight = Math.ceil(height / 2);
-  const half = new Uint8Array(halfWidth * halfHeight * 3);
+  const out = half.data;
   const row = width * 3;
   const pairs = width >> 1;
-  for (let y = 0; y < halfHeight; y += 1) {
-    let i = 2 * y * row;
-    let to = y * halfWidth * 3;
-    const end = i + pairs * 6;
-    const below = 2 * y + 1 < height;
-    // pairs of columns with the row below; a last odd row or column is paired with white
-    if (below)
-      for (let j = i + row; i < end; i += 6, j += 6) {
-        half[to++] = (data[i] + data[i + 3] + data[j] + data[j + 3] + 2) >> 2;
-        half[to++] = (data[i + 1] + data[i + 4] + data[j + 1] + data[j + 4] + 2) >> 2;
-        half[to++] = (data[i + 2] + data[i + 5] + data[j + 2] + data[j + 5] + 2) >> 2;
-      }
-    else
-      for (; i < end; i += 6) {
-        half[to++] = (data[i] + data[i + 3] + 512) >> 2;
-        half[to++] = (data[i + 1] + data[i + 4] + 512) >> 2;
-        half[to++] = (data[i + 2] + data[i + 5] + 512) >> 2;
-      }
-    if (pairs < halfWidth) {
-      for (let c = 0; c < 3; c += 1) half[to + c] = (data[i + c] + (below ? data[i + row + c] : 255) + 512) >> 2;
+  let i = 2 * y * row;
+  let to = y * half.width * 3;
+  const end = i + pairs * 6;
+  const below = 2 * y + 1 < height;
+  if (below)
+    for (let j = i + row; i < end; i += 6, j += 6) {
+      out[to++] = (data[i] + data[i + 3] + data[j] + data[j + 3] + 2) >> 2;
+      out[to++] = (data[i + 1] + data[i + 4] + data[j + 1] + data[j + 4] + 2) >> 2;
+      out[to++] = (data[i + 2] + data[i + 5] + data[j + 2] + data[j + 5] + 2) >> 2;
     }
+  else
+    for (; i < end; i += 6) {
+      out[to++] = (data[i] + data[i + 3] + 512) >> 2;
+      out[to++] = (data[i + 1] + data[i + 4] + 512) >> 2;
+      out[to++] = (data[i + 2] + data[i + 5] + 512) >> 2;
+    }
+  if (pairs < half.width) {
+    for (let c = 0; c < 3; c += 1) out[to + c] = (data[i + c] + (below ? data[i + row + c] : 255) + 512) >> 2;
   }
-  const result = { data: half, width: halfWidth, height: halfHeight };
-  halves.set(image.data, result);
-  return result;
+}
+
+/** The rows of `image` a patch's bilinear samples may read: its corners' extent, a row more each way. */
+function patchRows(frame: PatchFrame, width: number, height: number): [number, number] {
+  const ys = [
+    frame.origin[1],
+    frame.origin[1] + width * frame.ux[1],
+    frame.origin[1] + height * frame.uy[1],
+    frame.origin[1] + width * frame.ux[1] + height * frame.uy[1],
+  ];
+  return [Math.floor(Math.min(...ys)) - 1, Math.ceil(Math.max(...ys)) + 1];
 }
 
 /** The same patch in the coordinates of the halved raster (a page point p is p / 2 there). */
