@@ -302,8 +302,8 @@ export class OcrEngine {
     const { lines, placed } = withLinesKept(await this.detectedLines(image, true), [...surelyRead.keys()]);
     const detected = orderRegions(lines);
     if (placed.size > 0) this.partlySegmented.add(detected);
-    const read = new Map([...surelyRead].filter(([line]) => placed.has(line)));
-    return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known', read)) ?? new Map()) };
+    const keptReadings = new Map([...surelyRead].filter(([line]) => placed.has(line)));
+    return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known', keptReadings)) ?? new Map()) };
   }
 
   /** The probe lines of a layout that the screening recognizer read at `printedAbove` or more, with their reading. */
@@ -311,12 +311,12 @@ export class OcrEngine {
     const probe = this.probes.get(regions);
     if (!probe || probe.image !== image || !this.screening) return new Map();
     const { selection } = this.screening;
-    const surely = (reads: readonly PieceReading[]): boolean =>
+    const surely = ([, reads]: [LayoutLine, PieceReading[]]): boolean =>
       lineReadSurely(
         reads.map((read) => read.characters),
         selection,
       );
-    return new Map([...probe.read].filter(([, reads]) => surely(reads)));
+    return new Map([...probe.read].filter(surely));
   }
 
   private calibrated(readings: Map<DetectedBox, PieceReading>): Map<DetectedBox, PieceReading> {
