@@ -11,7 +11,14 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { builtinModelSpec } from '../../src/recognition/models/model-manifest.ts';
-import { createSession, floatTensor, crashInferenceWorker, runModel, type InferenceSession } from '../../src/recognition/models/onnx.ts';
+import {
+  createSession,
+  floatTensor,
+  crashInferenceWorker,
+  inferenceWorkerExternalMemory,
+  runModel,
+  type InferenceSession,
+} from '../../src/recognition/models/onnx.ts';
 
 const spec = builtinModelSpec();
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'hwr-inference-'));
@@ -28,8 +35,8 @@ function bigInput() {
   return floatTensor(new Float32Array(3 * 1280 * 1280).fill(0.5), [1, 3, 1280, 1280]);
 }
 
-/** A minimal ONNX model, y = Cast<to=INT32>(x): its output is not float32. */
-function castToInt32Model(): Buffer {
+/** A minimal ONNX model of one operator, y = op(x), x float32 of any shape, y of `outputType`. */
+function unaryModel(opType: string, outputType: number, attributes: [name: string, value: number][] = []): Buffer {
   const varint = (value: number): number[] => {
     const bytes: number[] = [];
     while (value > 0x7f) {
@@ -45,9 +52,25 @@ function castToInt32Model(): Buffer {
     ...text(1, name),
     ...bytes(2, bytes(1, [...number(1, elementType), ...bytes(2, bytes(1, text(2, 'n')))])),
   ];
-  const node = [...text(1, 'x'), ...text(2, 'y'), ...text(4, 'Cast'), ...bytes(5, [...text(1, 'to'), ...number(3, 6), ...number(20, 2)])];
-  const graph = [...bytes(1, node), ...text(2, 'cast'), ...bytes(11, tensorValue('x', 1)), ...bytes(12, tensorValue('y', 6))];
+  const attribute = (name: string, value: number): number[] => [...text(1, name), ...number(3, value), ...number(20, 2)];
+  const node = [
+    ...text(1, 'x'),
+    ...text(2, 'y'),
+    ...text(4, opType),
+    ...attributes.flatMap(([name, value]) => bytes(5, attribute(name, value))),
+  ];
+  const graph = [
+    ...bytes(1, node),
+    ...text(2, opType.toLowerCase()),
+    ...bytes(11, tensorValue('x', 1)),
+    ...bytes(12, tensorValue('y', outputType)),
+  ];
   return Buffer.from([...number(1, 7), ...bytes(8, number(2, 13)), ...bytes(7, graph)]);
+}
+
+/** y = Cast<to=INT32>(x): its output is not float32. */
+function castToInt32Model(): Buffer {
+  return unaryModel('Cast', 6, [['to', 6]]);
 }
 
 test('the event loop keeps turning while a model runs', async () => {
@@ -74,6 +97,26 @@ test('the input buffer moves to the worker rather than being copied', async () =
   const input = bigInput();
   await runModel(detection, input);
   assert.equal(input.data.length, 0, 'the caller’s array is detached: its buffer was transferred');
+});
+
+test('the worker frees an input once it is run, not at a garbage collection', async () => {
+  const file = path.join(scratch, 'abs.onnx');
+  writeFileSync(file, unaryModel('Abs', 1));
+  const abs = await createSession(file, 1);
+  try {
+    const before = await inferenceWorkerExternalMemory();
+    assert.ok(before !== null);
+    // 40 MB: less than the growth of external memory at which V8 collects by itself
+    const count = 10_000_000;
+    const output = await runModel(abs, floatTensor(new Float32Array(count).fill(-2), [count]));
+    assert.equal(output.data.length, count);
+    assert.equal(output.data[count - 1], 2);
+    const after = await inferenceWorkerExternalMemory();
+    assert.ok(after !== null);
+    assert.ok(after - before < 4_000_000, `the worker held ${((after - before) / 1e6).toFixed(1)} MB more after the run`);
+  } finally {
+    await abs.release();
+  }
 });
 
 test('a model that cannot be loaded is model_invalid', async () => {

@@ -8,6 +8,7 @@
 // call counts itself in `nativeCalls` (shared with the main thread), and the main thread, when
 // its process exits, waits for the count to reach 0 and sets it to EXITING, after which no call starts.
 import { readFile } from 'node:fs/promises';
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { fuseGraphChains } from './graph/fuse-elementwise.ts';
@@ -20,6 +21,8 @@ export type InferenceRequest =
   | { kind: 'load'; id: number; file: string; threads: number; outputClasses: number[] | null }
   | { kind: 'run'; id: number; session: number; data: Float32Array; dims: number[] }
   | { kind: 'release'; id: number; session: number }
+  /** How much memory outside V8's heap (buffers) this thread holds now, dead or alive (tests). */
+  | { kind: 'external-memory'; id: number }
   /** Throw, uncaught, as a bug would (tests of what a crash does). */
   | { kind: 'crash' };
 
@@ -28,6 +31,7 @@ export type InferenceReply =
   /** `runMs`: how long onnxruntime's run took in the worker. */
   | { id: number; kind: 'output'; data: Float32Array; dims: number[]; runMs: number }
   | { id: number; kind: 'released' }
+  | { id: number; kind: 'external-memory'; bytes: number }
   /** `code`: the PipelineError code the main thread raises; null: a plain Error. */
   | { id: number; kind: 'failed'; code: 'model_invalid' | 'model_mismatch' | null; message: string; stack?: string };
 
@@ -60,6 +64,20 @@ function rewrittenModel(bytes: Uint8Array, outputClasses: readonly number[] | nu
   graph ??= OnnxGraph.decode(bytes);
   cutOutputClasses(graph, outputClasses);
   return graph.encode();
+}
+
+/**
+ * Frees the memory of a buffer that nothing reads any more (detaching it) now, not at a garbage
+ * collection. This thread allocates little JavaScript, so V8 collects here only once some 64 MB of
+ * buffers have gathered: the model files read and the inputs run stayed, and the thread held 28-105
+ * MB of buffers as a printed page's detector run began (where a process's peak is), 24-26 MB with
+ * them freed (docs/benchmarks.md, "Dead buffers in the inference worker"). A view of part of a
+ * buffer, or a buffer already freed, is left alone.
+ */
+function releaseNow(view: ArrayBufferView | null): void {
+  const buffer = view?.buffer;
+  if (!(buffer instanceof ArrayBuffer) || buffer.detached || view?.byteOffset !== 0 || view.byteLength !== buffer.byteLength) return;
+  buffer.transfer(0);
 }
 
 /** `nativeCalls[0]` once the process is exiting: no native call may start (the same in onnx.ts). */
@@ -111,16 +129,22 @@ if (port) {
           const { outputClasses } = request;
           const bytes = await readFile(request.file);
           const rewritten = rewrittenModel(bytes, outputClasses, true);
-          session = await native(async () => {
-            if (rewritten)
-              try {
-                return await ort.InferenceSession.create(rewritten, options);
-              } catch {
-                // a rewrite onnxruntime does not take: the model as it is, its classes cut where asked
-              }
-            const unfused = rewrittenModel(bytes, outputClasses, false);
-            return unfused ? ort.InferenceSession.create(unfused, options) : ort.InferenceSession.create(request.file, options);
-          });
+          let unfused: Uint8Array | null = null;
+          try {
+            session = await native(async () => {
+              if (rewritten)
+                try {
+                  return await ort.InferenceSession.create(rewritten, options);
+                } catch {
+                  // a rewrite onnxruntime does not take: the model as it is, its classes cut where asked
+                }
+              unfused = rewrittenModel(bytes, outputClasses, false);
+              return unfused ? ort.InferenceSession.create(unfused, options) : ort.InferenceSession.create(request.file, options);
+            });
+          } finally {
+            // onnxruntime keeps its own copy of the model
+            for (const encoded of [bytes, rewritten, unfused]) releaseNow(encoded);
+          }
         } catch (error) {
           return { id: request.id, kind: 'failed', code: 'model_invalid', message: (error as Error).message };
         }
@@ -136,6 +160,8 @@ if (port) {
         const outputs = await native(() => session.run({ [session.inputNames[0]]: input }));
         const runMs = performance.now() - started;
         const output = outputs[session.outputNames[0]];
+        // The input came by transfer and nothing reads it now, unless the graph handed it back as its output.
+        if ((output.data as ArrayBufferView).buffer !== request.data.buffer) releaseNow(request.data);
         if (output.type !== 'float32')
           return { id: request.id, kind: 'failed', code: 'model_mismatch', message: `model output is ${output.type}, expected float32` };
         return { id: request.id, kind: 'output', data: output.data as Float32Array, dims: [...output.dims], runMs };
@@ -146,6 +172,8 @@ if (port) {
         if (session) await native(() => session.release());
         return { id: request.id, kind: 'released' };
       }
+      case 'external-memory':
+        return { id: request.id, kind: 'external-memory', bytes: getHeapStatistics().external_memory };
     }
   };
 

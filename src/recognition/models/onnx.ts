@@ -237,6 +237,13 @@ export function crashInferenceWorker(): void {
   host?.crash();
 }
 
+/** The memory outside V8's heap (buffers) that the inference worker holds now, dead or alive; null without a worker (tests). */
+export async function inferenceWorkerExternalMemory(): Promise<number | null> {
+  if (!host || host.failure) return null;
+  const reply = await host.request((id) => ({ kind: 'external-memory', id }));
+  return reply.kind === 'external-memory' ? reply.bytes : null;
+}
+
 /** Milliseconds of model runs in the inference worker, per model file, since the process started. */
 const runTimes = new Map<string, number>();
 
