@@ -35,7 +35,7 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from synth_lines import Coverage  # noqa: E402
+from synth_lines import Coverage, read_training_texts  # noqa: E402
 
 FONT_DIRS = [
     Path("/usr/share/fonts/opentype/urw-base35"),
@@ -101,11 +101,11 @@ def synthesise(dataset: Path, out: Path, count: int, seed: int = 37, font_paths:
     fonts = font_paths if font_paths is not None else default_fonts()
     if not fonts:
         raise SystemExit(f"no print font found in {', '.join(map(str, FONT_DIRS))}: install fonts-urw-base35 or give --fonts")
-    texts = [row["text_norm"].strip() for row in read_rows(dataset, "train") if row["text_norm"].strip()]
+    texts = [row["text_norm"].strip() for row in read_training_texts(dataset)]
     (out / "img").mkdir(parents=True, exist_ok=True)
     lines: list[dict[str, str]] = []
     index = 0
-    while sum(line["page"].startswith("synth") for line in lines) < count:
+    while len(lines) < count:
         g = np.random.default_rng([seed, index])
         text = texts[int(g.integers(len(texts)))]
         if g.random() < 0.3:
