@@ -14,11 +14,13 @@ COPY domain ./domain
 COPY projections ./projections
 COPY migrations ./migrations
 COPY assets ./assets
-# The default model setup and the two models it borrows (the segmenter and the handwriting
-# recognizer with its language model); without them a worker refuses to start (model_invalid).
+# The default model setup and the three models it borrows (the segmenter, the handwriting
+# recognizer with its language model, and the print reader); without them a worker refuses to
+# start (model_invalid).
 COPY models/default ./models/default
 COPY models/hwr-seg-v3 ./models/hwr-seg-v3
 COPY models/hwr-htr-v3 ./models/hwr-htr-v3
+COPY models/hwr-print-v1 ./models/hwr-print-v1
 
 # Temporary files; with BLOB_STORE=filesystem also the stored files (uploads, page images,
 # results), which must then be one volume shared by the API and every worker.

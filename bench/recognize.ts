@@ -96,6 +96,7 @@ async function runOurs(directory: string, rounds: number, builtin: boolean): Pro
     ['text detector', spec.detection.file],
     [`main recognizer (${spec.recognitionSource.name})`, spec.recognition.file],
     ['screening recognizer', spec.screening?.recognition.file],
+    [`print reader (${spec.screening?.print?.source.name})`, spec.screening?.print?.recognition.file],
     ['direction classifier', spec.orientation?.file],
   ];
   const models = roles.filter((role): role is [string, string] => role[1] !== undefined);

@@ -21,7 +21,8 @@ const USAGE = `usage: hwr recognize IMAGE... [--json] [--layout-only]
                  and reading order are kept, only recognition runs (one image)
 
 Models: the default setup (models/default: our segmenter and handwriting recognizer, with PP-OCRv4
-screening printed lines), or the model directory in MODEL_DIR (docs/recognition.md).`;
+screening printed lines and our print reader reading the pages surely printed), or the model
+directory in MODEL_DIR (docs/recognition.md).`;
 
 export async function run(argv: string[]): Promise<number> {
   const args: string[] = [];

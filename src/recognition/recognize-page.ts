@@ -119,6 +119,11 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
   else detectionMs += performance.now() - start;
 
   const layoutBy = uploaded ? 'uploaded' : engine.laidOutBy(layout);
+  const linesReadBy = { main: 0, screening: 0, print: 0 };
+  for (const line of layout.flatMap((region) => region.lines)) {
+    const reading = readings?.get(line.fragments[0]);
+    if (reading) linesReadBy[reading.recognizer] += 1;
+  }
   const page: PageResult = {
     schema: 'hwr.page-result/1',
     pageNumber: options.pageNumber,
@@ -127,16 +132,13 @@ export async function recognizePage(engine: OcrEngine, bytes: Buffer, options: R
     producer: {
       software: 'hwr',
       version: SOFTWARE_VERSION,
-      models: engine.modelsUsed(uploaded ? 'uploaded' : engine.layoutModels(layout), options.recognize),
+      models: engine.modelsUsed(uploaded ? 'uploaded' : engine.layoutModels(layout), options.recognize, {
+        printReader: linesReadBy.print > 0,
+      }),
     },
     ...(turn === 0 ? {} : { orientation: turn }),
     warnings: [...decoded.warnings, ...(uploaded?.warnings ?? [])],
     ...(uploaded ? { layoutSource: 'uploaded' as const } : {}),
   };
-  const linesReadBy = { main: 0, screening: 0 };
-  for (const line of layout.flatMap((region) => region.lines)) {
-    const reading = readings?.get(line.fragments[0]);
-    if (reading) linesReadBy[reading.recognizer] += 1;
-  }
   return { page, timings: { decodeMs, detectionMs, recognitionMs }, layoutBy, linesReadBy, lineFrames };
 }

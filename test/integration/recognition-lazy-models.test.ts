@@ -1,7 +1,7 @@
 // Models load when a page first needs them (docs/recognition.md, "Cold start"), with the real default
 // setup: an engine loads no model until a page comes; a page laid out by its uploader never loads
-// the segmenter or the detector, a handwritten page never loads the detector, a printed one does;
-// concurrent first pages share each load.
+// the segmenter or the detector, a handwritten page never loads the detector or the print reader,
+// a printed one does; concurrent first pages share each load.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, test } from 'node:test';
@@ -44,26 +44,28 @@ after(async () => {
 test('an engine loads no model until a page needs it, then only the ones that page needs', async () => {
   const engine = await freshEngine();
   assert.deepEqual(engine.loadedModels, []);
-  // the printed page with its own layout: recognition alone, no segmenter, no detector
-  const printed = await readFile(PRINTED_PAGE.imagePath);
-  const uploaded = await read(engine, printed, await readFile(PRINTED_PAGE.xmlPath));
-  assert.equal(uploaded.layoutBy, 'uploaded');
-  assert.ok(allLines(uploaded.page).length > 20);
-  assert.deepEqual(engine.loadedModels, ['main', 'screening']);
-  // a handwritten page: laid out by the segmenter, read; the detector is still not loaded
+  // a handwritten page: laid out by the segmenter, read; the detector and the print reader are not loaded
   const handwritten = await read(engine, await readFile(HANDWRITTEN));
   assert.equal(handwritten.layoutBy, 'segmenter');
   assert.ok(allLines(handwritten.page).length > 5);
   assert.deepEqual(engine.loadedModels, ['segmentation', 'main', 'screening']);
+  // the printed page with its own layout: recognition alone, no detector; the probe is surely
+  // printed, so the print reader loads and reads the other lines
+  const printed = await readFile(PRINTED_PAGE.imagePath);
+  const uploaded = await read(engine, printed, await readFile(PRINTED_PAGE.xmlPath));
+  assert.equal(uploaded.layoutBy, 'uploaded');
+  assert.ok(allLines(uploaded.page).length > 20);
+  assert.ok(uploaded.linesReadBy.print > 0, JSON.stringify(uploaded.linesReadBy));
+  assert.deepEqual(engine.loadedModels, ['segmentation', 'main', 'screening', 'print']);
   // the printed page without its layout: the probe finds it printed, and the detector lays it out
   const detected = await read(engine, printed);
   assert.equal(detected.layoutBy, 'detector');
-  assert.deepEqual(engine.loadedModels, ['detection', 'segmentation', 'main', 'screening']);
+  assert.deepEqual(engine.loadedModels, ['detection', 'segmentation', 'main', 'screening', 'print']);
   // the page result names what laid the page out (the detector, and the segmenter whose probe lines
   // it kept) and what read it, loaded lazily or not
   assert.deepEqual(
     detected.page.producer.models.map((model) => model.role),
-    ['detection', 'detection', 'recognition', 'recognition'],
+    ['detection', 'detection', 'recognition', 'recognition', 'recognition'],
   );
 });
 
@@ -90,5 +92,5 @@ test('concurrent first pages on a fresh engine share each model load', async () 
 test('loadAll loads every model of the engine at once (for benchmarks that time pages apart from loading)', async () => {
   const engine = await freshEngine();
   await engine.loadAll();
-  assert.deepEqual(engine.loadedModels, ['detection', 'segmentation', 'main', 'screening']);
+  assert.deepEqual(engine.loadedModels, ['detection', 'segmentation', 'main', 'screening', 'print']);
 });

@@ -66,6 +66,8 @@ test('a page goes through layout and recognition, entering each step in order', 
   assert.deepEqual(page.warnings, []);
   assert.equal(page.producer.software, 'hwr');
   assert.ok(page.producer.models.some((model) => model.role === 'recognition' && model.name.includes('PP-OCRv4')));
+  // the page is surely printed: our print reader read the lines but PP-OCRv4's probe, and the page names it
+  assert.ok(page.producer.models.some((model) => model.role === 'recognition' && model.name.startsWith('hwr-print ')));
 });
 
 test('a layout-only job gives lines with geometry and empty text', async () => {

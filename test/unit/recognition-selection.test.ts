@@ -154,8 +154,43 @@ test('a manifest borrows the detector from the built-in model and the recognizer
     [0.85, 0.2, 3, 0.25, 0.05],
   );
   assert.equal(spec.screening.printedAbove, 0.97);
+  assert.equal(spec.screening.print, null, 'no print reader unless the section names one');
   assert.equal(builtin.screening, null);
   assert.equal(builtin.languageModel, null);
+});
+
+test('a screening section may name a print reader, borrowed with its language model or described in place', async () => {
+  const base = {
+    format: 'hwr-model/1',
+    name: 'with-print',
+    version: '2',
+    detection: { model: 'builtin' },
+    recognition: { model: '../htr' },
+  };
+  const borrowed = loadModelSpec(
+    await combined({ ...base, screening: { recognition: { model: 'builtin' }, printRecognition: { model: '../htr' } } }),
+  ).screening?.print;
+  assert.ok(borrowed);
+  assert.deepEqual(borrowed.source, { name: 'hwr-htr', version: '7' });
+  assert.equal(borrowed.recognition.file, path.join(directory, 'htr', 'rec.onnx'));
+  assert.deepEqual([borrowed.recognition.inputHeight, borrowed.recognition.output], [32, 'logits']);
+  assert.equal(borrowed.languageModel?.file, path.join(directory, 'htr', 'lm.json'));
+
+  const inPlace = loadModelSpec(
+    await combined({
+      ...base,
+      screening: {
+        recognition: { model: 'builtin' },
+        printRecognition: { file: '../htr/rec.onnx', charset: '../htr/charset.txt', inputHeight: 40 },
+      },
+    }),
+  ).screening?.print;
+  assert.ok(inPlace);
+  assert.deepEqual(inPlace.source, { name: 'with-print', version: '2' });
+  assert.deepEqual(
+    [path.basename(inPlace.recognition.file), inPlace.recognition.inputHeight, inPlace.languageModel],
+    ['rec.onnx', 40, null],
+  );
 });
 
 test('a missing borrowed directory, a loop and bad selection values are model_invalid, all reported at once', async () => {
@@ -165,7 +200,14 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
     version: '1',
     detection: { model: '.' },
     recognition: { model: '../nowhere' },
-    screening: { recognition: { model: 'builtin' }, keepAbove: 2, probeLines: 0, sureMargin: 5, printedAbove: -0.5 },
+    screening: {
+      recognition: { model: 'builtin' },
+      printRecognition: { model: '../no-print-reader' },
+      keepAbove: 2,
+      probeLines: 0,
+      sureMargin: 5,
+      printedAbove: -0.5,
+    },
   });
   assert.throws(
     () => loadModelSpec(dir),
@@ -178,6 +220,7 @@ test('a missing borrowed directory, a loop and bad selection values are model_in
       assert.match(error.message, /screening\.sureMargin must be a number from -1 to 1/);
       assert.match(error.message, /screening\.printedAbove must be a number from 0 to 1/);
       assert.match(error.message, /screening\.probeLines must be a number from 1 to 1000/);
+      assert.match(error.message, /screening\.printRecognition\.model "\.\.\/no-print-reader": .*has no manifest\.json/);
       return true;
     },
   );

@@ -1,5 +1,6 @@
-// The loaded models of one model directory: detection, one recognizer or two (the main
-// one and a screening one for print, chosen per page and line by confidence), optional orientation.
+// The loaded models of one model directory: detection, one recognizer or more (the main
+// one and a screening one for print, chosen per page and line by confidence, and optionally a
+// print reader of our own for the pages surely printed), optional orientation.
 // Loaded once per process (see shared-engine.ts); every model run passes through one
 // semaphore so that concurrent pages never use more threads than the machine has cores.
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { detectText, type DetectedBox } from '../layout/text-detector.ts';
 import { segmentLines } from '../layout/line-segmenter.ts';
 import { outlinedLine } from '../layout/outlined-line.ts';
 import { withLinesKept } from '../layout/kept-lines.ts';
-import type { ModelSpec, SelectionSpec } from '../models/model-spec.ts';
+import type { ModelSpec, NamedRecognizerSpec, SelectionSpec } from '../models/model-spec.ts';
 import type { LayoutLine } from '../layout/group-lines.ts';
 import { enclosingRect } from '../page/geometry.ts';
 import { withoutFaintLines } from '../layout/ink-contrast.ts';
@@ -59,8 +60,15 @@ export interface PageReading {
 
 /** What recognition read in one detected piece, with the crop it read it from. */
 export interface PieceReading extends PieceRead {
-  /** Which recognizer's reading the piece's line kept. */
-  recognizer: 'main' | 'screening';
+  /** Which recognizer's reading the piece's line kept ('print': the screening section's print reader). */
+  recognizer: 'main' | 'screening' | 'print';
+}
+
+/** The screening recognizer, the rule that shares lines with it, and the print reader that may read in its place. */
+interface Screening {
+  recognizer: LineRecognizer;
+  selection: SelectionSpec;
+  print: LineRecognizer | null;
 }
 
 /** Each line's characters as its pieces read them (a probe's reading, select-reading.ts). */
@@ -84,7 +92,7 @@ export class OcrEngine {
   private readonly detection: InferenceSession;
   private readonly segmentation: InferenceSession | null;
   private readonly main: LineRecognizer;
-  private readonly screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
+  private readonly screening: Screening | null;
   private readonly orientation: InferenceSession | null;
   private readonly gate: ModelGate;
   /** Whether close() releases the detector, segmenter, screening and orientation too (false: they are another engine's). */
@@ -109,7 +117,7 @@ export class OcrEngine {
       detection: InferenceSession;
       segmentation: InferenceSession | null;
       main: LineRecognizer;
-      screening: { recognizer: LineRecognizer; selection: SelectionSpec } | null;
+      screening: Screening | null;
       orientation: InferenceSession | null;
     },
     shared?: { gate: ModelGate },
@@ -138,31 +146,25 @@ export class OcrEngine {
   static async load(spec: ModelSpec, settings: EngineSettings): Promise<OcrEngine> {
     const decoder = settings.decoder ?? 'greedy';
     const { threads } = settings;
-    const [main, screening] = await Promise.all([
+    const recognizer = (part: NamedRecognizerSpec) =>
       LineRecognizer.load({
-        source: spec.recognitionSource,
-        recognition: spec.recognition,
-        languageModel: spec.languageModel,
+        source: part.source,
+        recognition: part.recognition,
+        languageModel: part.languageModel,
         decoder,
         threads,
         lazy: true,
-      }),
-      spec.screening
-        ? LineRecognizer.load({
-            source: spec.screening.source,
-            recognition: spec.screening.recognition,
-            languageModel: spec.screening.languageModel,
-            decoder,
-            threads,
-            lazy: true,
-          })
-        : Promise.resolve(null),
+      });
+    const [main, screening, print] = await Promise.all([
+      recognizer({ source: spec.recognitionSource, recognition: spec.recognition, languageModel: spec.languageModel }),
+      spec.screening ? recognizer(spec.screening) : Promise.resolve(null),
+      spec.screening?.print ? recognizer(spec.screening.print) : Promise.resolve(null),
     ]);
     return new OcrEngine(spec, settings, {
       detection: lazySession(spec.detection.file, threads),
       segmentation: spec.segmentation ? lazySession(spec.segmentation.file, threads) : null,
       main,
-      screening: screening && spec.screening ? { recognizer: screening, selection: spec.screening } : null,
+      screening: screening && spec.screening ? { recognizer: screening, selection: spec.screening, print } : null,
       orientation: spec.orientation ? lazySession(spec.orientation.file, threads) : null,
     });
   }
@@ -172,7 +174,8 @@ export class OcrEngine {
    * load while its image is decoded; the others load at their first run (the detector on a printed
    * page or one the segmenter finds no line on). `layout`: the page is laid out here (the segmenter,
    * else the detector, and the main recognizer, which tells the page's side); `read`: its lines are
-   * read (the recognizers, the print screening's probe and the orientation model).
+   * read (the recognizers, the print screening's probe and the orientation model). The print
+   * reader loads when a page surely printed first needs it.
    */
   warm(page: { layout: boolean; read: boolean }): void {
     const parts: Array<{ warm(): Promise<void> } | null> = [];
@@ -185,31 +188,39 @@ export class OcrEngine {
   /** Loads every model of the engine now (benchmarks that time pages apart from loading). */
   async loadAll(): Promise<void> {
     await Promise.all(
-      [this.segmentation, this.detection, this.main, this.orientation, this.screening?.recognizer].map((part) => part?.warm()),
+      [this.segmentation, this.detection, this.main, this.orientation, this.screening?.recognizer, this.screening?.print].map((part) =>
+        part?.warm(),
+      ),
     );
   }
 
   /** Which of the engine's own models are loaded now. */
-  get loadedModels(): Array<'detection' | 'segmentation' | 'main' | 'screening' | 'orientation'> {
+  get loadedModels(): Array<'detection' | 'segmentation' | 'main' | 'screening' | 'print' | 'orientation'> {
     return [
       ...(this.detection.loaded ? (['detection'] as const) : []),
       ...(this.segmentation?.loaded ? (['segmentation'] as const) : []),
       ...(this.main.loaded ? (['main'] as const) : []),
       ...(this.screening?.recognizer.loaded ? (['screening'] as const) : []),
+      ...(this.screening?.print?.loaded ? (['print'] as const) : []),
       ...(this.orientation?.loaded ? (['orientation'] as const) : []),
     ];
   }
 
   /** Every model of the engine: the segmenter (if any), the detector, orientation, the recognizers. */
   get models(): ModelInfo[] {
-    return this.modelsUsed('both', true);
+    return this.modelsUsed('both', true, { printReader: true });
   }
 
   /**
    * The models a page used: the one that laid it out ('uploaded': none), and the others when it was
-   * read; a page laid out and not read names the main recognizer as what told its side (upright()).
+   * read (the print reader only where it read lines the page kept: `printReader`); a page laid out
+   * and not read names the main recognizer as what told its side (upright()).
    */
-  modelsUsed(layoutBy: 'segmenter' | 'detector' | 'uploaded' | 'both', recognized: boolean): ModelInfo[] {
+  modelsUsed(
+    layoutBy: 'segmenter' | 'detector' | 'uploaded' | 'both',
+    recognized: boolean,
+    read: { printReader?: boolean } = {},
+  ): ModelInfo[] {
     const info = (role: ModelInfo['role'], source: { name: string; version: string }, file: string): ModelInfo => ({
       role,
       name: `${source.name} (${path.basename(file)})`,
@@ -226,6 +237,9 @@ export class OcrEngine {
             ...(this.spec.orientation ? [info('orientation', own, this.spec.orientation.file)] : []),
             info('recognition', this.main.source, this.main.file),
             ...(this.screening ? [info('recognition', this.screening.recognizer.source, this.screening.recognizer.file)] : []),
+            ...(this.screening?.print && read.printReader
+              ? [info('recognition', this.screening.print.source, this.screening.print.file)]
+              : []),
           ]
         : layoutBy === 'uploaded'
           ? []
@@ -234,8 +248,12 @@ export class OcrEngine {
   }
 
   /** The decoder each recognizer uses (beam search only where a language model is named). */
-  get decoders(): { main: DecoderChoice; screening: DecoderChoice | null } {
-    return { main: this.main.decoder, screening: this.screening?.recognizer.decoder ?? null };
+  get decoders(): { main: DecoderChoice; screening: DecoderChoice | null; print: DecoderChoice | null } {
+    return {
+      main: this.main.decoder,
+      screening: this.screening?.recognizer.decoder ?? null,
+      print: this.screening?.print?.decoder ?? null,
+    };
   }
 
   /**
@@ -303,7 +321,14 @@ export class OcrEngine {
     const detected = orderRegions(lines);
     if (placed.size > 0) this.partlySegmented.add(detected);
     const keptReadings = new Map([...surelyRead].filter(([line]) => placed.has(line)));
-    return { regions: detected, readings: this.calibrated((await this.readRegions(image, detected, 'known', keptReadings)) ?? new Map()) };
+    const readings = await this.readRegions(image, detected, this.probeSurelyPrinted(image, regions) ? 'surely' : 'known', keptReadings);
+    return { regions: detected, readings: this.calibrated(readings ?? new Map()) };
+  }
+
+  /** Whether the screening recognizer read a layout's probe at `printedAbove` or more (its reading kept by screeningProbe). */
+  private probeSurelyPrinted(image: RgbImage, regions: readonly LayoutRegion[]): boolean {
+    const probe = this.probes.get(regions);
+    return !!probe && probe.image === image && !!this.screening && probeSurelyPrinted(charactersOf(probe.read), this.screening.selection);
   }
 
   /** The probe lines of a layout that the screening recognizer read at `printedAbove` or more, with their reading. */
@@ -320,8 +345,9 @@ export class OcrEngine {
   }
 
   private calibrated(readings: Map<DetectedBox, PieceReading>): Map<DetectedBox, PieceReading> {
+    const recognizers = { main: this.main, screening: this.screening?.recognizer, print: this.screening?.print };
     for (const [piece, reading] of readings) {
-      const recognizer = reading.recognizer === 'main' ? this.main : this.screening?.recognizer;
+      const recognizer = recognizers[reading.recognizer];
       if (recognizer) readings.set(piece, { ...reading, characters: recognizer.calibrated(reading.characters) });
     }
     return readings;
@@ -329,13 +355,16 @@ export class OcrEngine {
 
   /**
    * `printedPage`: 'read' reads a page the probe finds printed, 'stop' returns null for it before
-   * reading more, 'known' takes the page as printed without a probe. `screenedBefore`: lines the
-   * screening recognizer has read already, not read again.
+   * reading more, 'known' takes the page as printed without a probe, 'surely' as printed surely
+   * (its probe read at `printedAbove`). `screenedBefore`: lines the screening recognizer has read
+   * already, not read again. On a page surely printed the print reader, where there is one, reads
+   * the lines the screening recognizer has not; a page printed less surely (Fraktur, which it was
+   * not trained on) is left to the screening recognizer.
    */
   private async readRegions(
     image: RgbImage,
     regions: readonly LayoutRegion[],
-    printedPage: 'read' | 'stop' | 'known',
+    printedPage: 'read' | 'stop' | 'known' | 'surely',
     screenedBefore: ReadonlyMap<LayoutLine, PieceReading[]> = new Map(),
   ): Promise<Map<DetectedBox, PieceReading> | null> {
     const lines = regions.flatMap((region) => region.lines);
@@ -361,25 +390,32 @@ export class OcrEngine {
       return readings;
     }
     const { recognizer, selection } = this.screening;
+    const known = printedPage === 'known' || printedPage === 'surely';
     const widths = lineWidths(lines);
-    const probe = printedPage === 'known' ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
+    const probe = known ? [] : probeLines(widths, selection.probeLines).map((index) => lines[index]);
     const screened = this.orientation
       ? await readLines(recognizer, 'screening', probe)
       : await this.screeningProbe(image, regions, recognizer, probe);
     const screenedProbe = charactersOf(screened);
     for (const [line, reads] of screenedBefore) screened.set(line, reads);
-    let printed = printedPage === 'known' || pageLooksPrinted(screenedProbe, selection);
+    let printed = known || pageLooksPrinted(screenedProbe, selection);
+    const surely = printedPage === 'surely' || (!known && probeSurelyPrinted(screenedProbe, selection));
     // a page that looks printed is asked again with the main recognizer's reading of the probe,
     // unless the screening read it too surely for handwriting
     let mainProbe = new Map<LayoutLine, PieceReading[]>();
-    if (printed && printedPage !== 'known' && selection.sureMargin !== null && !probeSurelyPrinted(screenedProbe, selection)) {
+    if (printed && !known && selection.sureMargin !== null && !surely) {
       mainProbe = await readLines(this.main, 'main', probe);
       printed = screeningReadsProbeBetter(screenedProbe, charactersOf(mainProbe), selection);
     }
     if (printed && printedPage === 'stop') return null;
     if (printed) {
       const rest = lines.filter((line) => !screened.has(line));
-      for (const [line, reads] of await readLines(recognizer, 'screening', rest)) screened.set(line, reads);
+      const { print } = this.screening;
+      const read =
+        surely && print
+          ? await readLines(print, 'print', rest, [...screened.values()].map(textOf))
+          : await readLines(recognizer, 'screening', rest);
+      for (const [line, reads] of read) screened.set(line, reads);
     }
     const unsure = lines.filter((line) => {
       const reads = screened.get(line);
@@ -582,6 +618,7 @@ export class OcrEngine {
       this.segmentation?.release(),
       this.main.close(),
       this.screening?.recognizer.close(),
+      this.screening?.print?.close(),
       this.orientation?.release(),
     ]);
   }

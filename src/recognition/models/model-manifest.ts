@@ -19,6 +19,7 @@ import type {
   RecognitionSpec,
   LanguageModelSpec,
   ScreeningSpec,
+  NamedRecognizerSpec,
   OrientationSpec,
   ModelSpec,
   LayoutSpec,
@@ -165,12 +166,23 @@ export function parseManifest(raw: unknown, baseDir: string, directory: string |
     const section = root.object('screening');
     const screeningRec = section.object('recognition');
     const screeningModel = borrow(screeningRec, 'manifest.screening.recognition');
+    let print: NamedRecognizerSpec | null = null;
+    if (section.has('printRecognition')) {
+      const printRec = section.object('printRecognition');
+      const printModel = borrow(printRec, 'manifest.screening.printRecognition');
+      print = {
+        source: printModel ? printModel.recognitionSource : { name, version },
+        recognition: printModel?.recognition ?? parseRecognition(printRec, baseDir, problems),
+        languageModel: printModel?.languageModel ?? null,
+      };
+    }
     screening = {
       source: screeningModel ? screeningModel.recognitionSource : { name, version },
       recognition: screeningModel?.recognition ?? parseRecognition(screeningRec, baseDir, problems),
       languageModel: section.has('languageModel')
         ? parseLanguageModel(section.object('languageModel'), baseDir)
         : (screeningModel?.languageModel ?? null),
+      print,
       keepAbove: section.number('keepAbove', 0.85, 0, 1),
       margin: section.number('margin', 0.2, 0, 1),
       probeLines: section.integer('probeLines', 3, 1, 1000),

@@ -158,7 +158,17 @@ export interface SelectionSpec {
  * A recognizer that reads print well and handwriting badly (PP-OCRv4): it screens each page
  * and keeps the lines it is sure of; the main recognizer reads the others.
  */
-export interface ScreeningSpec extends SelectionSpec {
+export interface ScreeningSpec extends SelectionSpec, NamedRecognizerSpec {
+  /**
+   * A recognizer of our own trained on print (models/hwr-print-v1), or null: on a page whose probe
+   * the screening recognizer read at `printedAbove` or more, it reads the page's other lines in the
+   * screening recognizer's place, which then reads the probe only (docs/recognition.md, "A print reader").
+   */
+  print: NamedRecognizerSpec | null;
+}
+
+/** A recognizer with the model it comes from (the screening section's two). */
+export interface NamedRecognizerSpec {
   /** Name and version of the model the recognizer comes from. */
   source: { name: string; version: string };
   recognition: RecognitionSpec;
