@@ -321,12 +321,12 @@ export class OcrEngine {
     const detected = orderRegions(lines);
     if (placed.size > 0) this.partlySegmented.add(detected);
     const keptReadings = new Map([...surelyRead].filter(([line]) => placed.has(line)));
-    const readings = await this.readRegions(image, detected, this.probeSurelyPrinted(image, regions) ? 'surely' : 'known', keptReadings);
+    const readings = await this.readRegions(image, detected, this.probeReadSurely(image, regions) ? 'surely' : 'known', keptReadings);
     return { regions: detected, readings: this.calibrated(readings ?? new Map()) };
   }
 
   /** Whether the screening recognizer read a layout's probe at `printedAbove` or more (its reading kept by screeningProbe). */
-  private probeSurelyPrinted(image: RgbImage, regions: readonly LayoutRegion[]): boolean {
+  private probeReadSurely(image: RgbImage, regions: readonly LayoutRegion[]): boolean {
     const probe = this.probes.get(regions);
     return !!probe && probe.image === image && !!this.screening && probeSurelyPrinted(charactersOf(probe.read), this.screening.selection);
   }
@@ -588,7 +588,7 @@ export class OcrEngine {
   /**
    * An engine that reads lines with another recognizer (an account's trained model,
    * models/trained-recognizer.ts) and shares everything else with this one: the detector, the
-   * segmenter, the print screening, the orientation model and the bound on model runs at once, so a
+   * segmenter, the print screening and print reader, the orientation model and the bound on model runs at once, so a
    * process holding several trained models loads each recognizer alone and runs no more at once.
    * Its close() releases its recognizer only; this engine must outlive it.
    */
