@@ -242,7 +242,9 @@ test('a worker reads its model setup at start: a broken MODEL_DIR fails the star
   });
   const pipelines = await defaultPipelines({ ...config, recognition: { ...config.recognition, modelDir: null } }, log);
   await pipelines.close();
-  assert.deepEqual(logged, [{ level: 'info', message: 'recognition models: hwr-default 1 (recognizer hwr-htr 3.3-int8)' }]);
+  assert.deepEqual(logged, [
+    { level: 'info', message: 'recognition models: hwr-default 1 (recognizer hwr-htr 3.3-int8, print reader hwr-print 1-int8)' },
+  ]);
   // Without models/default, PP-OCRv4 alone, said as a warning.
   assert.equal(modelSetupNotice(builtinModelSpec()).level, 'warn');
   assert.match(modelSetupNotice(builtinModelSpec()).message, /built-in PP-OCRv4 alone .* it reads print, not handwriting/);

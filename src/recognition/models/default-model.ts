@@ -29,8 +29,9 @@ export function modelSetupNotice(spec: ModelSpec): { level: 'info' | 'warn'; mes
         'recognition uses the built-in PP-OCRv4 alone (no models/default in this install, and no MODEL_DIR): ' +
         'it reads print, not handwriting (docs/recognition.md)',
     };
+  const printReader = spec.screening?.print?.source;
   return {
     level: 'info',
-    message: `recognition models: ${spec.name} ${spec.version} (recognizer ${spec.recognitionSource.name} ${spec.recognitionSource.version})`,
+    message: `recognition models: ${spec.name} ${spec.version} (recognizer ${spec.recognitionSource.name} ${spec.recognitionSource.version}${printReader ? `, print reader ${printReader.name} ${printReader.version}` : ''})`,
   };
 }
