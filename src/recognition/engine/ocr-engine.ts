@@ -316,32 +316,35 @@ export class OcrEngine {
   async read(image: RgbImage, regions: readonly LayoutRegion[]): Promise<PageReading> {
     const first = await this.readRegions(image, regions, this.segmented.has(regions) ? 'stop' : 'read');
     if (first) return { regions, readings: this.calibrated(first) };
-    const surelyRead = this.surelyReadProbeLines(image, regions);
+    const { surely, surelyRead } = this.probeReadSurely(image, regions);
     const { lines, placed } = withLinesKept(await this.detectedLines(image, true), [...surelyRead.keys()]);
     const detected = orderRegions(lines);
     if (placed.size > 0) this.partlySegmented.add(detected);
     const keptReadings = new Map([...surelyRead].filter(([line]) => placed.has(line)));
-    const readings = await this.readRegions(image, detected, this.probeReadSurely(image, regions) ? 'surely' : 'known', keptReadings);
+    const readings = await this.readRegions(image, detected, surely ? 'surely' : 'known', keptReadings);
     return { regions: detected, readings: this.calibrated(readings ?? new Map()) };
   }
 
-  /** Whether the screening recognizer read a layout's probe at `printedAbove` or more (its reading kept by screeningProbe). */
-  private probeReadSurely(image: RgbImage, regions: readonly LayoutRegion[]): boolean {
+  /**
+   * A layout's probe as the screening recognizer read it (screeningProbe): whether it read the probe
+   * at `printedAbove` or more, and the probe lines it read that surely, with their reading.
+   */
+  private probeReadSurely(
+    image: RgbImage,
+    regions: readonly LayoutRegion[],
+  ): { surely: boolean; surelyRead: Map<LayoutLine, PieceReading[]> } {
     const probe = this.probes.get(regions);
-    return !!probe && probe.image === image && !!this.screening && probeSurelyPrinted(charactersOf(probe.read), this.screening.selection);
-  }
-
-  /** The probe lines of a layout that the screening recognizer read at `printedAbove` or more, with their reading. */
-  private surelyReadProbeLines(image: RgbImage, regions: readonly LayoutRegion[]): Map<LayoutLine, PieceReading[]> {
-    const probe = this.probes.get(regions);
-    if (!probe || probe.image !== image || !this.screening) return new Map();
+    if (!probe || probe.image !== image || !this.screening) return { surely: false, surelyRead: new Map() };
     const { selection } = this.screening;
-    const surely = ([, reads]: [LayoutLine, PieceReading[]]): boolean =>
+    const lineSure = ([, reads]: [LayoutLine, PieceReading[]]): boolean =>
       lineReadSurely(
         reads.map((read) => read.characters),
         selection,
       );
-    return new Map([...probe.read].filter(surely));
+    return {
+      surely: probeSurelyPrinted(charactersOf(probe.read), selection),
+      surelyRead: new Map([...probe.read].filter(lineSure)),
+    };
   }
 
   private calibrated(readings: Map<DetectedBox, PieceReading>): Map<DetectedBox, PieceReading> {
